@@ -1,0 +1,80 @@
+"""Value types shared by the decision core, the plugin and the simulator.
+
+Everything here is immutable and holds plain data: epoch seconds for times,
+Buildbot's integer result codes for results.  The types are ``NamedTuple``s
+rather than frozen dataclasses because the simulator builds hundreds of
+thousands of them per replay, and a tuple is several times cheaper to make.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+
+class Result(IntEnum):
+    """Buildbot's build result codes (``buildbot.process.results``)."""
+
+    SUCCESS = 0
+    WARNINGS = 1
+    FAILURE = 2
+    SKIPPED = 3
+    EXCEPTION = 4
+    RETRY = 5
+    CANCELLED = 6
+
+
+class Builder(NamedTuple):
+    """A builder and its tags (``stable``, ``tier-1``, ...)."""
+
+    name: str
+    tags: tuple[str, ...] = ()
+
+
+class Change(NamedTuple):
+    """One change (commit) on the watched branch.
+
+    ``message`` is the whole commit message (the title is its first line);
+    ``files`` the paths it touched when known.  ``pr_number`` is the pull
+    request the change was merged from, when known.
+    """
+
+    revision: str
+    author: str
+    title: str
+    when: float
+    pr_number: int | None = None
+    message: str = ""
+    files: tuple[str, ...] = ()
+
+
+class FailedStep(NamedTuple):
+    """A step that did not succeed in a failing build.
+
+    ``log_tail`` is the end of the step's stdio log, or ``None`` when the
+    master no longer has the log (buildbot.python.org deletes logs after 180
+    days): missing evidence, which is not the same as an empty log.
+    """
+
+    name: str
+    result: int
+    log_tail: str | None = None
+
+
+class Build(NamedTuple):
+    """One completed build, as the core sees it.
+
+    ``changes`` is the build's blamelist: the changes new since the previous
+    completed build of the same builder (not Buildbot's "changes since the
+    last green build").  ``failed_steps`` is empty for green builds and for
+    failing builds whose steps are unknown.
+    """
+
+    builder: str
+    number: int
+    result: int
+    started_at: float
+    completed_at: float
+    changes: tuple[Change, ...] = ()
+    failed_steps: tuple[FailedStep, ...] = ()
+    worker: str | None = None

@@ -1,0 +1,45 @@
+"""Packaging for buildbot-revert: the reporter plugin and the backtest simulator."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="buildbot-revert",
+    version="0.1.0",
+    description=(
+        "A Buildbot reporter that proposes revert pull requests for changes that "
+        "clearly broke a builder, and a simulator that backtests the policy."
+    ),
+    python_requires=">=3.11",
+    packages=find_packages(
+        include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
+    ),
+    install_requires=[
+        "click>=8.1",
+        "sqlite-utils>=3.36",
+    ],
+    extras_require={
+        # The plugin runs inside a Buildbot master; the simulator does not need one.
+        "plugin": [
+            "buildbot>=4.0,<5",
+            "treq>=23.11",
+            "Twisted>=23.10",
+        ],
+        "test": [
+            "buildbot[bundle]>=4.0,<5",
+            "buildbot-worker>=4.0,<5",
+            "treq>=23.11",
+            "Twisted>=23.10",
+            "pytest>=8",
+            "pytest-twisted>=1.14",
+            "hypothesis>=6.100",
+            "graphql-core>=3.2",
+            "jsonschema>=4.21",
+            "psycopg2-binary>=2.9",
+            "ruff>=0.6",
+        ],
+    },
+    entry_points={
+        "console_scripts": ["simulate=simulator.cli:main"],
+        "buildbot.reporters": ["RevertReporter=buildbot_revert.reporter:RevertReporter"],
+    },
+)

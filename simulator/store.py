@@ -1,0 +1,451 @@
+"""The history store: a SQLite file of builders, builds, changes and labels.
+
+This is the only module of the project that speaks SQL.  Writers (the
+generator of the shipped history, the importer that pulls a real master) add
+rows through :class:`HistoryStore`; the replay reads them back as the core's
+:class:`~buildbot_revert.model.Build` records, in completion order.
+
+The schema is documented for users in ``history/README.md``; keep the two in
+step.  Every write goes through a transaction so that an interrupted writer
+never leaves half a build behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
+
+SCHEMA_VERSION = 1
+
+_TABLES: dict[str, dict[str, Any]] = {
+    "builders": {
+        "columns": {"id": int, "name": str, "tags": str, "master_id": int},
+        "pk": "id",
+        "not_null": {"name", "tags"},
+    },
+    "changes": {
+        "columns": {
+            "id": int,
+            "revision": str,
+            "author": str,
+            "title": str,
+            "message": str,
+            "when_ts": float,
+            "pr_number": int,
+            "files": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"revision", "author", "title", "when_ts"},
+    },
+    "builds": {
+        "columns": {
+            "id": int,
+            "builder_id": int,
+            "number": int,
+            "result": int,
+            "started_at": float,
+            "completed_at": float,
+            "worker": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
+        "foreign_keys": [("builder_id", "builders", "id")],
+    },
+    "blamelist": {
+        "columns": {"build_id": int, "change_id": int},
+        "pk": ("build_id", "change_id"),
+        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
+    },
+    "failed_steps": {
+        "columns": {
+            "build_id": int,
+            "step_number": int,
+            "name": str,
+            "result": int,
+            "log_tail": str,
+        },
+        "pk": ("build_id", "step_number"),
+        "not_null": {"name", "result"},
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    # Ground truth, present only in generated histories.
+    "label_breakages": {
+        "columns": {
+            "change_id": int,
+            "builder_id": int,
+            "broken_at": float,
+            "fixed_at": float,
+            "fixed_by": str,
+        },
+        "pk": ("change_id", "builder_id"),
+        "foreign_keys": [("change_id", "changes", "id"), ("builder_id", "builders", "id")],
+    },
+    "label_builds": {
+        "columns": {"build_id": int, "cause": str, "change_id": int},
+        "pk": "build_id",
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
+}
+
+_INDEXES: list[tuple[str, list[str], bool]] = [
+    ("builders", ["name"], True),
+    ("changes", ["revision"], True),
+    ("builds", ["builder_id", "number"], True),
+    ("builds", ["completed_at", "id"], False),
+    ("blamelist", ["change_id"], False),
+    ("label_breakages", ["builder_id"], False),
+]
+
+
+class HistoryError(Exception):
+    """A history file that cannot be used: missing, empty, corrupt or foreign."""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """Ground truth: ``revision`` broke ``builder`` from ``broken_at`` to ``fixed_at``."""
+
+    revision: str
+    builder: str
+    broken_at: float
+    fixed_at: float | None
+    fixed_by: str
+
+
+@dataclass(frozen=True)
+class Labels:
+    """All ground-truth labels of a generated history."""
+
+    breakages: tuple[Breakage, ...]
+    # (builder, build number) -> cause: "breakage", "flake", "infra", ...
+    build_causes: dict[tuple[str, int], str]
+
+
+class HistoryStore:
+    """A history file, opened for reading and writing."""
+
+    def __init__(self, path: str | Path, *, create: bool = False) -> None:
+        self.path = Path(path)
+        if not create:
+            self._check_readable()
+        try:
+            self.db = sqlite_utils.Database(self.path)
+            self.conn: sqlite3.Connection = self.db.conn
+            if create:
+                self._create_schema()
+            else:
+                self._check_schema()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: not a history file ({exc})") from None
+
+    # -- opening --------------------------------------------------------------
+
+    def _check_readable(self) -> None:
+        if not self.path.exists():
+            raise HistoryError(f"{self.path}: no such history file")
+        if self.path.is_dir():
+            raise HistoryError(f"{self.path}: is a directory, not a history file")
+        if self.path.stat().st_size == 0:
+            raise HistoryError(f"{self.path}: the history file is empty")
+
+    def _create_schema(self) -> None:
+        with self.transaction():
+            for name, spec in _TABLES.items():
+                if not self.db[name].exists():
+                    self.db[name].create(**spec)
+            for table, columns, unique in _INDEXES:
+                self.db[table].create_index(columns, unique=unique, if_not_exists=True)
+            existing = self.get_meta("schema_version")
+            if existing is None:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+        self._check_schema()
+
+    def _check_schema(self) -> None:
+        names = set(self.db.table_names())
+        missing = {"builders", "builds", "changes", "blamelist", "meta"} - names
+        if missing:
+            raise HistoryError(
+                f"{self.path}: not a buildbot-revert history (missing tables: "
+                f"{', '.join(sorted(missing))})"
+            )
+        version = self.get_meta("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise HistoryError(
+                f"{self.path}: history schema version {version!r}, this version of "
+                f"buildbot-revert reads {SCHEMA_VERSION}"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all."""
+        with self.conn:
+            yield
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        if not self.db["meta"].exists():
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- writing --------------------------------------------------------------
+
+    def add_builder(self, builder: Builder, master_id: int | None = None) -> int:
+        """Insert or update a builder; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM builders WHERE name = ?", (builder.name,)
+        ).fetchone()
+        tags = json.dumps(list(builder.tags))
+        if row is not None:
+            self.conn.execute(
+                "UPDATE builders SET tags = ?, master_id = coalesce(?, master_id) WHERE id = ?",
+                (tags, master_id, row[0]),
+            )
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO builders(name, tags, master_id) VALUES (?, ?, ?)",
+            (builder.name, tags, master_id),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_change(self, change: Change, master_id: int | None = None) -> int:
+        """Insert a change unless its revision is known; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM changes WHERE revision = ?", (change.revision,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO changes(revision, author, title, message, when_ts, pr_number, files,"
+            " master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                change.revision,
+                change.author,
+                change.title,
+                change.message,
+                change.when,
+                change.pr_number,
+                json.dumps(list(change.files)),
+                master_id,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_build(
+        self,
+        builder_id: int,
+        build: Build,
+        change_ids: Iterable[int],
+        master_id: int | None = None,
+    ) -> int:
+        """Insert one completed build with its blamelist and failed steps.
+
+        Callers wrap batches in :meth:`transaction`; a build is replaced if
+        the same builder and number were stored before, so re-importing is
+        idempotent.
+        """
+        cur = self.conn.execute(
+            "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
+            " master_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
+            " started_at = excluded.started_at, completed_at = excluded.completed_at,"
+            " worker = excluded.worker, master_id = excluded.master_id"
+            " RETURNING id",
+            (
+                builder_id,
+                build.number,
+                int(build.result),
+                build.started_at,
+                build.completed_at,
+                build.worker,
+                master_id,
+            ),
+        )
+        build_id = int(cur.fetchone()[0])
+        self.conn.execute("DELETE FROM blamelist WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO blamelist(build_id, change_id) VALUES (?, ?)",
+            [(build_id, cid) for cid in change_ids],
+        )
+        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (build_id, i, step.name, int(step.result), step.log_tail)
+                for i, step in enumerate(build.failed_steps)
+            ],
+        )
+        return build_id
+
+    def add_breakage(
+        self,
+        change_id: int,
+        builder_id: int,
+        broken_at: float,
+        fixed_at: float | None,
+        fixed_by: str,
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_breakages(change_id, builder_id, broken_at, fixed_at,"
+            " fixed_by) VALUES (?, ?, ?, ?, ?)",
+            (change_id, builder_id, broken_at, fixed_at, fixed_by),
+        )
+
+    def add_build_label(self, build_id: int, cause: str, change_id: int | None = None) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
+            (build_id, cause, change_id),
+        )
+
+    # -- reading --------------------------------------------------------------
+
+    def builders(self) -> list[Builder]:
+        return [
+            Builder(name, tuple(json.loads(tags)))
+            for name, tags in self.conn.execute("SELECT name, tags FROM builders ORDER BY name")
+        ]
+
+    def count_builds(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM builds").fetchone()[0])
+
+    def has_labels(self) -> bool:
+        if not self.db["label_breakages"].exists():
+            return False
+        return self.conn.execute("SELECT 1 FROM label_breakages LIMIT 1").fetchone() is not None
+
+    def changes_by_id(self) -> dict[int, Change]:
+        out: dict[int, Change] = {}
+        for cid, rev, author, title, message, when, pr, files in self.conn.execute(
+            "SELECT id, revision, author, title, message, when_ts, pr_number, files FROM changes"
+        ):
+            out[cid] = Change(
+                rev, author, title, when, pr, message or "", tuple(json.loads(files or "[]"))
+            )
+        return out
+
+    def _build_query(
+        self, since: float | None, until: float | None, builder_ids: list[int] | None
+    ) -> tuple[str, list[Any]]:
+        where = []
+        params: list[Any] = []
+        if since is not None:
+            where.append("b.completed_at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("b.completed_at < ?")
+            params.append(until)
+        if builder_ids is not None:
+            where.append(f"b.builder_id IN ({','.join('?' * len(builder_ids))})")
+            params.extend(builder_ids)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        # The blamelist comes pre-joined as a comma list so that SQLite, not
+        # Python, does the grouping: the replay is a single pass over this.
+        sql = (
+            "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
+            " b.worker, (SELECT group_concat(change_id) FROM blamelist x WHERE x.build_id = b.id)"
+            f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
+        )
+        return sql, params
+
+    def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
+        rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
+        wanted = None if names is None else set(names)
+        return {n: i for n, i in rows if wanted is None or n in wanted}
+
+    def scan_rows(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        builder_ids: list[int] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """The raw rows behind :meth:`iter_builds`, for the replay benchmark."""
+        sql, params = self._build_query(since, until, builder_ids)
+        rows = self.conn.execute(sql, params).fetchall()
+        steps = self.conn.execute(
+            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
+        ).fetchall()
+        return rows + steps
+
+    def failed_steps_by_build(self) -> dict[int, tuple[FailedStep, ...]]:
+        grouped: dict[int, list[FailedStep]] = {}
+        for build_id, name, result, tail in self.conn.execute(
+            "SELECT build_id, name, result, log_tail FROM failed_steps"
+            " ORDER BY build_id, step_number"
+        ):
+            grouped.setdefault(build_id, []).append(FailedStep(name, result, tail))
+        return {k: tuple(v) for k, v in grouped.items()}
+
+    def iter_builds(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        builder_names: Iterable[str] | None = None,
+    ) -> Iterator[Build]:
+        """Yield the stored builds as core records, in completion order."""
+        names = {i: n for n, i in self.builder_ids().items()}
+        ids = None
+        if builder_names is not None:
+            wanted = set(builder_names)
+            ids = [i for i, n in names.items() if n in wanted]
+        changes = self.changes_by_id()
+        steps = self.failed_steps_by_build()
+        empty: tuple[FailedStep, ...] = ()
+        sql, params = self._build_query(since, until, ids)
+        failure = int(Result.FAILURE)
+        for bid, builder_id, number, result, started, completed, worker, blame in self.conn.execute(
+            sql, params
+        ):
+            blamed = tuple(changes[int(c)] for c in blame.split(",")) if blame else ()
+            yield Build(
+                names[builder_id],
+                number,
+                result,
+                started,
+                completed,
+                blamed,
+                steps.get(bid, empty) if result == failure else empty,
+                worker,
+            )
+
+    def labels(self) -> Labels:
+        names = {i: n for n, i in self.builder_ids().items()}
+        revs = dict(self.conn.execute("SELECT id, revision FROM changes").fetchall())
+        breakages = tuple(
+            Breakage(revs[cid], names[bid], broken, fixed, how)
+            for cid, bid, broken, fixed, how in self.conn.execute(
+                "SELECT change_id, builder_id, broken_at, fixed_at, fixed_by FROM label_breakages"
+                " ORDER BY broken_at, change_id, builder_id"
+            )
+        )
+        causes: dict[tuple[str, int], str] = {}
+        if self.db["label_builds"].exists():
+            for builder_id, number, cause in self.conn.execute(
+                "SELECT b.builder_id, b.number, l.cause FROM label_builds l"
+                " JOIN builds b ON b.id = l.build_id"
+            ):
+                causes[(names[builder_id], number)] = cause
+        return Labels(breakages, causes)

@@ -1,0 +1,52 @@
+"""The revert policy's settings, shared by the plugin and the simulator.
+
+A :class:`Policy` is plain configuration: how many consecutive failures make
+a streak worth acting on, which results are green and which are neutral, and
+which guards are on.  The rules that use it live in :mod:`.tracker`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .model import Result
+
+DEFAULT_GREEN = frozenset({Result.SUCCESS, Result.WARNINGS})
+# SKIPPED, EXCEPTION, RETRY and CANCELLED say nothing about the change under
+# test: they neither extend nor break a red streak.
+DEFAULT_NEUTRAL = frozenset({Result.SKIPPED, Result.EXCEPTION, Result.RETRY, Result.CANCELLED})
+
+
+class PolicyError(ValueError):
+    """A policy setting that makes no sense (reported to the user as is)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What it takes for a red streak to earn a revert.
+
+    ``failures`` is N: the streak must reach N consecutive FAILURE builds.
+    ``max_culprit_age`` (seconds, or ``None`` for no limit) declines changes
+    that landed longer ago than that before the N-th failure completed:
+    reverting old changes is rarely clean.
+    """
+
+    failures: int = 3
+    green: frozenset[int] = field(default=DEFAULT_GREEN)
+    neutral: frozenset[int] = field(default=DEFAULT_NEUTRAL)
+    max_culprit_age: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.failures < 1:
+            raise PolicyError(f"failures must be at least 1, not {self.failures}")
+        if self.green & self.neutral:
+            raise PolicyError("a result cannot be both green and neutral")
+        if int(Result.FAILURE) in self.green or int(Result.FAILURE) in self.neutral:
+            raise PolicyError("FAILURE is the red result: it cannot be green or neutral")
+        if self.max_culprit_age is not None and self.max_culprit_age <= 0:
+            raise PolicyError("max_culprit_age must be positive")
+
+    def with_changes(self, **changes: Any) -> Policy:
+        """A copy with some settings changed (for sweeps and CLI flags)."""
+        return replace(self, **changes)

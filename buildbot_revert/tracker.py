@@ -1,0 +1,262 @@
+"""The streak tracker: the policy's rules, as a pure state machine.
+
+Theory of operation
+===================
+
+The tracker is fed completed builds one at a time, in completion order,
+from any number of builders, and answers each with the events it caused:
+:class:`~.verdicts.Verdict` when a red streak is decided and
+:class:`~.verdicts.Streak` when a red streak is over.  It does no I/O and
+reads no clock: time comes in with the builds.  The plugin feeds it from the
+master's events and the simulator from a history file; both get the same
+answers for the same builds, which is what makes the simulator worth
+believing.
+
+Each builder is in one of two states:
+
+``idle``
+    Not red.  The tracker remembers whether it has ever seen the builder
+    green, and the changes that arrived since the last green build through
+    builds that proved nothing (neutral results: SKIPPED, EXCEPTION, RETRY,
+    CANCELLED).  Those changes were never tested green, so they are suspects
+    too when the builder turns red.
+
+``red``
+    A streak is open.  FAILURE builds extend it; neutral builds are
+    recorded and ignored; the first green build closes it.
+
+A streak is decided exactly once: when its N-th FAILURE completes, or when
+it ends (green, or end of history) before that.  At the N-th failure the
+checks run in this order, and the first that fails names the reason:
+
+1. ``always-red``: no green build was seen before the streak;
+2. ``no-changes`` / ``multiple-changes``: the suspects (changes since the
+   last green build, up to the first failing build) must be exactly one;
+3. ``culprit-is-revert``: never revert a revert;
+4. ``culprit-too-old``: the change landed too long before the N-th failure;
+5. ``already-proposed``: another builder already had this revision
+   proposed; this builder is added to that proposal's list;
+6. otherwise ``revert``.
+
+Only the first builder to qualify proposes a revision, so each revision is
+proposed at most once per tracker.  A tracker can be told which revisions
+were proposed before it started (the plugin's ledger), so a restart never
+proposes one twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .model import Build, Change, Result
+from .policy import Policy
+from .verdicts import Reason, RevertRequest, Streak, Verdict
+
+Event = Verdict | Streak
+
+_NO_EVENTS: tuple[Event, ...] = ()
+_FAILURE = int(Result.FAILURE)
+_HOUR = 3600.0
+
+
+def is_revert(change: Change) -> bool:
+    """Whether the change itself reverts an earlier one (git's wording)."""
+    return change.title.startswith('Revert "') or "This reverts commit " in change.message
+
+
+class _OpenStreak:
+    """A red streak in progress on one builder (mutable; internal)."""
+
+    __slots__ = ("first", "failing", "count", "suspects", "after_green", "verdict")
+
+    def __init__(self, first: Build, suspects: tuple[Change, ...], after_green: bool) -> None:
+        self.first = first
+        self.failing: list[Build] = [first]
+        self.count = 1
+        self.suspects = suspects
+        self.after_green = after_green
+        self.verdict: Verdict | None = None
+
+
+class _BuilderState:
+    """What the tracker remembers of one builder (mutable; internal)."""
+
+    __slots__ = ("seen_green", "untested", "streak")
+
+    def __init__(self) -> None:
+        self.seen_green = False
+        # Changes since the last green build that only neutral builds saw.
+        self.untested: list[Change] = []
+        self.streak: _OpenStreak | None = None
+
+
+class StreakTracker:
+    """Tracks every builder's red streaks under one :class:`Policy`."""
+
+    def __init__(self, policy: Policy | None = None, proposed: Iterable[str] = ()) -> None:
+        self.policy = policy or Policy()
+        self._green = frozenset(int(r) for r in self.policy.green)
+        self._builders: dict[str, _BuilderState] = {}
+        # revision -> the request that first proposed it (None when it was
+        # proposed before this tracker started).
+        self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
+
+    # -- feeding ------------------------------------------------------------
+
+    def feed(self, build: Build) -> tuple[Event, ...]:
+        """Take one completed build; return the verdicts and streaks it caused."""
+        state = self._builders.get(build.builder)
+        if state is None:
+            state = self._builders[build.builder] = _BuilderState()
+        result = build.result
+        streak = state.streak
+        if result in self._green:
+            state.seen_green = True
+            if state.untested:
+                state.untested = []
+            if streak is None:
+                return _NO_EVENTS
+            state.streak = None
+            return self._close(streak, build.completed_at)
+        if result == _FAILURE:
+            if streak is None:
+                suspects = (*state.untested, *build.changes) if state.untested else build.changes
+                state.untested = []
+                state.streak = _OpenStreak(build, suspects, state.seen_green)
+                if self.policy.failures == 1:
+                    return (self._decide(state.streak, build),)
+                return _NO_EVENTS
+            streak.count += 1
+            if streak.count <= self.policy.failures:
+                streak.failing.append(build)
+                if streak.count == self.policy.failures:
+                    return (self._decide(streak, build),)
+            return _NO_EVENTS
+        # Neutral: proves nothing either way.  Its changes were not tested,
+        # so they join the suspects of a streak that starts later.
+        if streak is None and build.changes:
+            state.untested.extend(build.changes)
+        return _NO_EVENTS
+
+    def feed_all(self, builds: Iterable[Build]) -> list[Event]:
+        out: list[Event] = []
+        for build in builds:
+            out.extend(self.feed(build))
+        return out
+
+    def finish(self, at: float) -> tuple[Event, ...]:
+        """End of history at time ``at``: report the streaks still open."""
+        events: list[Event] = []
+        for name in sorted(self._builders):
+            state = self._builders[name]
+            if state.streak is not None:
+                events.extend(self._close(state.streak, None, at))
+                state.streak = None
+        return tuple(events)
+
+    @property
+    def proposed(self) -> frozenset[str]:
+        return frozenset(self._proposed)
+
+    def red_builders(self) -> list[str]:
+        return sorted(n for n, s in self._builders.items() if s.streak is not None)
+
+    # -- deciding -----------------------------------------------------------
+
+    def _close(
+        self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
+    ) -> tuple[Event, ...]:
+        events: list[Event] = []
+        if streak.verdict is None:
+            reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
+            n = self.policy.failures
+            streak.verdict = Verdict(
+                streak.first.builder,
+                streak.first.number,
+                reason,
+                (
+                    f"the builder went green again after {streak.count} failing build(s), "
+                    f"before the {n} the policy waits for"
+                    if ended_at is not None
+                    else f"the history ends after {streak.count} failing build(s), "
+                    f"before the {n} the policy waits for"
+                ),
+                ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
+                streak.suspects[0] if len(streak.suspects) == 1 else None,
+            )
+            events.append(streak.verdict)
+        events.append(
+            Streak(
+                streak.first.builder,
+                streak.first.number,
+                streak.first.completed_at,
+                ended_at,
+                streak.count,
+                streak.suspects,
+                streak.verdict,
+                tuple(streak.failing),
+            )
+        )
+        return tuple(events)
+
+    def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
+        reason, explanation = self._check(streak, last)
+        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        request = None
+        if reason is Reason.REVERT and suspect is not None:
+            request = RevertRequest(
+                suspect,
+                last.builder,
+                streak.first.number,
+                tuple(b.number for b in streak.failing),
+                last.completed_at,
+            )
+            self._proposed[suspect.revision] = request
+        streak.verdict = Verdict(
+            last.builder,
+            streak.first.number,
+            reason,
+            explanation,
+            last.completed_at,
+            suspect,
+            request,
+        )
+        return streak.verdict
+
+    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str]:
+        n = self.policy.failures
+        if not streak.after_green:
+            return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
+        suspects = streak.suspects
+        if not suspects:
+            return (
+                Reason.NO_CHANGES,
+                "the first failing build has no changes: nothing to blame",
+            )
+        if len(suspects) > 1:
+            return (
+                Reason.MULTIPLE_CHANGES,
+                f"the first failing build holds {len(suspects)} changes since the last green "
+                "build: the policy does not guess which one",
+            )
+        change = suspects[0]
+        if is_revert(change):
+            return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
+        max_age = self.policy.max_culprit_age
+        if max_age is not None and last.completed_at - change.when > max_age:
+            age_h = (last.completed_at - change.when) / _HOUR
+            return (
+                Reason.CULPRIT_TOO_OLD,
+                f"the change landed {age_h:.1f} h before failure number {n}, more than the "
+                f"{max_age / _HOUR:g} h the policy allows",
+            )
+        if change.revision in self._proposed:
+            return (
+                Reason.ALREADY_PROPOSED,
+                "a revert of this change was already proposed from another builder",
+            )
+        return (
+            Reason.REVERT,
+            f"{n} consecutive failing builds after a green build, and the first failing "
+            "build holds exactly this one change",
+        )

@@ -1,0 +1,67 @@
+"""The decision core must not do I/O or read a clock: both shells share it."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import buildbot_revert
+
+CORE_DIR = Path(buildbot_revert.__file__).parent
+# The shells: everything else in the package is core.
+SHELL_MODULES = {"reporter", "github", "ledger", "gather", "config", "markdown"}
+FORBIDDEN = {
+    "twisted",
+    "buildbot",
+    "treq",
+    "sqlite3",
+    "sqlite_utils",
+    "sqlalchemy",
+    "http",
+    "urllib",
+    "requests",
+    "socket",
+    "time",
+    "datetime",
+    "asyncio",
+    "github",
+    "os",
+    "subprocess",
+}
+
+
+def core_modules() -> list[Path]:
+    return sorted(
+        p
+        for p in CORE_DIR.glob("*.py")
+        if p.stem not in SHELL_MODULES and not p.stem.startswith(("reporter", "github"))
+    )
+
+
+def test_the_core_imports_nothing_impure() -> None:
+    assert len(core_modules()) >= 4
+    for path in core_modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] not in FORBIDDEN, f"{path.name} imports {name}"
+
+
+def test_importing_the_core_loads_no_io_library() -> None:
+    mods = ", ".join(f"buildbot_revert.{p.stem}" for p in core_modules() if p.stem != "__init__")
+    code = (
+        f"import sys, {mods}\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'twisted', 'buildbot', 'treq', 'sqlite3', 'sqlite_utils', 'http', 'urllib3'})\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -39,7 +39,7 @@ setup(
         ],
     },
     entry_points={
-        "console_scripts": ["simulate=simulator.cli:main"],
+        "console_scripts": ["simulate=simulator.cli:run"],
         "buildbot.reporters": ["RevertReporter=buildbot_revert.reporter:RevertReporter"],
     },
 )

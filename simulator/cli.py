@@ -1,0 +1,170 @@
+"""The ``simulate`` command: a thin click layer over the simulator library.
+
+It translates flags into a :class:`~buildbot_revert.policy.Policy` and a
+:class:`~simulator.replay.Selection`, runs the replay, and renders the
+report.  Every user error (a bad date, a missing or foreign history file, a
+bad regular expression) becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from buildbot_revert.policy import Policy, PolicyError
+
+from .evaluation import evaluate
+from .replay import Selection, replay
+from .report import render_text, to_json
+from .store import HistoryError, HistoryStore
+
+SHIPPED_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
+
+
+class CLIError(click.ClickException):
+    """A user error: one line, exit status 2, no traceback."""
+
+    exit_code = 2
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"simulate: error: {self.format_message()}", err=True, file=file)
+
+
+def parse_when(value: str | None, flag: str) -> float | None:
+    """A date or ISO 8601 time, taken as UTC when it names no zone."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise CLIError(f"{flag}: {value!r} is not a date (use YYYY-MM-DD)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def default_history() -> Path:
+    """The shipped 2024 history, generated on first use."""
+    from .generator import ensure_shipped_history
+
+    return ensure_shipped_history(SHIPPED_HISTORY)
+
+
+def open_history(path: Path | None) -> HistoryStore:
+    try:
+        return HistoryStore(path if path is not None else default_history())
+    except HistoryError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """Print, or write the file whole (never half a report on disk)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(dir=output.parent or Path("."), prefix=f".{output.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--since", help="First day to replay (YYYY-MM-DD, UTC).")
+@click.option("--until", help="Day after the last one to replay (YYYY-MM-DD, UTC).")
+@click.option(
+    "--history",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="History file (default: the shipped 2024 CPython-shaped history).",
+)
+@click.option("--builders", "builders_re", help="Only builders whose name matches this regex.")
+@click.option("--tags", help="Only builders carrying all these tags (comma-separated).")
+@click.option(
+    "--failures",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Consecutive failing builds before a revert is proposed.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+)
+@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here.")
+@click.pass_context
+def main(
+    ctx: click.Context,
+    since: str | None,
+    until: str | None,
+    history: Path | None,
+    builders_re: str | None,
+    tags: str | None,
+    failures: int,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Backtest the revert policy on a build history."""
+    if ctx.invoked_subcommand is not None:
+        return
+    selection = make_selection(since, until, builders_re, tags)
+    try:
+        policy = Policy(failures=failures)
+    except PolicyError as exc:
+        raise CLIError(f"--failures: {exc}") from None
+    store = open_history(history)
+    try:
+        result = replay(store, policy, selection)
+        evaluation = evaluate(result, store.labels()) if store.has_labels() else None
+    finally:
+        store.close()
+    if fmt == "json":
+        text = json.dumps(to_json(result, evaluation), indent=2) + "\n"
+    elif fmt == "markdown":
+        from .markdown_report import render_markdown
+
+        text = render_markdown(result, evaluation)
+    else:
+        text = render_text(result, evaluation)
+    write_output(text, output)
+
+
+def make_selection(
+    since: str | None, until: str | None, builders_re: str | None, tags: str | None
+) -> Selection:
+    lo = parse_when(since, "--since")
+    hi = parse_when(until, "--until")
+    if lo is not None and hi is not None and hi <= lo:
+        raise CLIError("--until must be later than --since")
+    pattern = None
+    if builders_re is not None:
+        try:
+            pattern = re.compile(builders_re)
+        except re.error as exc:
+            raise CLIError(f"--builders: not a regular expression ({exc})") from None
+    wanted = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
+    return Selection(lo, hi, pattern, wanted)
+
+
+def run() -> None:
+    """Console entry point that never lets a broken pipe print a traceback."""
+    try:
+        main()
+    except BrokenPipeError:
+        sys.stderr.close()
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,128 @@
+"""Scores a replay against a history's ground-truth labels.
+
+Definitions (also in the README, where users read them):
+
+* A proposed revert is a **true positive** when the revision is a labelled
+  breaking change (reverting it is right, whichever builder asked), and a
+  **false positive** otherwise (a flake, an infra fault or an innocent change
+  was blamed).
+* A breaking change is **attributable** when the policy's structural rule
+  could see it: on a builder it broke, a red streak began after a green
+  build, its first failing build held exactly that change, and it reached N
+  failing builds.  **Missed** counts attributable breakages that were not
+  proposed; **recall** is the share of attributable breakages proposed.
+* **Red hours saved** assume a proposed revert lands ``merge_delay`` after it
+  is filed and turns every builder the change broke green at that moment;
+  what is saved on each such builder is the time it really stayed red after
+  that, never negative.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from buildbot_revert.verdicts import Reason
+
+from .replay import ReplayResult
+from .store import Labels
+
+DEFAULT_MERGE_DELAY = 2 * 3600.0
+_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    true_positives: int
+    false_positives: int
+    attributable: int
+    missed: int
+    precision: float | None
+    recall: float | None
+    breakages: int
+    red_hours_saved: float
+    merge_delay_hours: float
+    false_positive_revisions: tuple[str, ...]
+    missed_revisions: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "true_positives": self.true_positives,
+            "false_positives": self.false_positives,
+            "attributable": self.attributable,
+            "missed": self.missed,
+            "precision": _round(self.precision),
+            "recall": _round(self.recall),
+            "breakages": self.breakages,
+            "red_hours_saved": round(self.red_hours_saved, 1),
+            "assumption": (
+                f"a proposed revert lands {self.merge_delay_hours:g} h after it is filed and "
+                "turns every builder the change broke green at that moment"
+            ),
+            "false_positive_revisions": list(self.false_positive_revisions),
+            "missed_revisions": list(self.missed_revisions),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def evaluate(
+    result: ReplayResult, labels: Labels, merge_delay: float = DEFAULT_MERGE_DELAY
+) -> Evaluation:
+    """Compare what the replay proposed with what really broke."""
+    broke: dict[str, dict[str, float | None]] = defaultdict(dict)
+    lo, hi = result.selection.since, result.selection.until
+    for b in labels.breakages:
+        if (lo is not None and b.broken_at < lo) or (hi is not None and b.broken_at >= hi):
+            continue
+        broke[b.revision][b.builder] = b.fixed_at
+    window_end = result.last_build_at or 0.0
+    if result.selection.until is not None:
+        window_end = result.selection.until
+
+    attributable: set[str] = set()
+    n = result.policy.failures
+    for streak in result.streaks:
+        if (
+            len(streak.blamelist) == 1
+            and streak.builds >= n
+            and streak.verdict.reason is not Reason.ALWAYS_RED
+        ):
+            rev = streak.blamelist[0].revision
+            if streak.builder in broke.get(rev, ()):
+                attributable.add(rev)
+
+    tp = fp = 0
+    saved = 0.0
+    false_revs: list[str] = []
+    proposed: set[str] = set()
+    for proposal in result.proposals():
+        rev = proposal.request.revision
+        proposed.add(rev)
+        if rev not in broke:
+            fp += 1
+            false_revs.append(rev)
+            continue
+        tp += 1
+        landed = proposal.request.filed_at + merge_delay
+        for fixed_at in broke[rev].values():
+            end = window_end if fixed_at is None else fixed_at
+            saved += max(0.0, end - landed)
+    missed = sorted(attributable - proposed)
+    caught = len(attributable & proposed)
+    total = tp + fp
+    return Evaluation(
+        true_positives=tp,
+        false_positives=fp,
+        attributable=len(attributable),
+        missed=len(missed),
+        precision=tp / total if total else None,
+        recall=caught / len(attributable) if attributable else None,
+        breakages=len(broke),
+        red_hours_saved=saved / _HOUR,
+        merge_delay_hours=merge_delay / _HOUR,
+        false_positive_revisions=tuple(false_revs),
+        missed_revisions=tuple(missed),
+    )

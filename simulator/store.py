@@ -449,3 +449,77 @@ class HistoryStore:
             ):
                 causes[(names[builder_id], number)] = cause
         return Labels(breakages, causes)
+
+    # -- import bookkeeping (simulator/importer.py) -------------------------------
+    #
+    # A history pulled from a live master remembers the master's own ids so
+    # that the next pull is incremental and idempotent: which master change
+    # each stored change came from (and its sourcestamp and branch "line"),
+    # and which master build each stored build came from, with the newest
+    # change it covered on each line (its "tips").  Blamelists of later builds
+    # are computed against those tips.  The tables are created on first pull,
+    # so histories that were never pulled do not carry them.
+
+    def ensure_import_tables(self) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS import_changes (master_changeid INTEGER PRIMARY KEY,"
+                " change_id INTEGER NOT NULL REFERENCES changes(id), ssid INTEGER,"
+                " line TEXT NOT NULL)"
+            )
+            self.conn.execute(
+                "CREATE INDEX IF NOT EXISTS import_changes_ssid ON import_changes(ssid)"
+            )
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS import_builds (master_buildid INTEGER PRIMARY KEY,"
+                " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
+                " complete_at REAL NOT NULL)"
+            )
+
+    def import_known_changes(self) -> dict[int, tuple[int, int | None, str]]:
+        """Master change id -> (store change id, sourcestamp id, line)."""
+        return {
+            mcid: (cid, ssid, line)
+            for mcid, cid, ssid, line in self.conn.execute(
+                "SELECT master_changeid, change_id, ssid, line FROM import_changes"
+            )
+        }
+
+    def add_import_change(
+        self, master_changeid: int, change_id: int, ssid: int | None, line: str
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO import_changes(master_changeid, change_id, ssid, line)"
+            " VALUES (?, ?, ?, ?)",
+            (master_changeid, change_id, ssid, line),
+        )
+
+    def import_build_ids(self, since: float | None = None) -> set[int]:
+        """Master build ids already imported (completed at or after ``since``)."""
+        return {
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT master_buildid FROM import_builds WHERE complete_at >= ?",
+                (since if since is not None else float("-inf"),),
+            )
+        }
+
+    def add_import_build(
+        self, master_buildid: int, build_id: int, tips: dict[str, int], complete_at: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO import_builds(master_buildid, build_id, tips, complete_at)"
+            " VALUES (?, ?, ?, ?)",
+            (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
+        )
+
+    def import_builder_tips(self) -> dict[str, dict[str, int]]:
+        """Builder name -> line -> newest master change id its imported builds covered."""
+        out: dict[str, dict[str, int]] = {}
+        for name, line, tip in self.conn.execute(
+            "SELECT r.name, j.key, max(j.value) FROM import_builds i"
+            " JOIN builds b ON b.id = i.build_id JOIN builders r ON r.id = b.builder_id,"
+            " json_each(i.tips) j GROUP BY r.name, j.key"
+        ):
+            out.setdefault(name, {})[line] = int(tip)
+        return out

@@ -1,0 +1,480 @@
+"""Pull a live Buildbot master's build history into the history store.
+
+Theory of operation
+-------------------
+
+**Blamelists.**  The blamelist we want is "the changes new since the previous
+completed build of the same builder".  Buildbot's ``/builds/{id}/changes``
+answers something else (changes since the last *green* build, computed when
+asked), so we derive it from the data model:
+
+* a build ran one build request (``buildrequestid``); the request belongs to a
+  buildset, whose sourcestamps say what was built;
+* a scheduler that fires for changes gives its buildset the sourcestamp of
+  the *last* change it saw (each change gets its own sourcestamp when the
+  poller adds it), and when Buildbot collapses queued requests the surviving
+  request is the newest, so a collapsed build still points at its newest
+  change: call it the build's *tip* on that branch;
+* changes on one branch are numbered in the order they arrived (``changeid``).
+
+So a build's blamelist on a branch "line" (repository, branch, codebase,
+project) is every change of that line with ``previous tip < changeid <= tip``,
+where the previous tip is the newest tip of the builder's earlier completed
+builds (a rebuild of an old revision blames nothing).  A builder's first build
+ever blames only its own tip.  A build with no change behind it (a forced
+build of no particular revision) blames nothing and moves no tip.
+
+**Incremental and resumable.**  Builds are read in completion order, a page at
+a time, with every request for the page made before anything is written; the
+page is then written in one transaction together with the sync position (the
+page's last completion time), the master ids of what was stored, and the
+contiguous range of master change ids already fetched.  A pull that dies
+between pages leaves a consistent store; the next pull starts a few seconds
+before the position and skips builds whose master id it already holds.
+
+**Requests.**  Builds, build requests, buildsets and changes are read with
+collection queries (filters on many ids, pagination), so a page of builds
+costs a handful of requests; only failing builds cost requests of their own
+(their steps, and each failing step's stdio log tail).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
+
+from .buildbot_api import (
+    BUILD_FIELDS,
+    BuildbotAPI,
+    BuildInfo,
+    ChangeInfo,
+    SourceStampInfo,
+    parse_build,
+)
+from .store import HistoryStore
+
+# Builds whose completion is stamped in the same second as the sync position
+# may become visible just after a page was read; re-reading a few seconds is
+# cheap (known build ids are skipped) and closes that gap.
+RESYNC_SECONDS = 5.0
+LOG_TAIL_LINES = 300
+FAILING_STEP_RESULTS = (int(Result.FAILURE), int(Result.EXCEPTION))
+_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
+
+# Keys of the store's meta table.
+META_MASTER = "import.master"
+META_SYNCED = "import.synced"
+META_CHANGES = "import.changes_range"
+
+
+class PullError(Exception):
+    """A pull that cannot go ahead (one line, for the user)."""
+
+
+@dataclass
+class PullStats:
+    """What one pull did."""
+
+    builds: int = 0
+    changes: int = 0
+    failing_builds: int = 0
+    missing_logs: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    builders: list[str] = field(default_factory=list)
+
+
+def line_key(repository: str, branch: str | None, codebase: str, project: str) -> str:
+    """The branch "line" a change or sourcestamp belongs to, as a stable string."""
+    return json.dumps([repository, branch, codebase, project])
+
+
+def select_builders(
+    builders: Iterable[Builder], pattern: re.Pattern[str] | None, tags: Iterable[str]
+) -> list[Builder]:
+    """Builders whose name matches ``pattern`` and that carry every tag in ``tags``."""
+    wanted = set(tags)
+    return [
+        b for b in builders if (pattern is None or pattern.search(b.name)) and wanted <= set(b.tags)
+    ]
+
+
+def change_record(c: ChangeInfo) -> Change:
+    title = c.comments.strip().splitlines()[0] if c.comments.strip() else ""
+    pr = _PR_SUFFIX.search(title)
+    return Change(
+        revision=c.revision or f"change-{c.changeid}",
+        author=c.author,
+        title=title,
+        when=c.when,
+        pr_number=int(pr.group(1)) if pr else None,
+        message=c.comments,
+        files=c.files,
+    )
+
+
+class _Changes:
+    """The master changes known to this pull, indexed for blamelist queries."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        known = store.import_known_changes()
+        self.line: dict[int, str] = {m: line for m, (_, _, line) in known.items()}
+        self.by_ssid: dict[int, int] = {}
+        self.on_line: dict[str, list[int]] = {}
+        self.store_id: dict[int, int] = {m: cid for m, (cid, _, _) in known.items()}
+        for m, (_, ssid, line) in sorted(known.items()):
+            self._index(m, ssid, line)
+        self.new: dict[int, ChangeInfo] = {}
+        raw = store.get_meta(META_CHANGES)
+        self.low, self.high = json.loads(raw) if raw else (None, None)
+
+    def _index(self, m: int, ssid: int | None, line: str) -> None:
+        if ssid is not None:
+            self.by_ssid[ssid] = max(m, self.by_ssid.get(ssid, m))
+        ids = self.on_line.setdefault(line, [])
+        if not ids or ids[-1] < m:
+            ids.append(m)
+        else:
+            bisect.insort(ids, m)
+
+    def add(self, c: ChangeInfo) -> None:
+        if c.changeid in self.line:
+            return
+        line = line_key(c.repository, c.branch, c.codebase, c.project)
+        self.line[c.changeid] = line
+        self.new[c.changeid] = c
+        self._index(c.changeid, c.ssid, line)
+
+    def between(self, line: str, after: int, upto: int) -> list[int]:
+        ids = self.on_line.get(line, [])
+        return ids[bisect.bisect_right(ids, after) : bisect.bisect_right(ids, upto)]
+
+    def with_ssid(self, line: str, ssid: int) -> list[int]:
+        tip = self.by_ssid.get(ssid)
+        return [] if tip is None else [tip]
+
+
+class Importer:
+    """One pull of one master into one store; see the module docstring."""
+
+    def __init__(
+        self,
+        api: BuildbotAPI,
+        store: HistoryStore,
+        *,
+        since: float | None = None,
+        builders: re.Pattern[str] | None = None,
+        tags: Iterable[str] = (),
+        page_size: int = 200,
+        log_lines: int = LOG_TAIL_LINES,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.store = store
+        self.since = since
+        self.pattern = builders
+        self.tags = frozenset(tags)
+        self.page_size = page_size
+        self.log_lines = log_lines
+        self.progress = progress
+        self.stats = PullStats()
+
+    # -- the pull --------------------------------------------------------------
+
+    def run(self) -> PullStats:
+        started = time.monotonic()
+        first_request = self.api.requests
+        self.api.check()
+        self.store.ensure_import_tables()
+        self._check_store_owner()
+        self._sync_builders()
+        self.workers = self.api.workers()
+        self.changes = _Changes(self.store)
+        self.tips = self.store.import_builder_tips()
+        self.looked_back: set[str] = set()
+        synced: dict[str, float] = json.loads(self.store.get_meta(META_SYNCED) or "{}")
+        floor = self.since if self.since is not None else 0.0
+        lower = min(synced.get(str(b), floor) for b in self.builder_ids)
+        lower = float(max(0, int(lower - RESYNC_SECONDS))) if lower else 0.0
+        done = self.store.import_build_ids(lower)
+        filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
+        if len(self.builder_ids) < len(self.all_builders):
+            filters.extend(("builderid", b) for b in sorted(self.builder_ids))
+        span = self._progress_span(lower)
+        for rows, _ in self.api.pages(
+            "/builds",
+            fields=BUILD_FIELDS,
+            filters=filters,
+            order=("complete_at", "buildid"),
+            page_size=self.page_size,
+        ):
+            builds = [parse_build(r) for r in rows]
+            fresh = [
+                b
+                for b in builds
+                if b.buildid not in done
+                and b.builderid in self.builder_ids
+                and b.complete_at is not None
+                and b.results is not None
+            ]
+            position = max((b.complete_at or 0.0 for b in builds), default=None)
+            self._import_page(fresh, position, synced)
+            if self.progress is not None and span and position is not None:
+                self.progress(int(position - lower), span)
+        self.stats.requests = self.api.requests - first_request
+        self.stats.seconds = time.monotonic() - started
+        self.stats.builders = sorted(self.builder_ids.values())
+        return self.stats
+
+    def _check_store_owner(self) -> None:
+        owner = self.store.get_meta(META_MASTER)
+        if owner is None and self.store.count_builds():
+            raise PullError(
+                f"{self.store.path} holds a history that was not pulled from a master; "
+                "pull into a new file"
+            )
+        if owner is not None and owner != self.api.display_url:
+            raise PullError(
+                f"{self.store.path} holds the history of {owner}, not of "
+                f"{self.api.display_url}; pull into another file"
+            )
+
+    def _sync_builders(self) -> None:
+        infos = self.api.builders()
+        self.all_builders = {b.builderid: b for b in infos}
+        wanted = {
+            b.name
+            for b in select_builders(
+                [Builder(i.name, i.tags) for i in infos], self.pattern, self.tags
+            )
+        }
+        self.builder_ids = {i.builderid: i.name for i in infos if i.name in wanted}
+        if not self.builder_ids:
+            raise PullError(
+                f"{self.api.display_url}: none of its {len(infos)} builders matches "
+                "--builders/--tags"
+            )
+        with self.store.transaction():
+            self.store.set_meta(META_MASTER, self.api.display_url)
+            self.store_builder = {
+                i.builderid: self.store.add_builder(Builder(i.name, i.tags))
+                for i in infos
+                if i.builderid in self.builder_ids
+            }
+
+    def _progress_span(self, lower: float) -> int:
+        if self.progress is None:
+            return 0
+        rows, _ = self.api.collection(
+            "/builds",
+            fields=("complete_at",),
+            filters=[("complete", True)],
+            order=("-complete_at",),
+            limit=1,
+        )
+        newest = rows[0].get("complete_at") if rows else None
+        return int(newest - lower) if newest and newest > lower else 0
+
+    # -- one page ---------------------------------------------------------------
+
+    def _import_page(
+        self, builds: list[BuildInfo], position: float | None, synced: dict[str, float]
+    ) -> None:
+        first_seen: dict[int, BuildInfo] = {}
+        for b in builds:
+            name = self.builder_ids[b.builderid]
+            if name not in self.tips and name not in self.looked_back:
+                first_seen.setdefault(b.builderid, b)
+        previous = self.api.map(self._previous_build, list(first_seen.values()))
+        lookback = [p for p in previous if p is not None]
+        stamps = self._sourcestamps(builds + lookback)
+        tips = {b.buildid: self._tips(stamps.get(b.buildid, [])) for b in builds + lookback}
+        for p in lookback:
+            self.tips.setdefault(self.builder_ids[p.builderid], {}).update(tips[p.buildid])
+        for bid in first_seen:
+            self.looked_back.add(self.builder_ids[bid])
+        self._fetch_ranges(builds, tips)
+        blamelists: dict[int, list[int]] = {}
+        for b in builds:
+            blamelists[b.buildid] = self._blame(b, tips[b.buildid], stamps.get(b.buildid, []))
+        failing = [b for b in builds if b.results == int(Result.FAILURE)]
+        failed_steps = dict(
+            zip(
+                (b.buildid for b in failing), self.api.map(self._failed_steps, failing), strict=True
+            )
+        )
+        self._write(builds, tips, blamelists, failed_steps, position, synced)
+
+    def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
+        """The builder's last build completed before ``b`` (not imported: before the window)."""
+        rows, _ = self.api.collection(
+            "/builds",
+            fields=BUILD_FIELDS,
+            filters=[
+                ("builderid", b.builderid),
+                ("complete", True),
+                ("complete_at__lt", b.complete_at),
+            ],
+            order=("-complete_at", "-buildid"),
+            limit=1,
+        )
+        return parse_build(rows[0]) if rows else None
+
+    def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
+        brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
+        buildset_of = self.api.buildrequest_buildsets(brids)
+        stamps = self.api.buildset_sourcestamps(set(buildset_of.values()))
+        out: dict[int, list[SourceStampInfo]] = {}
+        for b in builds:
+            bsid = buildset_of.get(b.buildrequestid) if b.buildrequestid is not None else None
+            out[b.buildid] = stamps.get(bsid, []) if bsid is not None else []
+        unresolved = {
+            ss.revision
+            for sss in out.values()
+            for ss in sss
+            if ss.ssid not in self.changes.by_ssid and ss.revision
+        }
+        if unresolved:
+            for c in self.api.changes_by_revision(unresolved):
+                self.changes.add(c)
+        return out
+
+    def _tips(self, stamps: list[SourceStampInfo]) -> dict[str, int]:
+        tips: dict[str, int] = {}
+        for ss in stamps:
+            tip = self.changes.by_ssid.get(ss.ssid)
+            if tip is not None:
+                line = self.changes.line[tip]
+                tips[line] = max(tip, tips.get(line, tip))
+        return tips
+
+    def _fetch_ranges(self, builds: list[BuildInfo], tips: dict[int, dict[str, int]]) -> None:
+        """Make every change between a builder's previous tip and its new tip known."""
+        state = {name: dict(lines) for name, lines in self.tips.items()}
+        need_lo: int | None = None
+        need_hi: int | None = None
+        for b in builds:
+            mine = state.setdefault(self.builder_ids[b.builderid], {})
+            for line, tip in tips[b.buildid].items():
+                prev = mine.get(line)
+                if prev is not None and tip > prev:
+                    need_lo = prev + 1 if need_lo is None else min(need_lo, prev + 1)
+                    need_hi = tip if need_hi is None else max(need_hi, tip)
+                mine[line] = max(tip, prev if prev is not None else tip)
+        if need_lo is None or need_hi is None:
+            return
+        low, high = self.changes.low, self.changes.high
+        if low is None or high is None:
+            self._fetch(need_lo - 1, need_hi)
+            low, high = need_lo, need_hi
+        else:
+            if need_lo < low:
+                self._fetch(need_lo - 1, low - 1)
+                low = need_lo
+            if need_hi > high:
+                self._fetch(high, need_hi)
+                high = need_hi
+        self.changes.low, self.changes.high = low, high
+
+    def _fetch(self, after: int, upto: int) -> None:
+        for c in self.api.changes_between(after, upto):
+            self.changes.add(c)
+
+    def _blame(
+        self, b: BuildInfo, tips: dict[str, int], stamps: list[SourceStampInfo]
+    ) -> list[int]:
+        mine = self.tips.setdefault(self.builder_ids[b.builderid], {})
+        blamed: list[int] = []
+        for line, tip in sorted(tips.items()):
+            prev = mine.get(line)
+            if prev is None:
+                blamed.append(tip)
+            elif tip > prev:
+                blamed.extend(self.changes.between(line, prev, tip))
+            mine[line] = tip if prev is None else max(prev, tip)
+        return blamed
+
+    def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
+        out = []
+        for step in self.api.build_steps(b.buildid):
+            if step.results not in FAILING_STEP_RESULTS:
+                continue
+            tail: str | None = None
+            stdio = [log for log in self.api.step_logs(step.stepid) if log.slug == "stdio"]
+            if stdio:
+                tail = self.api.log_lines(stdio[0], self.log_lines)
+            out.append(FailedStep(step.name, int(step.results or 0), tail))
+        return tuple(out)
+
+    # -- writing -----------------------------------------------------------------
+
+    def _write(
+        self,
+        builds: list[BuildInfo],
+        tips: dict[int, dict[str, int]],
+        blamelists: dict[int, list[int]],
+        failed_steps: dict[int, tuple[FailedStep, ...]],
+        position: float | None,
+        synced: dict[str, float],
+    ) -> None:
+        store = self.store
+        new_changes = sorted(self.changes.new.values())
+        with store.transaction():
+            for c in new_changes:
+                cid = store.add_change(change_record(c))
+                store.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
+                self.changes.store_id[c.changeid] = cid
+            for b in builds:
+                steps = failed_steps.get(b.buildid, ())
+                record = Build(
+                    builder=self.builder_ids[b.builderid],
+                    number=b.number,
+                    result=int(b.results or 0),
+                    started_at=b.started_at,
+                    completed_at=b.complete_at or b.started_at,
+                    failed_steps=steps,
+                    worker=self.workers.get(b.workerid) if b.workerid is not None else None,
+                )
+                change_ids = [self.changes.store_id[m] for m in blamelists[b.buildid]]
+                build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
+                store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
+                self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
+            if self.changes.low is not None:
+                store.set_meta(META_CHANGES, json.dumps([self.changes.low, self.changes.high]))
+            if position is not None:
+                for bid in self.builder_ids:
+                    synced[str(bid)] = max(position, synced.get(str(bid), position))
+                store.set_meta(META_SYNCED, json.dumps(synced, sort_keys=True))
+        self.changes.new.clear()
+        self.stats.builds += len(builds)
+        self.stats.changes += len(new_changes)
+        self.stats.failing_builds += len(failed_steps)
+
+
+def pull(
+    api: BuildbotAPI,
+    store: HistoryStore,
+    *,
+    since: float | None = None,
+    builders: re.Pattern[str] | None = None,
+    tags: Iterable[str] = (),
+    page_size: int = 200,
+    progress: Callable[[int, int], None] | None = None,
+) -> PullStats:
+    """Bring ``store`` up to date with the master behind ``api``; see the module docstring."""
+    return Importer(
+        api,
+        store,
+        since=since,
+        builders=builders,
+        tags=tags,
+        page_size=page_size,
+        progress=progress,
+    ).run()

@@ -44,6 +44,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,7 +54,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import graphql
 import jsonschema
-import pytest
 from twisted.internet.interfaces import IDelayedCall
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -404,6 +404,8 @@ class GitHubStandIn:
         self.requests: list[RecordedRequest] = []
         self.violations: list[str] = []
         self.graphql_revert_error: str | None = None
+        self.writes_in_flight = 0
+        self.max_concurrent_writes = 0
         self._faults: list[_QueuedFault] = []
         self._numbers = itertools.count(1)
         self._ids = itertools.count(1000)
@@ -430,7 +432,10 @@ class GitHubStandIn:
         self._server.daemon_threads = True
         self._server.standin = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="github-standin", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},  # shutdown() waits up to one poll
+            name="github-standin",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -635,6 +640,19 @@ class GitHubStandIn:
         return scheme.lower() in ("bearer", "token") and value == self.token
 
     def handle(self, handler: _Handler) -> None:
+        write = handler.command != "GET"
+        if write:
+            with self.lock:
+                self.writes_in_flight += 1
+                self.max_concurrent_writes = max(self.max_concurrent_writes, self.writes_in_flight)
+        try:
+            self._handle(handler)
+        finally:
+            if write:
+                with self.lock:
+                    self.writes_in_flight -= 1
+
+    def _handle(self, handler: _Handler) -> None:
         url = urlsplit(handler.path)
         path, query = url.path, parse_qs(url.query)
         method = handler.command
@@ -803,7 +821,7 @@ class GitHubStandIn:
                 "owner": self._user(self.owner),
                 "private": False,
                 "html_url": self._html(),
-                "description": None,
+                "description": "",
                 "fork": False,
                 "url": api,
                 "clone_url": self._html(".git"),
@@ -844,7 +862,7 @@ class GitHubStandIn:
             "node_id": self._node_id("LA", lid),
             "url": self._api(f"/labels/{name}"),
             "name": name,
-            "description": None,
+            "description": "",
             "color": "ededed",
             "default": False,
         }
@@ -1568,10 +1586,14 @@ class _Handler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    """A started stand-in, checked for contract violations at teardown."""
-    standin = GitHubStandIn().start()
+@contextmanager
+def running(**kwargs: Any) -> Iterator[GitHubStandIn]:
+    """A started stand-in, checked for contract violations when the block ends.
+
+    Use it as a pytest fixture body: ``with running() as gh: yield gh``.
+    """
+    graphql_schema(), _operations()  # load once up front, not inside a timed request
+    standin = GitHubStandIn(**kwargs).start()
     try:
         yield standin
     finally:

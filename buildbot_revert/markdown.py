@@ -1,0 +1,88 @@
+"""Safe Markdown for GitHub bodies built from untrusted text.
+
+Commit titles, builder names and log lines come from people and programs we
+do not control.  Put into a PR body or comment as-is they could format the
+page, hide text in HTML, link to ``javascript:``, ping arbitrary people
+(``@someone``, ``@org/team``) or close issues when the revert is merged
+(``Fixes #123``).  Every piece of untrusted text goes through one of:
+
+* :func:`text` for inline prose: Markdown punctuation is backslash-escaped,
+  ``& < >`` become entities, @-mentions get a zero-width space after the
+  ``@`` (the trick GitHub bots use: it renders the same and notifies no one),
+  and closing keywords lose their power; ``#123`` still auto-links;
+* :func:`code` for inline code, :func:`code_block` for log excerpts: a
+  fence longer than any backtick run in the text, so nothing breaks out;
+* :func:`link` for URLs we built ourselves: http(s) only.
+
+The one intended mention, the culprit's author, is made with :func:`mention`,
+which accepts only a valid GitHub login.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+_ZWSP = "&#8203;"
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+# Characters that start or end Markdown inline constructs.
+_INLINE = re.compile(r"([\\`*_\[\]|~!])")
+_MENTION = re.compile(r"(?<![\w`])@(?=[\w-])")
+_CLOSING = re.compile(
+    r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d|https?://)", re.I
+)
+_LINE_START = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|[+=-]|\d+[.)])", re.M)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def text(value: str, *, multiline: bool = False) -> str:
+    """Escape untrusted prose for a Markdown body (one line unless ``multiline``)."""
+    value = _CONTROL.sub("", value.replace("\r\n", "\n").replace("\t", " "))
+    if not multiline:
+        value = " ".join(value.split("\n"))
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = _INLINE.sub(r"\\\1", value)
+    value = _LINE_START.sub(_escape_line_start, value)
+    value = _MENTION.sub("@" + _ZWSP, value)
+    return _CLOSING.sub(lambda m: m.group(1) + _ZWSP + m.group(2), value)
+
+
+def _escape_line_start(match: re.Match[str]) -> str:
+    indent, marker = match.groups()
+    if marker[0].isdigit():  # "1." / "1)" would start an ordered list
+        return f"{indent}{marker[:-1]}\\{marker[-1]}"
+    return f"{indent}\\{marker}"
+
+
+def mention(login: str) -> str:
+    """``@login`` for the one person we mean to notify; the login must be valid."""
+    if not _LOGIN.fullmatch(login):
+        raise ValueError(f"not a GitHub login: {login!r}")
+    return "@" + login
+
+
+def code(value: str) -> str:
+    """Untrusted text as inline code (mentions and HTML are inert inside code)."""
+    value = " ".join(_CONTROL.sub("", value).splitlines())
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def code_block(value: str, language: str = "") -> str:
+    """Untrusted lines (log excerpts) as a fenced block nothing can escape."""
+    value = _CONTROL.sub("", value.replace("\r\n", "\n").replace("\t", "    "))
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = re.sub(r"[^\w+-]", "", language)
+    return f"{fence}{language}\n{value.rstrip(chr(10))}\n{fence}"
+
+
+def link(label: str, url: str) -> str:
+    """A Markdown link with an escaped label; only http(s) URLs are accepted."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"refusing to link to a non-http(s) URL: {url!r}")
+    safe_url = re.sub(r"[\s()<>\"'`]", lambda m: f"%{ord(m.group()):02X}", url)
+    return f"[{text(label)}]({safe_url})"

@@ -1,0 +1,227 @@
+"""The reporter's memory: one row per revision it ever decided to revert.
+
+The ledger lives in the master's own database (SQLite, PostgreSQL, MySQL:
+whatever ``c['db']`` says), in its own table, so it follows the master's
+backups and is shared by every master of a multi-master setup.  The table
+has a unique key on the revision: :meth:`Ledger.claim` is an INSERT, and of
+two masters (or two builders of one master) that qualify the same revision
+at once exactly one gets the row.  Only the owner of a row acts on GitHub.
+
+A row moves through these states::
+
+    proposed ──► pending (grace: commented, waiting) ──► filing ──► filed
+       │                                  │                          │
+       ├──► recorded (dry-run)            └──► withdrawn             └──► closed
+       ├──► commented (mode comment)
+       └──► skipped (opt-out, daily cap, no PR, manual revert needed, ...)
+
+State changes that decide who acts (``pending`` → ``filing``) are
+compare-and-set UPDATEs, so a grace period that ends on two masters at once
+still files once.  Nothing here talks to GitHub or Buildbot: the ledger is
+handed a ``run`` function that executes a callable with a SQLAlchemy
+connection in a thread (the master's ``db.pool.do``) and returns a Deferred.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+T = TypeVar("T")
+Runner = Callable[..., Any]
+
+TABLE = "buildbot_revert_ledger"
+
+metadata = sa.MetaData()
+ledger_table = sa.Table(
+    TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    # 64 characters hold SHA-256 object names too; the unique key is what
+    # makes a claim atomic across masters.
+    sa.Column("revision", sa.String(64), nullable=False, unique=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("builder", sa.String(255), nullable=False),
+    sa.Column("build_number", sa.Integer, nullable=False),
+    sa.Column("mode", sa.String(16), nullable=False),
+    sa.Column("master", sa.String(255), nullable=False, server_default=""),
+    sa.Column("culprit_pr", sa.Integer, nullable=True),
+    sa.Column("revert_pr", sa.Integer, nullable=True),
+    sa.Column("revert_url", sa.Text, nullable=True),
+    sa.Column("comment_url", sa.Text, nullable=True),
+    sa.Column("detail", sa.Text, nullable=False, server_default=""),
+    sa.Column("decided_at", sa.Float, nullable=False),
+    # When the grace period ends (state pending).
+    sa.Column("due_at", sa.Float, nullable=True),
+    # When the revert PR was opened: the daily cap counts these.
+    sa.Column("filed_at", sa.Float, nullable=True),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)
+sa.Index(f"{TABLE}_state", ledger_table.c.state)
+
+STATES = (
+    "proposed",
+    "recorded",
+    "commented",
+    "pending",
+    "filing",
+    "filed",
+    "closed",
+    "withdrawn",
+    "skipped",
+)
+# The states in which a revision still waits for this reporter to act.
+OPEN_STATES = ("proposed", "pending", "filing")
+
+
+class Entry(NamedTuple):
+    """One ledger row."""
+
+    revision: str
+    state: str
+    builder: str
+    build_number: int
+    mode: str
+    master: str
+    culprit_pr: int | None
+    revert_pr: int | None
+    revert_url: str | None
+    comment_url: str | None
+    detail: str
+    decided_at: float
+    due_at: float | None
+    filed_at: float | None
+    updated_at: float
+
+
+_FIELDS = Entry._fields
+_UPDATABLE = frozenset(_FIELDS) - {"revision"}
+
+
+def _entry(row: Any) -> Entry:
+    return Entry(*(getattr(row, f) for f in _FIELDS))
+
+
+class Ledger:
+    """The ledger table, reached through ``run(callable) -> Deferred``."""
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    # -- schema -------------------------------------------------------------
+
+    def create(self) -> Any:
+        """Create the table if it is missing (safe on every start, on every master)."""
+
+        def thd(conn: sa.Connection) -> None:
+            with conn.begin():
+                metadata.create_all(conn, checkfirst=True)
+
+        return self._run(thd)
+
+    # -- claims -------------------------------------------------------------
+
+    def claim(
+        self,
+        revision: str,
+        *,
+        builder: str,
+        build_number: int,
+        mode: str,
+        master: str,
+        now: float,
+        detail: str = "",
+    ) -> Any:
+        """Insert ``revision`` as ``proposed``; the Deferred fires True if this call won it."""
+        values = {
+            "revision": revision,
+            "state": "proposed",
+            "builder": builder,
+            "build_number": build_number,
+            "mode": mode,
+            "master": master,
+            "detail": detail,
+            "decided_at": now,
+            "updated_at": now,
+        }
+
+        def thd(conn: sa.Connection) -> bool:
+            try:
+                with conn.begin():
+                    conn.execute(ledger_table.insert().values(**values))
+            except IntegrityError:
+                # Someone (another builder, another master) holds the row.
+                return False
+            return True
+
+        return self._run(thd)
+
+    def transition(self, revision: str, from_states: tuple[str, ...], **fields: Any) -> Any:
+        """Compare-and-set: update the row only if its state is one of ``from_states``.
+
+        The Deferred fires True when this call changed the row, False when
+        the row was in another state (someone else moved it first).
+        """
+        bad = set(fields) - _UPDATABLE
+        if bad:
+            raise ValueError(f"unknown ledger fields: {', '.join(sorted(bad))}")
+        if "state" in fields and fields["state"] not in STATES:
+            raise ValueError(f"unknown ledger state {fields['state']!r}")
+
+        def thd(conn: sa.Connection) -> bool:
+            t = ledger_table
+            with conn.begin():
+                res = conn.execute(
+                    t.update()
+                    .where(t.c.revision == revision, t.c.state.in_(from_states))
+                    .values(**fields)
+                )
+            return bool(res.rowcount == 1)
+
+        return self._run(thd)
+
+    # -- queries ------------------------------------------------------------
+
+    def get(self, revision: str) -> Any:
+        """The Deferred fires with the :class:`Entry` for ``revision``, or None."""
+
+        def thd(conn: sa.Connection) -> Entry | None:
+            t = ledger_table
+            row = conn.execute(t.select().where(t.c.revision == revision)).fetchone()
+            return None if row is None else _entry(row)
+
+        return self._run(thd)
+
+    def entries(self, states: tuple[str, ...] | None = None) -> Any:
+        """Every entry (or those in ``states``), oldest decision first."""
+
+        def thd(conn: sa.Connection) -> list[Entry]:
+            t = ledger_table
+            q = t.select().order_by(t.c.decided_at, t.c.id)
+            if states is not None:
+                q = q.where(t.c.state.in_(states))
+            return [_entry(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def revisions(self) -> Any:
+        """Every revision in the ledger: the tracker's ``proposed`` set on start."""
+
+        def thd(conn: sa.Connection) -> set[str]:
+            t = ledger_table
+            return {r.revision for r in conn.execute(sa.select(t.c.revision)).fetchall()}
+
+        return self._run(thd)
+
+    def filed_since(self, since: float) -> Any:
+        """How many revert PRs were opened at or after ``since`` (for the daily cap)."""
+
+        def thd(conn: sa.Connection) -> int:
+            t = ledger_table
+            q = sa.select(sa.func.count()).select_from(t).where(t.c.filed_at >= since)
+            return int(conn.execute(q).scalar() or 0)
+
+        return self._run(thd)

@@ -17,7 +17,8 @@ rules GitHub asks integrators to follow:
   backs off from one minute, doubling;
 * writes are serialised (one at a time, at least ``write_interval`` apart);
 * after a write whose outcome is unknown (timeout, lost connection, 5xx) the
-  client LOOKS for what it was creating before it tries again, so a retry
+  client waits at least ``settle`` seconds (GitHub ends requests after 10 s)
+  and then LOOKS for what it was creating before it tries again, so a retry
   never files a second PR, ref or comment.
 
 Revert PRs carry a marker, ``<!-- buildbot-revert:<sha> -->``, in their body,
@@ -178,6 +179,7 @@ class GitHubClient:
         write_interval: float = 1.0,
         graphql_url: str | None = None,
         scan_pages: int = 3,
+        settle: float = 10.0,
     ) -> None:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise ValueError(f"repository must look like 'owner/name', got {repo!r}")
@@ -202,6 +204,7 @@ class GitHubClient:
         self._max_wait = max_wait
         self._write_interval = write_interval
         self._scan_pages = scan_pages
+        self._settle = settle
         self._write_lock = defer.DeferredLock()
         self._last_write = float("-inf")
 
@@ -555,6 +558,9 @@ class GitHubClient:
                     uncertain = uncertain or write
                 else:
                     raise GitHubError(self._redact(f"{what}: {problem}"), reply.status)
+            if uncertain:
+                # GitHub ends requests after 10 s; look only once ours can no longer land.
+                wait = max(wait, self._settle)
             if attempt >= self._max_attempts or wait > self._max_wait:
                 raise GitHubError(
                     self._redact(f"{what}: gave up after {attempt} attempt(s): {problem}")

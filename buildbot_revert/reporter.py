@@ -1,0 +1,279 @@
+"""``RevertReporter``: the Buildbot service that watches builds and proposes reverts.
+
+Thin by design.  On every finished build (the ``('builds', None,
+'finished')`` event Buildbot's own reporters consume) it asks
+:class:`~.gather.Gatherer` for the core's record of the build, feeds the
+shared :class:`~.tracker.StreakTracker`, logs every verdict, and hands
+REVERT verdicts to :class:`~.reporter_filing.Filer`.  Builds are handled one
+at a time, in the order they finished, behind a ``DeferredLock``: the
+tracker needs completion order, and the event consumer returns at once so
+the master never waits for the reporter.  Any error while handling one build
+is logged with ``log.err`` and the next build is handled as usual.
+
+On start it creates its ledger table if needed, seeds the tracker with the
+revisions the ledger already holds, and replays the master's recent builds
+through the tracker (acting on nothing), so a restart loses no streak.
+
+Example (``master.cfg``)::
+
+    from buildbot.plugins import reporters, util
+    c['services'].append(reporters.RevertReporter(
+        repo='python/cpython', token=util.Secret('github_token'),
+        tags=['stable'], mode='revert', revert_labels=[':hammer: test-with-buildbots']))
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import treq
+from buildbot import config as bb_config
+from buildbot.util import service
+from twisted.internet import defer, task
+from twisted.python import log
+from twisted.python.failure import Failure
+from twisted.web.client import Agent, HTTPConnectionPool
+
+from .config import Mode, Settings, SettingsError, parse_settings
+from .gather import Gatherer
+from .github import GitHubClient
+from .ledger import Ledger
+from .reporter_filing import Filer
+from .tracker import StreakTracker
+from .verdicts import Reason, Streak, Verdict
+
+FINISHED = ("builds", None, "finished")
+
+
+class RevertReporter(service.BuildbotService):
+    """Proposes revert pull requests for changes that clearly broke a builder."""
+
+    name = "RevertReporter"
+    # Buildbot renders these (util.Secret, util.Interpolate) before reconfigService.
+    secrets: ClassVar[list[str]] = ["token"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.settings: Settings | None = None
+        self.tracker: StreakTracker | None = None
+        self.gatherer: Gatherer | None = None
+        self.ledger: Ledger | None = None
+        self.filer: Filer | None = None
+        self.verdicts: list[Verdict] = []
+        self._consumer: Any = None
+        self._lock = defer.DeferredLock()
+        self._replayed: set[int] = set()
+        self._builder_ids: dict[str, int] = {}
+        self._pending_loop: task.LoopingCall | None = None
+        self._http_pool: HTTPConnectionPool | None = None
+        self._filing: set[defer.Deferred[Any]] = set()
+        super().__init__(*args, **kwargs)
+
+    # -- configuration ----------------------------------------------------------
+
+    def checkConfig(self, *args: Any, **kwargs: Any) -> None:
+        name = kwargs.pop("name", None)
+        if name is not None:
+            self.name = name
+        try:
+            parse_settings(*args, **kwargs)
+        except SettingsError as exc:
+            bb_config.error(f"RevertReporter: {exc}")
+        except TypeError as exc:
+            bb_config.error(f"RevertReporter: {exc}")
+
+    @defer.inlineCallbacks
+    def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("name", None)
+        settings = parse_settings(*args, **kwargs)
+        self.settings = settings
+        if self.gatherer is None:
+            self.gatherer = Gatherer(self.master, settings.log_lines)
+        else:
+            self.gatherer.log_lines = settings.log_lines
+            self.gatherer.forget_builders()
+        if self.ledger is None:
+            self.ledger = Ledger(self.master.db.pool.do)
+        client = None
+        if settings.mode is not Mode.DRY_RUN:
+            client = self._client(settings, settings.token)
+        self.filer = Filer(
+            settings,
+            self.ledger,
+            client,
+            clock=self._reactor(),
+            master_name=self._master_name(),
+            build_url=self._build_url,
+            is_red=self._is_red,
+            master_url=self._web_url(),
+        )
+        if self.tracker is not None and self.tracker.policy != settings.policy:
+            # A new policy needs a fresh tracker, rebuilt from recent history.
+            self.tracker = None
+            if self.running:
+                yield self._lock.run(self._start_tracker)
+        self._schedule_pending()
+
+    def _reactor(self) -> Any:
+        return getattr(self.master, "reactor", None) or _global_reactor()
+
+    def _client(self, settings: Settings, token: Any) -> GitHubClient:
+        reactor = self._reactor()
+        if self._http_pool is None:
+            self._http_pool = HTTPConnectionPool(reactor, persistent=True)
+        http = treq.HTTPClient(Agent(reactor, pool=self._http_pool))
+        return GitHubClient(http, settings.api_url, settings.repo, str(token), clock=reactor)
+
+    def _master_name(self) -> str:
+        name = getattr(self.master, "name", None) or ""
+        return str(name)[:255]
+
+    def _web_url(self) -> str | None:
+        url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
+        return url if isinstance(url, str) and url else None
+
+    def _build_url(self, builder: str, number: int) -> str | None:
+        base = self._web_url()
+        builderid = self._builder_ids.get(builder)
+        if base is None or builderid is None:
+            return None
+        return f"{base.rstrip('/')}/#/builders/{builderid}/builds/{number}"
+
+    def _is_red(self, builder: str) -> bool:
+        return self.tracker is not None and builder in self.tracker.red_builders()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def startService(self) -> Any:
+        yield super().startService()
+        # Subscribe before replaying, so no build finishes unseen in between;
+        # the lock makes the events wait for the replay.
+        self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
+        yield self._lock.run(self._start_tracker)
+        self._schedule_pending()
+
+    @defer.inlineCallbacks
+    def stopService(self) -> Any:
+        if self._consumer is not None:
+            yield self._consumer.stopConsuming()
+            self._consumer = None
+        if self._pending_loop is not None and self._pending_loop.running:
+            self._pending_loop.stop()
+        # Let the build being handled, and any filing in flight, finish.
+        yield self._lock.run(lambda: None)
+        yield defer.DeferredList(list(self._filing))
+        if self._http_pool is not None:
+            yield self._http_pool.closeCachedConnections()
+        yield super().stopService()
+
+    @defer.inlineCallbacks
+    def _start_tracker(self) -> Any:
+        assert self.settings is not None and self.ledger is not None
+        assert self.gatherer is not None
+        try:
+            yield self.ledger.create()
+            proposed = yield self.ledger.revisions()
+            self.tracker = StreakTracker(self.settings.policy, proposed=proposed)
+            rows = yield self.gatherer.recent_builds(self.settings.startup_builds)
+            replayed = 0
+            for row in rows:
+                try:
+                    build = yield self._gather(row)
+                    if build is not None:
+                        self.tracker.feed(build)
+                        replayed += 1
+                except Exception as exc:  # one bad build must not stop the replay
+                    log.err(exc, "buildbot-revert: could not replay a build")
+                self._replayed.add(row["buildid"])
+            log.msg(
+                f"buildbot-revert: replayed {replayed} recent build(s); "
+                f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
+            )
+        except Exception as exc:
+            log.err(exc, "buildbot-revert: could not rebuild the tracker")
+            if self.tracker is None:
+                self.tracker = StreakTracker(self.settings.policy)
+
+    def _schedule_pending(self) -> None:
+        settings = self.settings
+        if settings is None or not self.running or settings.mode is Mode.DRY_RUN:
+            return
+        if self._pending_loop is not None and self._pending_loop.running:
+            return
+        interval = (
+            60.0 if settings.grace_period <= 0 else min(60.0, max(1.0, settings.grace_period / 4))
+        )
+        self._pending_loop = task.LoopingCall(self._check_pending)
+        self._pending_loop.clock = self._reactor()
+        self._pending_loop.start(interval, now=False)
+
+    def _check_pending(self) -> Any:
+        return self._lock.run(self._check_pending_locked)
+
+    @defer.inlineCallbacks
+    def _check_pending_locked(self) -> Any:
+        try:
+            if self.filer is not None:
+                yield defer.Deferred.fromCoroutine(self.filer.check_pending())
+        except Exception as exc:
+            log.err(exc, "buildbot-revert: checking pending reverts failed")
+
+    # -- events ---------------------------------------------------------------------
+
+    def _on_finished(self, key: Any, msg: dict[str, Any]) -> None:
+        # Returning at once keeps the master's event delivery from waiting on us.
+        self._lock.run(self._handle, msg)
+
+    @defer.inlineCallbacks
+    def _gather(self, msg: dict[str, Any]) -> Any:
+        assert self.gatherer is not None and self.settings is not None
+        builder = yield self.gatherer.builder(msg["builderid"])
+        if builder is None or not self.settings.watches(builder.name, builder.tags):
+            return None
+        self._builder_ids[builder.name] = msg["builderid"]
+        build = yield self.gatherer.build(msg)
+        return build
+
+    @defer.inlineCallbacks
+    def _handle(self, msg: dict[str, Any]) -> Any:
+        try:
+            if msg.get("buildid") in self._replayed:
+                self._replayed.discard(msg["buildid"])
+                return
+            if self.tracker is None:
+                return
+            build = yield self._gather(msg)
+            if build is None:
+                return
+            for event in self.tracker.feed(build):
+                if isinstance(event, Streak):
+                    continue
+                self.verdicts.append(event)
+                del self.verdicts[:-1000]
+                log.msg(
+                    f"buildbot-revert: {event.builder} streak from build "
+                    f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+                )
+                if event.reason is Reason.REVERT and self.filer is not None:
+                    self._file(event)
+        except Exception as exc:
+            log.err(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
+
+    def _file(self, verdict: Verdict) -> None:
+        """Act on a REVERT verdict in the background: GitHub may take minutes."""
+        assert self.filer is not None
+        d = defer.Deferred.fromCoroutine(self.filer.handle(verdict))
+        self._filing.add(d)
+
+        def done(result: Any) -> None:
+            self._filing.discard(d)
+            if isinstance(result, Failure):
+                log.err(result, f"buildbot-revert: filing {verdict.suspect} failed")
+
+        d.addBoth(done)
+
+
+def _global_reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor

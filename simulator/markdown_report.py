@@ -1,60 +1,243 @@
 """The Markdown rendering of a replay, for pasting into a policy discussion.
 
-Commit titles and authors are untrusted: they are escaped so that they can
-neither break the table nor ping anybody when the report is pasted on GitHub.
+It renders on GitHub: summary, proposed reverts per month, the verdict
+breakdown, the proposed reverts with links to their builds and pull
+requests, the blind spots, the confirmation estimates and, after a sweep,
+the comparison table.  Commit titles, authors and builder names are
+untrusted: they are escaped so that they can neither break a table, inject
+markup, nor ping anybody when the report is pasted on GitHub.
 """
 
 from __future__ import annotations
 
-from buildbot_revert.markdown import escape
+from collections import Counter
+from datetime import UTC, datetime
 
+from buildbot_revert.markdown import link as md_link
+from buildbot_revert.markdown import text as escape
+
+from .blindspots import blind_spots, red_hours, window_end
+from .confirm import FIXED_IN_PLACE, REVERTED
 from .evaluation import Evaluation
 from .replay import ReplayResult
 from .report import iso
+from .report_context import ReportContext
+from .sweep import SweepResult, legend, table_rows
+
+# Past this many rows a table stops helping a discussion; the JSON has all.
+MAX_ROWS = 200
 
 
-def render_markdown(result: ReplayResult, evaluation: Evaluation | None) -> str:
+def render_markdown(
+    result: ReplayResult, evaluation: Evaluation | None, context: ReportContext | None = None
+) -> str:
+    ctx = context or ReportContext(result, evaluation, blind_spots(result))
+    out = _summary(ctx)
+    out += _per_month(ctx)
+    out += _verdicts(ctx)
+    out += _proposals(ctx)
+    out += _blind_spots(ctx)
+    if ctx.sweep is not None:
+        out += ["", *render_sweep_markdown(ctx.sweep, heading="##").splitlines()]
+    return "\n".join(out) + "\n"
+
+
+def _summary(ctx: ReportContext) -> list[str]:
+    result, ev = ctx.result, ctx.evaluation
     proposals = result.proposals()
     out = [
         "# Revert policy backtest",
         "",
         f"{result.builds:,} builds on {len(result.builders)} builders, "
-        f"{iso(result.first_build_at)} to {iso(result.last_build_at)}; "
-        f"revert after {result.policy.failures} consecutive failures following a green build "
-        "when the first failing build holds exactly one change.",
+        f"{_day(result.first_build_at)} to {_day(result.last_build_at)}; revert after "
+        f"{result.policy.failures} consecutive failures following a green build when the "
+        "first failing build holds exactly one change.",
         "",
         "| | |",
         "|---|---:|",
         f"| red streaks | {len(result.streaks):,} |",
         f"| revert pull requests | {len(proposals)} |",
     ]
-    if evaluation is not None:
+    if ev is not None:
         out += [
-            f"| right / wrong reverts | {evaluation.true_positives} / "
-            f"{evaluation.false_positives} |",
-            f"| precision | {_pct(evaluation.precision)} |",
-            f"| recall of attributable breakages | {_pct(evaluation.recall)} |",
-            f"| red hours saved | {evaluation.red_hours_saved:,.0f} |",
+            f"| right / wrong reverts (labels) | {ev.true_positives} / {ev.false_positives} |",
+            f"| precision (labels) | {_pct(ev.precision)} |",
+            f"| recall of attributable breakages (labels) | {_pct(ev.recall)} |",
+            f"| red hours saved (labels, revert lands {ev.merge_delay_hours:g} h after filing) "
+            f"| {ev.red_hours_saved:,.0f} |",
         ]
-    out += ["", "## Verdicts", "", "| reason | streaks |", "|---|---:|"]
-    for reason, count in sorted(result.by_reason().items(), key=lambda kv: (-kv[1], kv[0])):
-        if count:
-            out.append(f"| `{reason}` | {count:,} |")
-    if proposals:
+    conf = ctx.confirmation
+    if conf is not None and conf.items:
         out += [
-            "",
-            "## Proposed reverts",
-            "",
-            "| filed | revision | author | title | builders |",
-            "|---|---|---|---|---:|",
+            f"| estimated precision, strict: later reverted in the history "
+            f"| {_pct(conf.strict_estimate)} ({conf.count(REVERTED)} of {len(conf.items)}) |",
+            f"| estimated precision, loose: reverted or fixed in the same files "
+            f"| {_pct(conf.loose_estimate)} |",
         ]
-        for p in proposals:
-            req = p.request
-            out.append(
-                f"| {iso(req.filed_at)} | `{req.revision[:12]}` | {escape(req.change.author)} "
-                f"| {escape(req.change.title)} | {len(p.builders)} |"
+    red_end = len(ctx.blind.red_at_end)
+    out.append(f"| builders red at the end | {red_end} ({ctx.blind.caught_at_end} caught) |")
+    return out
+
+
+def _per_month(ctx: ReportContext) -> list[str]:
+    counts = Counter(_month(p.request.filed_at) for p in ctx.result.proposals())
+    months = months_of(ctx.result)
+    if not months:
+        return []
+    out = ["", "## Proposed reverts per month", "", "| month | reverts | |", "|---|---:|---|"]
+    for month in months:
+        n = counts.get(month, 0)
+        out.append(f"| {month} | {n} | {'█' * n} |")
+    return out
+
+
+def _verdicts(ctx: ReportContext) -> list[str]:
+    end = window_end(ctx.result)
+    streaks: Counter[str] = Counter()
+    hours: Counter[str] = Counter()
+    builders: dict[str, set[str]] = {}
+    for s in ctx.result.streaks:
+        reason = s.verdict.reason.value
+        streaks[reason] += 1
+        hours[reason] += red_hours(s, end)
+        builders.setdefault(reason, set()).add(s.builder)
+    out = [
+        "",
+        "## Verdicts",
+        "",
+        "| reason | streaks | builders | red hours |",
+        "|---|---:|---:|---:|",
+    ]
+    for reason, n in sorted(streaks.items(), key=lambda kv: (-kv[1], kv[0])):
+        out.append(f"| `{reason}` | {n:,} | {len(builders[reason])} | {hours[reason]:,.0f} |")
+    return out
+
+
+def _proposals(ctx: ReportContext) -> list[str]:
+    proposals = ctx.result.proposals()
+    if not proposals:
+        return ["", "## Proposed reverts", "", "None."]
+    wrong = set(ctx.evaluation.false_positive_revisions) if ctx.evaluation else None
+    confirmed = {c.revision: c.how for c in ctx.confirmation.items} if ctx.confirmation else {}
+    out = [
+        "",
+        "## Proposed reverts",
+        "",
+        "| filed | change | PR | author | title | builds | " + _check_header(ctx) + " |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in proposals[:MAX_ROWS]:
+        req = p.request
+        change = req.change
+        rev = _link(req.revision[:10], ctx.commit_url(req.revision))
+        pr = (
+            _link(f"PR {change.pr_number}", ctx.pr_url(change.pr_number))
+            if change.pr_number
+            else ""
+        )
+        first = _link(
+            f"{req.builder} #{req.build_number}",
+            ctx.build_url(req.builder, req.build_number),
+        )
+        more = f" +{len(p.builders) - 1} more" if len(p.builders) > 1 else ""
+        if wrong is not None:
+            check = "wrong" if req.revision in wrong else "right"
+        else:
+            check = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}.get(
+                confirmed.get(req.revision, ""), "unconfirmed"
             )
+        out.append(
+            f"| {_day(req.filed_at)} | {rev} | {pr} | {escape(change.author)} "
+            f"| {escape(change.title)} | {first}{more} | {check} |"
+        )
+    if len(proposals) > MAX_ROWS:
+        out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
+    return out
+
+
+def _check_header(ctx: ReportContext) -> str:
+    return "labels say" if ctx.evaluation is not None else "history says (estimate)"
+
+
+def _blind_spots(ctx: ReportContext) -> list[str]:
+    spots = ctx.blind
+    out = [
+        "",
+        "## Blind spots",
+        "",
+        "Red streaks the policy declined, by reason:",
+        "",
+        "| reason | streaks | builders | red hours | longest one, in the core's words |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for g in spots.declined:
+        out.append(
+            f"| `{g.reason}` | {g.streaks:,} | {g.builders} | {g.red_hours:,.0f} "
+            f"| {escape(g.example)} |"
+        )
+    out += [
+        "",
+        f"Builders red at the end of the window ({_day(spots.window_end)}): "
+        f"{len(spots.red_at_end)}, of which {spots.caught_at_end} had a revert proposed.",
+    ]
+    if spots.red_at_end:
+        out += [
+            "",
+            "| builder | red since | red hours | failing builds | changes | verdict |",
+            "|---|---|---:|---:|---:|---|",
+        ]
+        for r in spots.red_at_end[:MAX_ROWS]:
+            out.append(
+                f"| {_link(r.builder, ctx.build_url(r.builder, r.first_failing_build))} "
+                f"| {_day(r.red_since)} | {r.red_hours:,.0f} | {r.failing_builds} "
+                f"| {r.blamelist_size} | `{r.reason}`: {escape(r.explanation)} |"
+            )
+    return out
+
+
+def render_sweep_markdown(sweep: SweepResult, heading: str = "#") -> str:
+    """The sweep comparison table as Markdown."""
+    header, rows = table_rows(sweep)
+    out = [
+        f"{heading} Policy sweep",
+        "",
+        f"{sweep.builds:,} builds, {_day(sweep.window_start)} to {_day(sweep.window_end)}; "
+        f"{len(sweep.rows)} combinations from {sweep.replays} replays.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i < len(sweep.keys) else "---:" for i in range(len(header))) + "|",
+    ]
+    out += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
+    out += [""] + [f"- {line}" for line in legend(sweep)]
     return "\n".join(out) + "\n"
+
+
+def _link(label: str, url: str | None) -> str:
+    """Untrusted ``label``, linked when the history says where it lives."""
+    return md_link(label, url) if url else escape(label)
+
+
+def months_of(result: ReplayResult) -> list[str]:
+    start = result.selection.since if result.selection.since is not None else result.first_build_at
+    end = window_end(result)
+    if start is None or not end:
+        return []
+    lo = datetime.fromtimestamp(start, UTC)
+    hi = datetime.fromtimestamp(max(start, end - 1), UTC)
+    out = []
+    y, m = lo.year, lo.month
+    while (y, m) <= (hi.year, hi.month):
+        out.append(f"{y:04d}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def _month(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m")
+
+
+def _day(ts: float | None) -> str:
+    return (iso(ts) or "-")[:10]
 
 
 def _pct(value: float | None) -> str:

@@ -1,0 +1,77 @@
+"""Progress bars for long replays and sweeps, shown only on a terminal.
+
+A replay of a year takes seconds to minutes; a person at a terminal wants to
+see it move, a pipe or a CI log does not want bar-drawing escape codes.  The
+bars go to stderr so that a report printed on stdout stays clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import IO, TypeVar
+
+import click
+
+from buildbot_revert.policy import Policy
+
+from .replay import ReplayResult, Selection, replay_builds, select_builds
+from .store import HistoryStore
+
+T = TypeVar("T")
+
+# Updating the bar for every build would cost more than the replay itself.
+_CHUNK = 5000
+
+
+def wanted(stream: IO[str] | None = None) -> bool:
+    """Whether to draw: only when the stream is a terminal."""
+    stream = stream if stream is not None else sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def counted(
+    items: Iterable[T], total: int | None, label: str, *, enabled: bool | None = None
+) -> Iterable[T]:
+    """``items`` unchanged, advancing a bar of ``total`` steps as they pass.
+
+    Off a terminal the items come back as they are, without even a
+    generator in between: the replay's inner loop pays nothing for the bar.
+    """
+    if not (wanted() if enabled is None else enabled) or not total:
+        return items
+    return _counting(items, total, label)
+
+
+def _counting(items: Iterable[T], total: int, label: str) -> Iterator[T]:
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        pending = 0
+        for item in items:
+            yield item
+            pending += 1
+            if pending == _CHUNK:
+                bar.update(pending)
+                pending = 0
+        bar.update(pending)
+
+
+def replay_with_progress(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
+    """:func:`~.replay.replay`, with a bar on a terminal."""
+    builders, builds = select_builds(store, selection)
+    return replay_builds(
+        counted(builds, store.count_builds(), "Replaying"), policy, selection, builders
+    )
+
+
+@contextmanager
+def steps(
+    total: int, label: str, *, enabled: bool | None = None
+) -> Iterator[Callable[[int], None]]:
+    """A bar of ``total`` steps; the context yields ``advance(n)``."""
+    if not (wanted() if enabled is None else enabled) or total <= 0:
+        yield lambda n: None
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar.update

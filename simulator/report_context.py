@@ -1,0 +1,113 @@
+"""Everything the Markdown and HTML reports show, gathered in one place.
+
+The rich reports need more than the replay: the blind spots, the
+confirmation estimates, and where to link (the master's URL, the GitHub
+repository), which the history file records in its ``meta`` table.
+Gathering it here keeps the renderers free of store access.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit
+
+from .blindspots import BlindSpots, blind_spots
+from .confirm import Confirmation, confirm
+from .evaluation import Evaluation
+from .replay import ReplayResult
+from .store import HistoryStore
+from .sweep import SweepResult
+
+# Buildbot's web UI addresses builds by builder id and build number.
+DEFAULT_BUILD_URL = "{master}/#/builders/{builderid}/builds/{number}"
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+@dataclass
+class ReportContext:
+    result: ReplayResult
+    evaluation: Evaluation | None
+    blind: BlindSpots
+    confirmation: Confirmation | None = None
+    master_url: str | None = None
+    github_repo: str | None = None
+    build_url_template: str = DEFAULT_BUILD_URL
+    # Buildbot's own builder ids (not the store's), for links.
+    builder_ids: dict[str, int] = field(default_factory=dict)
+    sweep: SweepResult | None = None
+
+    def build_url(self, builder: str, number: int) -> str | None:
+        """A link to the build on its master, or ``None`` when unknown."""
+        template = self.build_url_template
+        master = (self.master_url or "").rstrip("/")
+        if "{master}" in template and not master:
+            return None
+        builder_id = self.builder_ids.get(builder)
+        if "{builderid}" in template and builder_id is None:
+            return None
+        return template.format(
+            master=master,
+            builderid=builder_id,
+            builder=quote(builder, safe=""),
+            number=int(number),
+        )
+
+    def pr_url(self, number: int | None) -> str | None:
+        if number is None or not self.github_repo:
+            return None
+        return f"https://github.com/{self.github_repo}/pull/{int(number)}"
+
+    def commit_url(self, revision: str) -> str | None:
+        if not self.github_repo:
+            return None
+        return f"https://github.com/{self.github_repo}/commit/{quote(revision, safe='')}"
+
+
+def gather(
+    store: HistoryStore, result: ReplayResult, evaluation: Evaluation | None
+) -> ReportContext:
+    """Read what the reports need from the store, next to the replay."""
+    proposers = sorted({b for p in result.proposals() for b in p.builders})
+    confirmation = None
+    if proposers:
+        builds = store.iter_builds(result.selection.since, result.selection.until, proposers)
+        confirmation = confirm(result, store.changes_by_id().values(), builds)
+    ids_of = getattr(store, "buildbot_builder_ids", None)
+    return ReportContext(
+        result,
+        evaluation,
+        blind_spots(result),
+        confirmation,
+        master_url=web_url(store.get_meta("master_url")),
+        github_repo=github_repo(store.get_meta("github_repo")),
+        build_url_template=build_url_template(store.get_meta("build_url_template")),
+        builder_ids=ids_of() if ids_of is not None else {},
+    )
+
+
+# The meta values end up in links: only plain web addresses get through, so
+# that a crafted history cannot plant a ``javascript:`` link in a report.
+
+
+def web_url(value: str | None) -> str | None:
+    if not value:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or '"' in value:
+        return None
+    return value.strip()
+
+
+def github_repo(value: str | None) -> str | None:
+    return value.strip() if value and _REPO.match(value.strip()) else None
+
+
+def build_url_template(value: str | None) -> str:
+    if not value:
+        return DEFAULT_BUILD_URL
+    try:
+        sample = value.format(master="https://x", builderid=1, builder="b", number=1)
+    except (KeyError, IndexError, ValueError):
+        return DEFAULT_BUILD_URL
+    return value if web_url(sample) else DEFAULT_BUILD_URL

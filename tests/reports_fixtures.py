@@ -1,0 +1,124 @@
+"""A small hand-made history for the report, sweep and blind-spot tests.
+
+Four builders over about two months, written to a real SQLite history file:
+
+* ``AMD64 Ubuntu``: change ``b`` breaks it for good (a labelled breakage);
+  ``Revert "..."`` of ``b`` lands later.  One revert, right, confirmed by
+  the later revert.
+* ``ARM64 macOS``: change ``d`` breaks it, and ``e``, touching the same file,
+  turns it green 26 h after the third failure.  One revert, wrong by the
+  labels (``d`` is not labelled), confirmed "fixed in place" by the history.
+* the hostile builder: a builder name, author and title full of markup and
+  @-mentions; change ``h1`` breaks it and it is still red at the end of the
+  window (a revert, proposed: caught).
+* ``AMD64 Windows``: its streak's first failing build holds two changes
+  (``multiple-changes``), still red at the end.
+* ``s390x RHEL``: always red.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from buildbot_revert.model import Build, Builder, Change, FailedStep
+from simulator.store import HistoryStore
+
+from .builds_dsl import builds
+
+T0 = 1_704_067_200.0  # 2024-01-01
+HOUR = 3600.0
+DAY = 86400.0
+HOSTILE_BUILDER = "x86 <script>alert(1)</script> | @octocat"
+HOSTILE_AUTHOR = "@octocat <img src=x onerror=alert(2)>"
+HOSTILE_TITLE = "gh-1: fix | [click](javascript:alert(3)) **bold** @python/core-team"
+COMPILE_ERROR = (
+    FailedStep(
+        "compile",
+        2,
+        "gcc -c -o Objects/foo.o Objects/foo.c\n"
+        "Objects/foo.c:10:5: error: 'x' undeclared (first use in this function)\n"
+        "make: *** [Makefile:2: Objects/foo.o] Error 1\n",
+    ),
+)
+
+
+def _change(rev: str, when: float, title: str, files: tuple[str, ...] = (), **kw: str) -> Change:
+    return Change(
+        rev * 40 if len(rev) == 1 else rev,
+        kw.get("author", f"author-{rev}"),
+        title,
+        when,
+        int(kw["pr"]) if "pr" in kw else None,
+        kw.get("message", title),
+        files,
+    )
+
+
+def changes() -> dict[str, Change]:
+    b = _change(
+        "b", T0 + 1 * DAY, "gh-100: speed up dict lookups", ("Objects/dictobject.c",), pr="101"
+    )
+    return {
+        "a": _change("a", T0, "gh-99: docs", ("Doc/index.rst",)),
+        "b": b,
+        "c": _change("c", T0 + 2 * DAY, "gh-102: unrelated", ("Lib/os.py",)),
+        "r": _change(
+            "r",
+            T0 + 20 * DAY,
+            f'Revert "{b.title}" (#150)',
+            ("Objects/dictobject.c",),
+            message=f"This reverts commit {b.revision}.",
+        ),
+        "d": _change("d", T0 + 3 * DAY, "gh-200: new parser path", ("Parser/parser.c",), pr="201"),
+        "e": _change("e", T0 + 5 * DAY, "gh-200: fix the parser path", ("Parser/parser.c",)),
+        "h1": _change("h1", T0 + 10 * DAY, HOSTILE_TITLE, author=HOSTILE_AUTHOR),
+        "h2": _change("h2", T0 + 10 * DAY, "gh-300: another"),
+    }
+
+
+def history_builds() -> list[Build]:
+    ch = changes()
+    out: list[Build] = []
+    # Builds every 12 h; the N-th failure of "b" completes at T0 + 2 d.
+    out += builds("S:a F:b F F F F:c F F", "AMD64 Ubuntu", T0 + HOUR, ch, 12 * HOUR)
+    out += builds("S F F F F S:r S", "AMD64 Ubuntu", T0 + 25 * DAY, ch, 12 * HOUR)
+    # "d" fails three times 12 h apart from day 3.5, "e" turns it green 26 h
+    # after the third failure.
+    out += builds("S:a F:d F F", "ARM64 macOS", T0 + 2.5 * DAY, ch, 12 * HOUR)
+    out += builds("S:e S", "ARM64 macOS", T0 + 4 * DAY + 26 * HOUR, ch, 12 * HOUR)
+    out += builds("S:a F:h1 F F F", HOSTILE_BUILDER, T0 + 9 * DAY, ch, DAY)
+    out += builds("S:a F:h2,c F F F", "AMD64 Windows", T0 + 9 * DAY, ch, 2 * DAY)
+    out += builds("F:a F F F F", "s390x RHEL", T0 + HOUR, ch, 10 * DAY)
+    # Renumber per builder (the DSL restarts at 1) and attach a real log to
+    # every failure so that the evidence guards see a compile error.
+    numbers: dict[str, int] = {}
+    fixed = []
+    for b in out:
+        numbers[b.builder] = numbers.get(b.builder, 0) + 1
+        steps = COMPILE_ERROR if b.result == 2 else ()
+        fixed.append(b._replace(number=numbers[b.builder], failed_steps=steps))
+    return sorted(fixed, key=lambda b: b.completed_at)
+
+
+def make_history(path: Path, *, labels: bool = True, meta: bool = True) -> Path:
+    store = HistoryStore(path, create=True)
+    ch = changes()
+    with store.transaction():
+        ids = {
+            name: store.add_builder(Builder(name, ("stable",)), master_id=10 + i)
+            for i, name in enumerate(
+                ["AMD64 Ubuntu", "ARM64 macOS", HOSTILE_BUILDER, "s390x RHEL", "AMD64 Windows"]
+            )
+        }
+        cids = {c.revision: store.add_change(c) for c in ch.values()}
+        for b in history_builds():
+            store.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
+        if labels:
+            store.add_breakage(
+                cids[ch["b"].revision], ids["AMD64 Ubuntu"], T0 + DAY, T0 + 30 * DAY, "revert"
+            )
+        if meta:
+            store.set_meta("master_url", "https://buildbot.example.org")
+            store.set_meta("github_repo", "python/cpython")
+    store.close()
+    return path

@@ -319,7 +319,7 @@ def _spec(name: str, stable: bool, tier: int | None, rng: random.Random) -> Buil
         minutes *= 6
     if refleak:
         # regrtest -R 3:3 runs every test six more times.
-        minutes *= 7
+        minutes *= 13
     platform_words = [w for w in words if w not in _VARIANT_WORDS]
     owner = _OWNERS[sum(map(ord, " ".join(platform_words[:2]))) % len(_OWNERS)]
     worker = owner + "-" + re.sub(r"[^a-z0-9.]+", "-", " ".join(platform_words).lower())

@@ -47,112 +47,225 @@ import os
 import random
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from buildbot_revert.model import Build, Builder, FailedStep, Result
+from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
 from simulator import log_tails
 from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
-from simulator.store import HistoryStore
+from simulator.store import HistoryError, HistoryStore
 
 GENERATOR_VERSION = "1"
 DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
 EXPORT_DELAY_S = 3 * 86400
+PROGRESS_EVERY = 10_000
 LOG_HORIZON_S = 180 * 86400  # calibration.md: JanitorConfigurator(logHorizon=180 days)
 
 # Hours from a commit to the commit that reverted it: the deciles of 187
 # reverts in 2024 (calibration.md); the 0 % and 100 % ends are assumptions.
 _DELAY_QUANTILES = (
-    (0.0, 0.15), (0.1, 1.0), (0.2, 2.3), (0.3, 6.5), (0.4, 12.6), (0.5, 18.5),
-    (0.6, 26.8), (0.7, 50.5), (0.8, 108.0), (0.9, 202.0), (1.0, 1000.0),
-)  # fmt: skip
+    (0.0, 0.15),
+    (0.1, 1.0),
+    (0.2, 2.3),
+    (0.3, 6.5),
+    (0.4, 12.6),
+    (0.5, 18.5),
+    (0.6, 26.8),
+    (0.7, 50.5),
+    (0.8, 108.0),
+    (0.9, 202.0),
+    (1.0, 1000.0),
+)
 
 # Tests known to flake across builders (assumption: the usual suspects of
 # CPython's buildbot failures), with the exceptions they fail with.
 FLAKY_TESTS: tuple[tuple[str, str, str, str], ...] = (
-    ("test_asyncio", "test.test_asyncio.test_subprocess.SubprocessThreadedWatcherTests"
-     ".test_cancel_post_init", "self.loop.run_until_complete(transport._wait())",
-     "TimeoutError"),
-    ("test_asyncio", "test.test_asyncio.test_sslproto.SelectorStartTLSTests.test_start_tls_server_1",
-     "self.loop.run_until_complete(run_main())",
-     "ConnectionResetError: [Errno 104] Connection reset by peer"),
-    ("test_concurrent_futures", "test.test_concurrent_futures.test_wait.ProcessPoolForkserverWaitTest"
-     ".test_timeout", "self.assertEqual(set([CANCELLED_AND_NOTIFIED_FUTURE]), finished)",
-     "AssertionError: Items in the first set but not the second:"),
-    ("test_multiprocessing_spawn", "test.test_multiprocessing_spawn.test_processes"
-     ".WithProcessesTestBarrier.test_thousand", "self.run_threads(self._test_thousand_f, passes)",
-     "threading.BrokenBarrierError"),
-    ("test_multiprocessing_forkserver", "test.test_multiprocessing_forkserver.test_manager"
-     ".WithManagerTestQueue.test_get", "self.assertEqual(queue_empty(queue), True)",
-     "AssertionError: False is not true"),
-    ("test_ssl", "test.test_ssl.ThreadedTests.test_wrong_cert_tls13",
-     "s.connect((HOST, server.port))",
-     "ConnectionResetError: [Errno 104] Connection reset by peer"),
-    ("test_socket", "test.test_socket.NonBlockingTCPTests.testRecv",
-     "self.assertEqual(msg, MSG)", "AssertionError: b'' != b'Michael Gilfix was here\\u1234\\r\\n'"),
-    ("test_ttk", "test.test_ttk.test_widgets.ComboboxTest.test_virtual_event",
-     "self.assertTrue(success)", "AssertionError: False is not true"),
-    ("test_threading", "test.test_threading.ThreadTests.test_join_from_multiple_threads",
-     "self.assertFalse(t.is_alive())", "AssertionError: True is not false"),
-    ("test_signal", "test.test_signal.ItimerTest.test_itimer_virtual",
-     "self.assertEqual(signal.getitimer(self.itimer), (0.0, 0.0))",
-     "AssertionError: Tuples differ: (0.0, 0.2) != (0.0, 0.0)"),
-    ("test_subprocess", "test.test_subprocess.ProcessTestCase.test_communicate_timeout",
-     "self.assertEqual(p.returncode, 0)", "AssertionError: -9 != 0"),
-    ("test_selectors", "test.test_selectors.PollSelectorTestCase.test_timeout",
-     "self.assertLess(time() - t, 2.5)", "AssertionError: 2.62 not less than 2.5"),
-    ("test_socketserver", "test.test_socketserver.SocketServerTest.test_ForkingTCPServer",
-     "self.run_server(socketserver.ForkingTCPServer, socketserver.StreamRequestHandler, self.dgram_examine)",
-     "OSError: [Errno 98] Address already in use"),
-    ("test_time", "test.test_time.TimeTestCase.test_process_time",
-     "self.assertLess(stop - start, 0.020 + 0.020)", "AssertionError: 0.0512 not less than 0.04"),
-    ("test_imaplib", "test.test_imaplib.NewIMAPSSLTests.test_ssl_verified",
-     "client = self.imap_class(*server.server_address, ssl_context=ssl_context)",
-     "TimeoutError: timed out"),
-    ("test_logging", "test.test_logging.HTTPHandlerTest.test_output",
-     "self.handled.wait()", "AssertionError: False is not true"),
-)  # fmt: skip
+    (
+        "test_asyncio",
+        "test.test_asyncio.test_subprocess.SubprocessThreadedWatcherTests.test_cancel_post_init",
+        "self.loop.run_until_complete(transport._wait())",
+        "TimeoutError",
+    ),
+    (
+        "test_asyncio",
+        "test.test_asyncio.test_sslproto.SelectorStartTLSTests.test_start_tls_server_1",
+        "self.loop.run_until_complete(run_main())",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+    ),
+    (
+        "test_concurrent_futures",
+        "test.test_concurrent_futures.test_wait.ProcessPoolForkserverWaitTest.test_timeout",
+        "self.assertEqual(set([CANCELLED_AND_NOTIFIED_FUTURE]), finished)",
+        "AssertionError: Items in the first set but not the second:",
+    ),
+    (
+        "test_multiprocessing_spawn",
+        "test.test_multiprocessing_spawn.test_processes.WithProcessesTestBarrier.test_thousand",
+        "self.run_threads(self._test_thousand_f, passes)",
+        "threading.BrokenBarrierError",
+    ),
+    (
+        "test_multiprocessing_forkserver",
+        "test.test_multiprocessing_forkserver.test_manager.WithManagerTestQueue.test_get",
+        "self.assertEqual(queue_empty(queue), True)",
+        "AssertionError: False is not true",
+    ),
+    (
+        "test_ssl",
+        "test.test_ssl.ThreadedTests.test_wrong_cert_tls13",
+        "s.connect((HOST, server.port))",
+        "ConnectionResetError: [Errno 104] Connection reset by peer",
+    ),
+    (
+        "test_socket",
+        "test.test_socket.NonBlockingTCPTests.testRecv",
+        "self.assertEqual(msg, MSG)",
+        "AssertionError: b'' != b'Michael Gilfix was here\\u1234\\r\\n'",
+    ),
+    (
+        "test_ttk",
+        "test.test_ttk.test_widgets.ComboboxTest.test_virtual_event",
+        "self.assertTrue(success)",
+        "AssertionError: False is not true",
+    ),
+    (
+        "test_threading",
+        "test.test_threading.ThreadTests.test_join_from_multiple_threads",
+        "self.assertFalse(t.is_alive())",
+        "AssertionError: True is not false",
+    ),
+    (
+        "test_signal",
+        "test.test_signal.ItimerTest.test_itimer_virtual",
+        "self.assertEqual(signal.getitimer(self.itimer), (0.0, 0.0))",
+        "AssertionError: Tuples differ: (0.0, 0.2) != (0.0, 0.0)",
+    ),
+    (
+        "test_subprocess",
+        "test.test_subprocess.ProcessTestCase.test_communicate_timeout",
+        "self.assertEqual(p.returncode, 0)",
+        "AssertionError: -9 != 0",
+    ),
+    (
+        "test_selectors",
+        "test.test_selectors.PollSelectorTestCase.test_timeout",
+        "self.assertLess(time() - t, 2.5)",
+        "AssertionError: 2.62 not less than 2.5",
+    ),
+    (
+        "test_socketserver",
+        "test.test_socketserver.SocketServerTest.test_ForkingTCPServer",
+        "self.run_server(socketserver.ForkingTCPServer, socketserver.StreamRequestHandler,"
+        " self.stream_examine)",
+        "OSError: [Errno 98] Address already in use",
+    ),
+    (
+        "test_time",
+        "test.test_time.TimeTestCase.test_process_time",
+        "self.assertLess(stop - start, 0.020 + 0.020)",
+        "AssertionError: 0.0512 not less than 0.04",
+    ),
+    (
+        "test_imaplib",
+        "test.test_imaplib.NewIMAPSSLTests.test_ssl_verified",
+        "client = self.imap_class(*server.server_address, ssl_context=ssl_context)",
+        "TimeoutError: timed out",
+    ),
+    (
+        "test_logging",
+        "test.test_logging.HTTPHandlerTest.test_output",
+        "self.handled.wait()",
+        "AssertionError: False is not true",
+    ),
+)
 
 # Tests a worker's environment breaks: a new OpenSSL, gdb, SQLite, Tk, zlib...
 _ENV_TESTS: tuple[tuple[str, str, str, str], ...] = (
-    ("test_ssl", "test.test_ssl.ContextTests.test_options", "self.assertEqual(default, ctx.options)",
-     "AssertionError: <Options.OP_NO_COMPRESSION|OP_ENABLE_KTLS: 2097536> != <Options.OP_NO_COMPRESSION: 131072>"),
-    ("test_gdb", "test.test_gdb.test_pretty_print.PrettyPrintTests.test_dicts",
-     "self.assertGdbRepr({})", "AssertionError: 'No symbol table is loaded.' != '{}'"),
-    ("test_sqlite3", "test.test_sqlite3.test_dbapi.ModuleTests.test_shared_cache_deprecated",
-     "sqlite.enable_shared_cache(enable)", "sqlite3.OperationalError: not authorized"),
-    ("test_tkinter", "test.test_tkinter.test_widgets.ButtonTest.test_configure_compound",
-     "self.checkEnumParam(widget, 'compound', 'bottom', 'center', 'left', 'none', 'right', 'top')",
-     "_tkinter.TclError: bad compound \"\": must be bottom, center, left, none, right, or top"),
-    ("test_zlib", "test.test_zlib.CompressObjectTestCase.test_pair",
-     "self.assertEqual(data, zlib.decompress(buf))", "zlib.error: Error -3 while decompressing data"),
-    ("test_ctypes", "test.test_ctypes.test_callbacks.SampleCallbacksTestCase.test_callback_large_struct",
-     "self.assertEqual(s.first, check.first)", "AssertionError: 3735928559 != 0"),
-    ("test_perf_profiler", "test.test_perf_profiler.TestPerfProfiler.test_python_calls_appear_in_the_stack_if_perf_activated",
-     "self.assertIn(f\"py::foo:{script}\", stdout)", "AssertionError: 'py::foo:/tmp/test_python_x.py' not found in ''"),
-    ("test_locale", "test.test_locale.TestMiscellaneous.test_getencoding",
-     "self.assertIn(enc, ('UTF-8', 'utf-8'))", "AssertionError: 'ANSI_X3.4-1968' not found in ('UTF-8', 'utf-8')"),
-)  # fmt: skip
+    (
+        "test_ssl",
+        "test.test_ssl.ContextTests.test_options",
+        "self.assertEqual(default, ctx.options)",
+        "AssertionError: <Options.OP_NO_COMPRESSION|OP_ENABLE_KTLS: 2097536>"
+        " != <Options.OP_NO_COMPRESSION: 131072>",
+    ),
+    (
+        "test_gdb",
+        "test.test_gdb.test_pretty_print.PrettyPrintTests.test_dicts",
+        "self.assertGdbRepr({})",
+        "AssertionError: 'No symbol table is loaded.' != '{}'",
+    ),
+    (
+        "test_sqlite3",
+        "test.test_sqlite3.test_dbapi.ModuleTests.test_shared_cache_deprecated",
+        "sqlite.enable_shared_cache(enable)",
+        "sqlite3.OperationalError: not authorized",
+    ),
+    (
+        "test_tkinter",
+        "test.test_tkinter.test_widgets.ButtonTest.test_configure_compound",
+        "self.checkEnumParam(widget, 'compound', 'bottom', 'center', 'left', 'none', 'right',"
+        " 'top')",
+        '_tkinter.TclError: bad compound "": must be bottom, center, left, none, right, or top',
+    ),
+    (
+        "test_zlib",
+        "test.test_zlib.CompressObjectTestCase.test_pair",
+        "self.assertEqual(data, zlib.decompress(buf))",
+        "zlib.error: Error -3 while decompressing data",
+    ),
+    (
+        "test_ctypes",
+        "test.test_ctypes.test_callbacks.SampleCallbacksTestCase.test_callback_large_struct",
+        "self.assertEqual(s.first, check.first)",
+        "AssertionError: 3735928559 != 0",
+    ),
+    (
+        "test_perf_profiler",
+        "test.test_perf_profiler.TestPerfProfiler.test_python_calls_appear_in_the_stack_if_perf_activated",
+        'self.assertIn(f"py::foo:{script}", stdout)',
+        "AssertionError: 'py::foo:/tmp/test_python_x.py' not found in ''",
+    ),
+    (
+        "test_locale",
+        "test.test_locale.TestMiscellaneous.test_getencoding",
+        "self.assertIn(enc, ('UTF-8', 'utf-8'))",
+        "AssertionError: 'ANSI_X3.4-1968' not found in ('UTF-8', 'utf-8')",
+    ),
+)
 
 # A broken network or a misconfigured worker fails the same tests every time
 # (the pattern of CPython #128018, a worker problem taken for a breakage).
 _WORKER_PROBLEM_TESTS: tuple[tuple[str, str, str, str], ...] = (
-    ("test_urllib2net", "test.test_urllib2net.OtherNetworkTests.test_ftp",
-     "self._test_urls(urls, self._extra_handlers())",
-     "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"),
-    ("test_socket", "test.test_socket.GeneralModuleTests.test_getaddrinfo",
-     "socket.getaddrinfo(HOST, None)", "socket.gaierror: [Errno -2] Name or service not known"),
-    ("test_os", "test.test_os.TestScandir.test_attributes",
-     "self.check_entry(entry, 'dir', True, False, False)",
-     "PermissionError: [Errno 13] Permission denied: '/tmp/test_python_worker_4133'"),
-    ("test_shutil", "test.test_shutil.TestCopy.test_copy_dir",
-     "shutil.copytree(src_dir, dst_dir)",
-     "OSError: [Errno 28] No space left on device"),
-)  # fmt: skip
+    (
+        "test_urllib2net",
+        "test.test_urllib2net.OtherNetworkTests.test_ftp",
+        "self._test_urls(urls, self._extra_handlers())",
+        "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
+    ),
+    (
+        "test_socket",
+        "test.test_socket.GeneralModuleTests.test_getaddrinfo",
+        "socket.getaddrinfo(HOST, None)",
+        "socket.gaierror: [Errno -2] Name or service not known",
+    ),
+    (
+        "test_os",
+        "test.test_os.TestScandir.test_attributes",
+        "self.check_entry(entry, 'dir', True, False, False)",
+        "PermissionError: [Errno 13] Permission denied: '/tmp/test_python_worker_4133'",
+    ),
+    (
+        "test_shutil",
+        "test.test_shutil.TestCopy.test_copy_dir",
+        "shutil.copytree(src_dir, dst_dir)",
+        "OSError: [Errno 28] No space left on device",
+    ),
+)
 
 _EXCEPTION_STEP = ("Compile", "Test", "Test", "Test")
 RESULT_NAMES = {int(r): r.name for r in Result}
@@ -264,12 +377,41 @@ def _test_failure(rng: random.Random, module: str, kind: str) -> log_tails.TestF
 
 
 _PACKAGES = {
-    "test_asyncio", "test_capi", "test_pathlib", "test_sqlite3", "test_ctypes", "test_email",
-    "test_json", "test_unittest", "test_pyrepl", "test_free_threading", "test_zipfile",
-    "test_gdb", "test_tkinter", "test_concurrent_futures", "test_dataclasses", "test_import",
-}  # fmt: skip
-_METHOD_WORDS = ("basic", "subclass", "error", "unicode", "large", "empty", "threads", "repr",
-                 "pickle", "copy", "nested", "deprecated", "timeout", "close", "bytes", "args")  # fmt: skip
+    "test_asyncio",
+    "test_capi",
+    "test_pathlib",
+    "test_sqlite3",
+    "test_ctypes",
+    "test_email",
+    "test_json",
+    "test_unittest",
+    "test_pyrepl",
+    "test_free_threading",
+    "test_zipfile",
+    "test_gdb",
+    "test_tkinter",
+    "test_concurrent_futures",
+    "test_dataclasses",
+    "test_import",
+}
+_METHOD_WORDS = (
+    "basic",
+    "subclass",
+    "error",
+    "unicode",
+    "large",
+    "empty",
+    "threads",
+    "repr",
+    "pickle",
+    "copy",
+    "nested",
+    "deprecated",
+    "timeout",
+    "close",
+    "bytes",
+    "args",
+)
 _ASSERTIONS = (
     ("self.assertEqual(result, expected)", "AssertionError: 3 != 4"),
     ("self.assertEqual(len(items), 2)", "AssertionError: 1 != 2"),
@@ -283,11 +425,17 @@ _ASSERTIONS = (
 )
 _ERRORS = (
     ("obj = self.type2test(data)", "TypeError: expected str, bytes or os.PathLike object, not int"),
-    ("value = func(*args)", "SystemError: <built-in function func> returned NULL without setting an exception"),
+    (
+        "value = func(*args)",
+        "SystemError: <built-in function func> returned NULL without setting an exception",
+    ),
     ("return self._cache[key]", "KeyError: 'x'"),
     ("self.check(loop.run_until_complete(coro))", "RuntimeError: Event loop is closed"),
-    ("m = importlib.import_module(name)", "ImportError: cannot import name '_fix' from partially initialized module"),
-)  # fmt: skip
+    (
+        "m = importlib.import_module(name)",
+        "ImportError: cannot import name '_fix' from partially initialized module",
+    ),
+)
 
 
 # -- breakages ---------------------------------------------------------------
@@ -313,10 +461,22 @@ _FAMILIES = {
     "rawhide": lambda s: "Rawhide" in s.name,
 }
 _FAMILY_WEIGHTS = {
-    "windows": 5, "macos": 2, "s390x": 2, "32-bit": 2, "refleak": 4, "nogil": 4, "clang": 2,
-    "sanitizer": 2, "installed": 1.5, "wasm": 2, "mobile": 1.5, "freebsd": 1, "ppc64le": 0.7,
-    "nondebug": 1.5, "rawhide": 1,
-}  # fmt: skip
+    "windows": 5,
+    "macos": 2,
+    "s390x": 2,
+    "32-bit": 2,
+    "refleak": 4,
+    "nogil": 4,
+    "clang": 2,
+    "sanitizer": 2,
+    "installed": 1.5,
+    "wasm": 2,
+    "mobile": 1.5,
+    "freebsd": 1,
+    "ppc64le": 0.7,
+    "nondebug": 1.5,
+    "rawhide": 1,
+}
 # Share of changes that break something, by language of the area (assumption).
 _BREAK_RATE = {"c": 0.025, "build": 0.03, "py": 0.01, "doc": 0.0}
 
@@ -365,9 +525,16 @@ def _make_breakage(
     src = rng.choice(c_files)
     if src.endswith(".h"):
         src = "Objects/object.c"
-    symbol = rng.choice(("_PyObject_GetState", "Py_TPFLAGS_MANAGED_WEAKREF",
-                         "_PyCriticalSection_BeginSlow", "_Py_atomic_load_ptr_relaxed",
-                         "PyUnstable_Object_ClearWeakRefs", "_PyLong_FromDigits"))  # fmt: skip
+    symbol = rng.choice(
+        (
+            "_PyObject_GetState",
+            "Py_TPFLAGS_MANAGED_WEAKREF",
+            "_PyCriticalSection_BeginSlow",
+            "_Py_atomic_load_ptr_relaxed",
+            "PyUnstable_Object_ClearWeakRefs",
+            "_PyLong_FromDigits",
+        )
+    )
     fixed_by = "revert" if rng.random() < 0.3 else "fix"
     return Breakage(
         bid,
@@ -386,9 +553,14 @@ def _make_breakage(
 
 
 def _episodes(
-    rng: random.Random, start: float, end: float, per_year: float, median_h: float,
-    sigma: float, cap_h: float,
-) -> list[tuple[float, float]]:  # fmt: skip
+    rng: random.Random,
+    start: float,
+    end: float,
+    per_year: float,
+    median_h: float,
+    sigma: float,
+    cap_h: float,
+) -> list[tuple[float, float]]:
     years = (end - start) / (365 * 86400)
     out = []
     t = start
@@ -420,8 +592,9 @@ def _plan_workers(
             failure = None
             if kind == "network":
                 module, test_id, source, exc = rng.choice(_WORKER_PROBLEM_TESTS)
-                failure = log_tails.TestFailure(module, test_id, "error", source, exc,
-                                                rng.randint(100, 3000))  # fmt: skip
+                failure = log_tails.TestFailure(
+                    module, test_id, "error", source, exc, rng.randint(100, 3000)
+                )
             hit = frozenset(s for s in siblings if rng.random() < 0.9) or frozenset(siblings)
             plan.infra.append(_Episode(a, b, kind, failure, hit))
         # Environment changes (an OS or toolchain update): unstable workers
@@ -429,8 +602,9 @@ def _plan_workers(
         for a, b in _episodes(rng, start, end, 0.25 if stable else 1.0, 96, 0.9, 1000):
             module, test_id, source, exc = rng.choice(_ENV_TESTS)
             kind = "error" if "Error:" in exc and not exc.startswith("AssertionError") else "fail"
-            failure = log_tails.TestFailure(module, test_id, kind, source, exc,
-                                            rng.randint(100, 3000))  # fmt: skip
+            failure = log_tails.TestFailure(
+                module, test_id, kind, source, exc, rng.randint(100, 3000)
+            )
             hit = frozenset(s for s in siblings if rng.random() < 0.75) or frozenset(siblings[:1])
             plan.env.append(_Episode(a, b, "env", failure, hit))
     return plans
@@ -506,7 +680,7 @@ class _BuilderRun:
         return 2102 + int((when - self.window[0]) / (21 * 86400))
 
     def run(self, requests: list[tuple[float, int]]) -> list[_BuildRec]:
-        rng, spec = self.rng, self.spec
+        rng = self.rng
         start_w, end_w = self.window
         out: list[_BuildRec] = []
         free_at = start_w
@@ -542,8 +716,20 @@ class _BuilderRun:
             if completed >= end_w:
                 break
             number += 1
-            out.append(_BuildRec(self.index, number, result, start, completed, first, last,
-                                 steps, cause, cause_change))  # fmt: skip
+            out.append(
+                _BuildRec(
+                    self.index,
+                    number,
+                    result,
+                    start,
+                    completed,
+                    first,
+                    last,
+                    steps,
+                    cause,
+                    cause_change,
+                )
+            )
             built = last
             free_at = completed
             if result == Result.RETRY:
@@ -645,9 +831,15 @@ class _BuilderRun:
             path, symbol, linker = compiled.compile  # type: ignore[misc]
             d = min(dur * 0.3, rng.uniform(180, 600))
             tail = log_tails.compile_error_tail(
-                path, symbol, self.spec.compiler, plat, rng, linker=linker, elapsed=d,
+                path,
+                symbol,
+                self.spec.compiler,
+                plat,
+                rng,
+                linker=linker,
+                elapsed=d,
                 makefile_line=line,
-            )  # fmt: skip
+            )
             return Result.FAILURE, (FailedStep("Compile", 2, tail),), first.label, change, d
         failures = [f for c in causes for f in c.failures]
         if failures:
@@ -675,10 +867,12 @@ class _BuilderRun:
                 kind = "leak"
             if kind == "fail" and not exc.startswith("AssertionError"):
                 kind = "error"
-            failure = log_tails.TestFailure(module, test_id, kind, source, exc,
-                                            rng.randint(100, 3000))  # fmt: skip
-            # Usually isolated; one flake in ten fails the next 1-3 builds too.
-            if rng.random() < 0.1:
+            failure = log_tails.TestFailure(
+                module, test_id, kind, source, exc, rng.randint(100, 3000)
+            )
+            # Usually isolated; about one flake in thirty fails the next 1-3
+            # builds too (assumption): a test sensitive to a load spell.
+            if rng.random() < 0.03:
                 self.flake_left = rng.randint(1, 3)
                 self.flake_test = failure
         d = dur * 1.06
@@ -773,8 +967,14 @@ def _always_red(
         if spec.name not in forever and rng.random() >= p:
             continue
         module, test_id, source, exc = rng.choice(_ENV_TESTS + _WORKER_PROBLEM_TESTS)
-        failure = log_tails.TestFailure(module, test_id, "fail" if exc.startswith("Assertion")
-                                        else "error", source, exc, rng.randint(100, 3000))  # fmt: skip
+        failure = log_tails.TestFailure(
+            module,
+            test_id,
+            "fail" if exc.startswith("Assertion") else "error",
+            source,
+            exc,
+            rng.randint(100, 3000),
+        )
         cause = _Cause("always-red", start - 86400 * 30, failures=(failure,))
         if spec.name in forever:
             out[spec.name] = (cause, len(changes) + 1)
@@ -792,12 +992,16 @@ def generate(
     days: int | None = None,
     builders: int | None = None,
     log_horizon: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> GenerationStats:
     """Generate a history into ``path`` (atomically) and return what was written.
 
     ``days`` and ``builders`` shorten the window and thin the fleet (for
     tests); ``log_horizon`` drops the log tails of failures older than 180
     days before the export time, as buildbot.python.org's janitor would.
+    ``progress(done, total)`` is called as builds are written (every
+    ``PROGRESS_EVERY`` builds and at the end); if it raises, nothing is left
+    at ``path``.
     """
     path = Path(path)
     start, end, n_days = _window(year, days)
@@ -819,19 +1023,28 @@ def generate(
     for index, spec in enumerate(fleet):
         red = reds.get(spec.name)
         run = _BuilderRun(
-            spec, index, seed, changes, by_builder[spec.name],
-            red[0] if red else None, red[1] if red else 0, plans[spec.worker], (start, end),
-        )  # fmt: skip
+            spec,
+            index,
+            seed,
+            changes,
+            by_builder[spec.name],
+            red[0] if red else None,
+            red[1] if red else 0,
+            plans[spec.worker],
+            (start, end),
+        )
         records.extend(run.run(requests[spec.tree_stable_timer]))
     records.sort(key=lambda r: (r.completed, r.builder))
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Named like "<name>-XXXX.tmp" so that the history/ ignore rules cover it.
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}-", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        stats = _write(tmp, path, fleet, changes, breakages, records, seed, start, end,
-                       log_horizon)  # fmt: skip
+        stats = _write(
+            tmp, path, fleet, changes, breakages, records, seed, start, end, log_horizon, progress
+        )
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -850,6 +1063,7 @@ def _write(
     start: float,
     end: float,
     log_horizon: bool,
+    progress: Callable[[int, int], None] | None,
 ) -> GenerationStats:
     tmp.unlink()  # HistoryStore creates the file itself
     store = HistoryStore(tmp, create=True)
@@ -873,12 +1087,22 @@ def _write(
                 for name in b.builders:
                     if name in names:
                         builder_breakages.setdefault(names[name], []).append((b, lo, hi))
-            for rec in records:
+            for done, rec in enumerate(records):
+                if progress is not None and done % PROGRESS_EVERY == 0:
+                    progress(done, len(records))
                 steps = rec.steps
                 if horizon is not None and rec.completed < horizon and steps:
                     steps = tuple(FailedStep(s.name, s.result, None) for s in steps)
-                build = Build(fleet[rec.builder].name, rec.number, rec.result, rec.started,
-                              rec.completed, (), steps, fleet[rec.builder].worker)  # fmt: skip
+                build = Build(
+                    fleet[rec.builder].name,
+                    rec.number,
+                    rec.result,
+                    rec.started,
+                    rec.completed,
+                    (),
+                    steps,
+                    fleet[rec.builder].worker,
+                )
                 bid = store.add_build(
                     builder_ids[rec.builder], build, change_ids[rec.first : rec.last]
                 )
@@ -897,9 +1121,12 @@ def _write(
             for (b_id, builder), when in sorted(broken_at.items()):
                 b = breakages[b_id]
                 store.add_breakage(
-                    change_ids[b.culprit.index], builder_ids[builder], when,
-                    fixed_at.get((b_id, builder)), b.fixed_by,
-                )  # fmt: skip
+                    change_ids[b.culprit.index],
+                    builder_ids[builder],
+                    when,
+                    fixed_at.get((b_id, builder)),
+                    b.fixed_by,
+                )
                 labelled += 1
             meta = {
                 "source": "generated",
@@ -911,6 +1138,8 @@ def _write(
             }
             for key, value in meta.items():
                 store.set_meta(key, value)
+            if progress is not None:
+                progress(len(records), len(records))
     finally:
         store.close()
     return GenerationStats(
@@ -929,15 +1158,39 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _as_change(c: ChangeRec):  # noqa: ANN202 - a model.Change
-    from buildbot_revert.model import Change
-
+def _as_change(c: ChangeRec) -> Change:
     return Change(c.revision, c.author, c.title, c.when, c.pr_number, c.message, c.files)
 
 
-def ensure_shipped_history(path: Path = DEFAULT_HISTORY) -> Path:
-    """The shipped history at ``path``, generated first if it is not there yet."""
+def ensure_shipped_history(
+    path: Path = DEFAULT_HISTORY,
+    *,
+    days: int | None = None,
+    builders: int | None = None,
+) -> Path:
+    """The shipped history at ``path``, generated first if it is not there yet.
+
+    A history made by another version of this generator is made again (it is
+    a cache of :func:`generate`); a file that is not a generated history is
+    left alone for the caller to report.  ``days`` and ``builders`` are for
+    tests, as in :func:`generate`.
+    """
     path = Path(path)
+    if path.exists() and _generated_by_other_version(path):
+        path.unlink()
     if not path.exists():
-        generate(path)
+        generate(path, days=days, builders=builders)
     return path
+
+
+def _generated_by_other_version(path: Path) -> bool:
+    try:
+        store = HistoryStore(path)
+    except HistoryError:
+        return False
+    try:
+        source = store.get_meta("source")
+        version = store.get_meta("generator_version")
+    finally:
+        store.close()
+    return source == "generated" and version != GENERATOR_VERSION

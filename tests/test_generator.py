@@ -1,0 +1,309 @@
+"""Tests of the generator of the shipped history (simulator/generator.py).
+
+Most tests generate a short window with a thinned fleet (a few seconds at
+most); one test checks the full-size properties on the shipped history
+itself, which the first run generates once and later runs reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from simulator import generator
+from simulator.fleet_model import FLEET, build_fleet
+from simulator.generator import generate
+
+GREEN = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("gen") / "small.sqlite"
+    generate(path, seed=7, days=21, builders=40)
+    return path
+
+
+def _dump(path: Path) -> dict[str, list[tuple]]:
+    db = sqlite3.connect(path)
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    out = {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in sorted(tables)}
+    db.close()
+    return out
+
+
+def _builds(db: sqlite3.Connection) -> dict[int, list[tuple]]:
+    """Per builder id: (number, id, result, started, completed, sorted change ids)."""
+    blame: dict[int, list[int]] = {}
+    for build_id, change_id in db.execute("SELECT build_id, change_id FROM blamelist"):
+        blame.setdefault(build_id, []).append(change_id)
+    out: dict[int, list[tuple]] = {}
+    for bid, builder, number, result, started, completed in db.execute(
+        "SELECT id, builder_id, number, result, started_at, completed_at FROM builds"
+        " ORDER BY builder_id, number"
+    ):
+        out.setdefault(builder, []).append(
+            (number, bid, result, started, completed, sorted(blame.get(bid, [])))
+        )
+    return out
+
+
+def test_same_seed_gives_identical_tables_and_another_seed_does_not(tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "c.sqlite"
+    generate(a, seed=11, days=10, builders=25)
+    generate(b, seed=11, days=10, builders=25)
+    generate(c, seed=12, days=10, builders=25)
+    dump_a = _dump(a)
+    assert dump_a["builds"], "the window produced no builds"
+    assert dump_a == _dump(b)
+    assert dump_a["changes"] != _dump(c)["changes"]
+
+
+def test_meta_records_how_the_history_was_made(small: Path) -> None:
+    db = sqlite3.connect(small)
+    meta = dict(db.execute("SELECT key, value FROM meta"))
+    assert meta["source"] == "generated"
+    assert meta["seed"] == "7"
+    assert meta["generator_version"] == generator.GENERATOR_VERSION
+    assert meta["window_start"] == "2024-01-01T00:00:00Z"
+    assert meta["window_end"] == "2024-01-22T00:00:00Z"
+
+
+def test_blamelists_partition_each_builders_changes_in_order(small: Path) -> None:
+    db = sqlite3.connect(small)
+    when = dict(db.execute("SELECT id, when_ts FROM changes"))
+    timers = {
+        bid: 3600 if "Refleaks" in name else 30
+        for bid, name in db.execute("SELECT id, name FROM builders")
+    }
+    for builder, builds in _builds(db).items():
+        seen: list[int] = []
+        previous_completed = 0.0
+        for _number, _bid, _result, started, completed, changes in builds:
+            # Builds of one builder run one after the other.
+            assert started >= previous_completed
+            previous_completed = completed
+            # A change is built only after its scheduler's tree-stable timer fired.
+            assert all(when[c] + timers[builder] <= started for c in changes)
+            seen.extend(changes)
+        # Each change appears in exactly one build, and the builds take
+        # them in commit order: the blamelist is "new since the previous build".
+        assert seen == list(range(seen[0], seen[0] + len(seen))) if seen else True
+        assert seen and seen[0] == min(when)
+
+
+def test_slow_builders_collapse_several_changes_into_one_build(small: Path) -> None:
+    db = sqlite3.connect(small)
+    names = dict(db.execute("SELECT id, name FROM builders"))
+    sizes: dict[str, list[int]] = {"refleak": [], "fast": []}
+    for builder, builds in _builds(db).items():
+        key = "refleak" if "Refleaks" in names[builder] else "fast"
+        sizes[key] += [len(b[5]) for b in builds if b[5]]
+    mean = {k: sum(v) / len(v) for k, v in sizes.items()}
+    assert mean["refleak"] > 1.5 * mean["fast"]
+    # Several changes per build is the normal case on a refleak builder.
+    assert sum(n > 1 for n in sizes["refleak"]) > 0.4 * len(sizes["refleak"])
+    assert sum(n > 1 for n in sizes["fast"]) < 0.2 * len(sizes["fast"])
+    assert max(sizes["refleak"]) >= 5
+
+
+def test_every_non_green_build_is_labelled_and_no_green_one(small: Path) -> None:
+    db = sqlite3.connect(small)
+    rows = db.execute(
+        "SELECT b.result, l.cause, l.change_id FROM builds b"
+        " LEFT JOIN label_builds l ON l.build_id = b.id"
+    ).fetchall()
+    causes = Counter(cause for _, cause, _ in rows)
+    for result, cause, change_id in rows:
+        if result in GREEN:
+            assert cause is None
+        else:
+            assert cause in ("breakage", "flake", "infra", "always-red")
+            assert (change_id is not None) == (cause == "breakage")
+            if result != 2:
+                assert cause == "infra"
+    assert causes["breakage"] and causes["flake"] and causes["infra"]
+
+
+def test_breakage_labels_match_the_builds(small: Path) -> None:
+    db = sqlite3.connect(small)
+    per_builder = _builds(db)
+    revision = dict(db.execute("SELECT id, revision FROM changes"))
+    messages = db.execute("SELECT id, title, message FROM changes").fetchall()
+    pr = dict(db.execute("SELECT id, pr_number FROM changes"))
+    titles = {cid: title for cid, title, _ in messages}
+    labels = db.execute(
+        "SELECT change_id, builder_id, broken_at, fixed_at, fixed_by FROM label_breakages"
+    ).fetchall()
+    assert labels
+    for change_id, builder, broken_at, fixed_at, fixed_by in labels:
+        builds = per_builder[builder]
+        fix_id = None
+        if fixed_by == "revert":
+            reverts = [
+                cid
+                for cid, title, message in messages
+                if f"This reverts commit {revision[change_id]}." in message
+            ]
+            assert len(reverts) <= 1
+            if reverts:
+                fix_id = reverts[0]
+                assert titles[fix_id].startswith(f'Revert "{titles[change_id]}" (#')
+        else:
+            fixes = [cid for cid, t, _ in messages if f" after #{pr[change_id]} (#" in t]
+            assert len(fixes) <= 1
+            fix_id = fixes[0] if fixes else None
+        # The first build that contains the culprit is not green, and neither
+        # is any later build until one contains the revert.
+        first = next(i for i, b in enumerate(builds) if b[5] and b[5][-1] >= change_id)
+        assert change_id in builds[first][5]
+        for b in builds[first:]:
+            if fix_id is not None and b[5] and b[5][-1] >= fix_id:
+                break
+            if b[5] or b is builds[first]:
+                assert b[2] not in GREEN, (change_id, builder, b)
+        red = [b for b in builds if b[4] == broken_at]
+        assert red and red[0][2] == 2
+        assert fixed_at is None or fixed_at > broken_at
+        if fixed_at is None and fix_id is not None:
+            # Fixed, but this builder built nothing with the fix before the window closed.
+            assert all(not b[5] or b[5][-1] < fix_id for b in builds)
+
+
+def test_failure_details_are_realistic_tails(small: Path) -> None:
+    db = sqlite3.connect(small)
+    rows = db.execute(
+        "SELECT b.result, f.name, f.log_tail, l.cause FROM failed_steps f"
+        " JOIN builds b ON b.id = f.build_id JOIN label_builds l ON l.build_id = b.id"
+    ).fetchall()
+    failing = [r for r in rows if r[0] == 2]
+    assert failing
+    for _result, name, tail, _cause in failing:
+        assert name in ("Git", "Compile", "Test")
+        lines = tail.splitlines()
+        assert 5 <= len(lines) <= 80
+        assert "program finished with exit code" in tail
+    tests = [t for r, n, t, _ in failing if n == "Test" and "Tests result" in t]
+    assert any("== Tests result: FAILURE then FAILURE ==" in t for t in tests)
+    assert any(line.startswith(("FAIL: ", "ERROR: ")) for t in tests for line in t.splitlines())
+    exceptions = [t for r, _, t, _ in rows if r == 4]
+    assert all("Connection to the other side was lost" in t for t in exceptions)
+
+
+def test_a_breaking_change_fails_the_same_way_on_every_build(small: Path) -> None:
+    db = sqlite3.connect(small)
+    tails: dict[tuple[int, int], set[str]] = {}
+    for builder, change, tail in db.execute(
+        "SELECT b.builder_id, l.change_id, f.log_tail FROM label_builds l"
+        " JOIN builds b ON b.id = l.build_id JOIN failed_steps f ON f.build_id = b.id"
+        " WHERE l.cause = 'breakage' AND b.result = 2"
+    ):
+        failed = [ln for ln in tail.splitlines() if ln.startswith(("FAIL: ", "ERROR: "))]
+        errors = [ln.split(": error")[0] for ln in tail.splitlines() if ": error" in ln]
+        tails.setdefault((builder, change), set()).add(json.dumps([failed, errors]))
+    assert tails
+    # Overlapping breakages may add lines, but most streaks print one signature.
+    single = sum(1 for s in tails.values() if len(s) == 1)
+    assert single >= 0.8 * len(tails)
+
+
+def test_flakes_differ_from_build_to_build(small: Path) -> None:
+    db = sqlite3.connect(small)
+    failed = Counter()
+    for (tail,) in db.execute(
+        "SELECT f.log_tail FROM label_builds l JOIN failed_steps f ON f.build_id = l.build_id"
+        " WHERE l.cause = 'flake'"
+    ):
+        failed.update(ln for ln in tail.splitlines() if " failed:" in ln or "Re-running " in ln)
+    assert len(failed) > 3
+
+
+def test_an_interrupted_generation_leaves_nothing_behind(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+
+    def interrupt(done: int, total: int) -> None:
+        if done > 0:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate(path, days=5, builders=30, progress=interrupt, seed=3)
+    assert list(tmp_path.iterdir()) == []
+    # And an existing history is not touched by a failed regeneration.
+    generate(path, days=3, builders=5, seed=3)
+    before = path.read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        generate(path, days=5, builders=30, progress=interrupt, seed=4)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history.sqlite"]
+
+
+def test_ensure_shipped_history_regenerates_only_other_versions(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    path.write_text("not a history")
+    generator.ensure_shipped_history(
+        path, days=2, builders=3
+    )  # not ours: left for the caller to report
+    assert path.read_text() == "not a history"
+    path.unlink()
+    generate(path, days=2, builders=3, seed=5)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET value = 'old' WHERE key = 'generator_version'")
+    db.commit()
+    db.close()
+    generator.ensure_shipped_history(path, days=2, builders=3)
+    db = sqlite3.connect(path)
+    version = db.execute("SELECT value FROM meta WHERE key = 'generator_version'").fetchone()
+    assert version == (generator.GENERATOR_VERSION,)
+
+
+def test_fleet_matches_the_calibrated_group_sizes() -> None:
+    fleet = build_fleet(random.Random(1))
+    groups = Counter((s.stable, s.tier) for s in fleet)
+    # calibration.md, "CPython's fleet": 19+3, 38, 25, 12+1 stable; 9, 19, 16, 14+1 unstable.
+    assert groups == {
+        (True, 1): 22,
+        (True, 2): 38,
+        (True, 3): 25,
+        (True, None): 13,
+        (False, 1): 9,
+        (False, 2): 19,
+        (False, 3): 16,
+        (False, None): 15,
+    }
+    assert sum(len(v) for v in FLEET.values()) == len(fleet)
+    assert len({s.name for s in fleet}) == len(fleet)
+    refleak = [s for s in fleet if "Refleaks" in s.name]
+    assert len(refleak) >= 10
+    assert all(s.tree_stable_timer == 3600 for s in refleak)
+    assert all(s.tree_stable_timer == 30 for s in fleet if s not in refleak)
+    for s in fleet:
+        assert ("stable" in s.tags) == s.stable and ("unstable" in s.tags) != s.stable
+        assert (f"tier-{s.tier}" in s.tags) == (s.tier is not None)
+    stable = sorted(s.flake_rate for s in fleet if s.stable)
+    unstable = sorted(s.flake_rate for s in fleet if not s.stable)
+    assert stable[len(stable) // 2] < 0.03 < unstable[len(unstable) // 2]
+    assert sum(s.flake_rate >= 0.15 for s in fleet) >= 3  # the notoriously flaky few
+
+
+def test_the_shipped_year_has_the_promised_size() -> None:
+    path = generator.ensure_shipped_history()
+    db = sqlite3.connect(path)
+    builds = db.execute("SELECT count(*) FROM builds").fetchone()[0]
+    changes = db.execute("SELECT count(*) FROM changes").fetchone()[0]
+    builders = db.execute("SELECT tags FROM builders").fetchall()
+    assert builds >= 250_000
+    assert 3_000 <= changes <= 5_000
+    tags = Counter(t for (row,) in builders for t in json.loads(row))
+    assert len(builders) >= 150 and 90 <= tags["stable"] <= 100 and 55 <= tags["unstable"] <= 65
+    results = dict(db.execute("SELECT result, count(*) FROM builds GROUP BY result"))
+    assert set(results) == {0, 1, 2, 3, 4, 5, 6}
+    labels = db.execute("SELECT count(DISTINCT change_id), count(*) FROM label_breakages")
+    breaking, pairs = labels.fetchone()
+    assert breaking >= 20 and pairs > breaking
+    reverts = db.execute("SELECT count(*) FROM changes WHERE title LIKE 'Revert \"%'").fetchone()
+    assert reverts[0] >= 5

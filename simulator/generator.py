@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert.model import Builder, Change, FailedStep, Result
 from simulator import log_tails
 from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
@@ -1087,30 +1087,32 @@ def _write(
                 for name in b.builders:
                     if name in names:
                         builder_breakages.setdefault(names[name], []).append((b, lo, hi))
-            for done, rec in enumerate(records):
-                if progress is not None and done % PROGRESS_EVERY == 0:
-                    progress(done, len(records))
-                steps = rec.steps
-                if horizon is not None and rec.completed < horizon and steps:
-                    steps = tuple(FailedStep(s.name, s.result, None) for s in steps)
-                build = Build(
-                    fleet[rec.builder].name,
-                    rec.number,
-                    rec.result,
-                    rec.started,
-                    rec.completed,
-                    (),
-                    steps,
-                    fleet[rec.builder].worker,
+            batch: tuple[list, list, list, list] = ([], [], [], [])
+            for done, rec in enumerate(records, start=1):
+                # A fresh file: build ids are simply the completion order.
+                builds, blame, steps, labels = batch
+                builds.append(
+                    (
+                        done,
+                        builder_ids[rec.builder],
+                        rec.number,
+                        rec.result,
+                        rec.started,
+                        rec.completed,
+                        fleet[rec.builder].worker,
+                    )
                 )
-                bid = store.add_build(
-                    builder_ids[rec.builder], build, change_ids[rec.first : rec.last]
+                blame.extend((done, cid) for cid in change_ids[rec.first : rec.last])
+                keep_logs = horizon is None or rec.completed >= horizon
+                steps.extend(
+                    (done, i, step.name, step.result, step.log_tail if keep_logs else None)
+                    for i, step in enumerate(rec.steps)
                 )
                 results[RESULT_NAMES[rec.result]] += 1
                 if rec.cause is not None:
                     causes[rec.cause] += 1
                     cid = change_ids[rec.cause_change] if rec.cause_change is not None else None
-                    store.add_build_label(bid, rec.cause, cid)
+                    labels.append((done, rec.cause, cid))
                 rev = rec.last - 1
                 for b, lo, hi in builder_breakages.get(rec.builder, ()):
                     key = (b.id, rec.builder)
@@ -1118,6 +1120,11 @@ def _write(
                         broken_at.setdefault(key, rec.completed)
                     elif rev >= hi and key in broken_at:
                         fixed_at.setdefault(key, rec.completed)
+                if done % PROGRESS_EVERY == 0 or done == len(records):
+                    _flush(store, batch)
+                    batch = ([], [], [], [])
+                    if progress is not None:
+                        progress(done, len(records))
             for (b_id, builder), when in sorted(broken_at.items()):
                 b = breakages[b_id]
                 store.add_breakage(
@@ -1138,8 +1145,6 @@ def _write(
             }
             for key, value in meta.items():
                 store.set_meta(key, value)
-            if progress is not None:
-                progress(len(records), len(records))
     finally:
         store.close()
     return GenerationStats(
@@ -1152,6 +1157,13 @@ def _write(
         results=dict(sorted(results.items())),
         causes=dict(sorted(causes.items())),
     )
+
+
+def _flush(store: HistoryStore, batch: tuple[list, list, list, list]) -> None:
+    builds, blame, steps, labels = batch
+    store.add_builds_bulk(builds, blame, steps)
+    for build_id, cause, change_id in labels:
+        store.add_build_label(build_id, cause, change_id)
 
 
 def _iso(ts: float) -> str:

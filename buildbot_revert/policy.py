@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .guards import Guard
 from .model import Result
+
+_DAY = 86400.0
+# The evidence guards (see guards.py), by the verdict reason each gives.
+GUARD_NAMES = frozenset(g.value for g in Guard)
 
 DEFAULT_GREEN = frozenset({Result.SUCCESS, Result.WARNINGS})
 # SKIPPED, EXCEPTION, RETRY and CANCELLED say nothing about the change under
@@ -30,14 +35,34 @@ class Policy:
     ``max_culprit_age`` (seconds, or ``None`` for no limit) declines changes
     that landed longer ago than that before the N-th failure completed:
     reverting old changes is rarely clean.
+
+    ``guards`` names the evidence guards that are on (all, by default).
+    ``failing_before_window`` is how far back before a change landed a
+    failure of the same test makes it "failing before"; a builder with more
+    than ``flaky_threshold`` isolated failures in ``flaky_window`` before the
+    N-th failure is flaky.
     """
 
     failures: int = 3
     green: frozenset[int] = field(default=DEFAULT_GREEN)
     neutral: frozenset[int] = field(default=DEFAULT_NEUTRAL)
     max_culprit_age: float | None = None
+    guards: frozenset[str] = GUARD_NAMES
+    failing_before_window: float = 14 * _DAY
+    flaky_window: float = 30 * _DAY
+    flaky_threshold: int = 3
 
     def __post_init__(self) -> None:
+        unknown = set(self.guards) - GUARD_NAMES
+        if unknown:
+            raise PolicyError(
+                f"unknown guard(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(GUARD_NAMES))}"
+            )
+        if self.failing_before_window <= 0 or self.flaky_window <= 0:
+            raise PolicyError("guard windows must be positive")
+        if self.flaky_threshold < 0:
+            raise PolicyError("flaky_threshold cannot be negative")
         if self.failures < 1:
             raise PolicyError(f"failures must be at least 1, not {self.failures}")
         if self.green & self.neutral:

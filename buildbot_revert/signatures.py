@@ -308,6 +308,11 @@ def _lines_with(text: str, tokens: tuple[str, ...], start: int = 0) -> Iterator[
         yield line_start, text[line_start:line_end]
 
 
+def modules(signature: Signature) -> frozenset[str]:
+    """The test modules (and compile keys) a signature fails: what the guards compare."""
+    return frozenset(_module_of(t) for t in signature.tests)
+
+
 # --- one step --------------------------------------------------------------
 
 

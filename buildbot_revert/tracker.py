@@ -34,9 +34,16 @@ checks run in this order, and the first that fails names the reason:
    last green build, up to the first failing build) must be exactly one;
 3. ``culprit-is-revert``: never revert a revert;
 4. ``culprit-too-old``: the change landed too long before the N-th failure;
-5. ``already-proposed``: another builder already had this revision
+5. the evidence guards, in order (see :mod:`.guards`): ``infra``,
+   ``generic-failure``, ``inconsistent-failure``, ``failing-before``,
+   ``flaky-builder``;
+6. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
-6. otherwise ``revert``.
+7. otherwise ``revert``.
+
+To serve the guards, the tracker reads a failure signature off every FAILURE
+build it is fed (:mod:`.signatures`), remembers when each test was seen
+failing on any builder, and counts each builder's isolated failures.
 
 Only the first builder to qualify proposes a revision, so each revision is
 proposed at most once per tracker.  A tracker can be told which revisions
@@ -48,8 +55,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .guards import (
+    FailureMemory,
+    FlakeMemory,
+    Guard,
+    common_tests,
+    consistent,
+    is_infra,
+    signature_of,
+)
 from .model import Build, Change, Result
 from .policy import Policy
+from .signatures import Signature
 from .verdicts import Reason, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
@@ -67,11 +84,30 @@ def is_revert(change: Change) -> bool:
 class _OpenStreak:
     """A red streak in progress on one builder (mutable; internal)."""
 
-    __slots__ = ("first", "failing", "count", "suspects", "after_green", "verdict")
+    __slots__ = (
+        "first",
+        "failing",
+        "signatures",
+        "infra",
+        "count",
+        "suspects",
+        "after_green",
+        "verdict",
+    )
 
-    def __init__(self, first: Build, suspects: tuple[Change, ...], after_green: bool) -> None:
+    def __init__(
+        self,
+        first: Build,
+        suspects: tuple[Change, ...],
+        after_green: bool,
+        signature: Signature | None,
+        infra: bool,
+    ) -> None:
         self.first = first
+        # The first N failing builds: the evidence, with what they show.
         self.failing: list[Build] = [first]
+        self.signatures: list[Signature | None] = [signature]
+        self.infra: list[bool] = [infra]
         self.count = 1
         self.suspects = suspects
         self.after_green = after_green
@@ -96,7 +132,10 @@ class StreakTracker:
     def __init__(self, policy: Policy | None = None, proposed: Iterable[str] = ()) -> None:
         self.policy = policy or Policy()
         self._green = frozenset(int(r) for r in self.policy.green)
+        self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
+        self._failures = FailureMemory()
+        self._flakes = FlakeMemory()
         # revision -> the request that first proposed it (None when it was
         # proposed before this tracker started).
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
@@ -119,16 +158,19 @@ class StreakTracker:
             state.streak = None
             return self._close(streak, build.completed_at)
         if result == _FAILURE:
+            signature, infra = self._evidence(build)
             if streak is None:
                 suspects = (*state.untested, *build.changes) if state.untested else build.changes
                 state.untested = []
-                state.streak = _OpenStreak(build, suspects, state.seen_green)
+                state.streak = _OpenStreak(build, suspects, state.seen_green, signature, infra)
                 if self.policy.failures == 1:
                     return (self._decide(state.streak, build),)
                 return _NO_EVENTS
             streak.count += 1
             if streak.count <= self.policy.failures:
                 streak.failing.append(build)
+                streak.signatures.append(signature)
+                streak.infra.append(infra)
                 if streak.count == self.policy.failures:
                     return (self._decide(streak, build),)
             return _NO_EVENTS
@@ -161,12 +203,29 @@ class StreakTracker:
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)
 
+    # -- evidence -----------------------------------------------------------
+
+    def _evidence(self, build: Build) -> tuple[Signature | None, bool]:
+        """Read a failing build's signature and remember what it fails."""
+        if not self._guards:
+            return None, False
+        infra = is_infra(build)
+        signature = signature_of(build)
+        if not infra and not signature.generic:
+            self._failures.record(common_tests((signature,)), build.completed_at)
+        return signature, infra
+
     # -- deciding -----------------------------------------------------------
 
     def _close(
         self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
         events: list[Event] = []
+        if ended_at is not None and streak.count == 1:
+            # Red once, then green: what a flaky builder does.
+            self._flakes.record(
+                streak.first.builder, streak.first.completed_at, self.policy.flaky_window
+            )
         if streak.verdict is None:
             reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
             n = self.policy.failures
@@ -202,6 +261,8 @@ class StreakTracker:
     def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
         reason, explanation = self._check(streak, last)
         suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        sigs = [s for s in streak.signatures if s is not None]
+        evidence = tuple(sorted(common_tests(sigs))) if sigs else ()
         request = None
         if reason is Reason.REVERT and suspect is not None:
             request = RevertRequest(
@@ -220,6 +281,7 @@ class StreakTracker:
             last.completed_at,
             suspect,
             request,
+            evidence,
         )
         return streak.verdict
 
@@ -250,6 +312,9 @@ class StreakTracker:
                 f"the change landed {age_h:.1f} h before failure number {n}, more than the "
                 f"{max_age / _HOUR:g} h the policy allows",
             )
+        declined = self._guard(streak, change, last)
+        if declined is not None:
+            return declined
         if change.revision in self._proposed:
             return (
                 Reason.ALREADY_PROPOSED,
@@ -260,3 +325,47 @@ class StreakTracker:
             f"{n} consecutive failing builds after a green build, and the first failing "
             "build holds exactly this one change",
         )
+
+    def _guard(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str] | None:
+        """The first evidence guard that declines the streak, if any."""
+        guards = self._guards
+        if not guards:
+            return None
+        policy = self.policy
+        if Guard.INFRA in guards and any(streak.infra):
+            return (
+                Reason.INFRA,
+                "a failing build failed for an infrastructure reason (checkout, lost worker, "
+                "full disk): not caused by a change, but it needs attention",
+            )
+        sigs = [s for s in streak.signatures if s is not None]
+        if Guard.GENERIC in guards and all(s.generic for s in sigs):
+            return (
+                Reason.GENERIC_FAILURE,
+                "the failing builds show only generic failures (no test or compile error "
+                "named): a breakage for a human to look at, not proof against the change",
+            )
+        if Guard.INCONSISTENT in guards and not consistent(sigs):
+            return (
+                Reason.INCONSISTENT_FAILURE,
+                "the failing builds do not share a failure: different failures each time "
+                "is the pattern of flakiness",
+            )
+        common = common_tests(sigs)
+        if Guard.FAILING_BEFORE in guards and common:
+            start = change.when - policy.failing_before_window
+            if all(self._failures.seen_between(k, start, change.when) for k in common):
+                return (
+                    Reason.FAILING_BEFORE,
+                    f"{', '.join(sorted(common)[:5])} already failed before the change landed",
+                )
+        if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):
+            at = last.completed_at
+            flakes = self._flakes.count_between(last.builder, at - policy.flaky_window, at)
+            if flakes > policy.flaky_threshold:
+                return (
+                    Reason.FLAKY_BUILDER,
+                    f"the builder failed alone and recovered {flakes} times in the "
+                    f"{policy.flaky_window / 86400:g} days before: too flaky to blame a change",
+                )
+        return None

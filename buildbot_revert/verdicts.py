@@ -32,6 +32,12 @@ class Reason(StrEnum):
     # The suspect is itself a revert: never revert a revert.
     CULPRIT_IS_REVERT = "culprit-is-revert"
     CULPRIT_TOO_OLD = "culprit-too-old"
+    # The evidence guards (guards.py): not proof that the change broke it.
+    INFRA = "infra"
+    GENERIC_FAILURE = "generic-failure"
+    INCONSISTENT_FAILURE = "inconsistent-failure"
+    FAILING_BEFORE = "failing-before"
+    FLAKY_BUILDER = "flaky-builder"
 
 
 class Decision(StrEnum):
@@ -67,6 +73,8 @@ class Verdict(NamedTuple):
     suspect: Change | None = None
     # Set when reason is REVERT.
     request: RevertRequest | None = None
+    # What the failing builds fail in common (test modules, compile errors).
+    evidence: tuple[str, ...] = ()
 
     @property
     def decision(self) -> Decision:

@@ -50,7 +50,7 @@ def by_builder(events: list[Verdict | Streak], name: str) -> list[Verdict | Stre
 def test_a_proposed_revision_is_the_sole_change_of_a_first_failing_build_after_green(
     seq: list[Build], n: int
 ) -> None:
-    events = replay(seq, Policy(failures=n))
+    events = replay(seq, Policy(failures=n, guards=frozenset()))
     numbers = {b.number: i for i, b in enumerate(seq)}
     for v in events:
         if isinstance(v, Verdict) and v.reason is Reason.REVERT:
@@ -72,7 +72,7 @@ def test_a_proposed_revision_is_the_sole_change_of_a_first_failing_build_after_g
 @settings(max_examples=150, deadline=None)
 @given(builder_specs("A"), st.integers(1, 4))
 def test_every_streak_has_exactly_one_verdict(seq: list[Build], n: int) -> None:
-    events = replay(seq, Policy(failures=n))
+    events = replay(seq, Policy(failures=n, guards=frozenset()))
     streaks = [e for e in events if isinstance(e, Streak)]
     verdicts = [e for e in events if isinstance(e, Verdict)]
     assert len(streaks) == len(verdicts)
@@ -93,7 +93,7 @@ def test_every_streak_has_exactly_one_verdict(seq: list[Build], n: int) -> None:
 def test_interleaving_other_builders_never_changes_a_builders_verdicts(
     a: list[Build], b: list[Build], c: list[Build], n: int, rnd: random.Random
 ) -> None:
-    policy = Policy(failures=n)
+    policy = Policy(failures=n, guards=frozenset())
     alone = replay(a, policy)
     # Any interleaving that keeps each builder's own order.
     queues = [list(a), list(b), list(c)]
@@ -109,4 +109,6 @@ def test_interleaving_other_builders_never_changes_a_builders_verdicts(
 @given(builder_specs("A"), builder_specs("B"), st.integers(1, 4))
 def test_replaying_twice_gives_identical_output(a: list[Build], b: list[Build], n: int) -> None:
     merged = sorted(a + b, key=lambda x: (x.completed_at, x.builder))
-    assert replay(merged, Policy(failures=n)) == replay(merged, Policy(failures=n))
+    assert replay(merged, Policy(failures=n, guards=frozenset())) == replay(
+        merged, Policy(failures=n, guards=frozenset())
+    )

@@ -11,9 +11,13 @@ from buildbot_revert.verdicts import Reason, Streak, Verdict
 
 from .builds_dsl import builds, change
 
+# These tests are about the structural rule; the evidence guards (which need
+# failure logs) have their own tests in test_guards.py.
+STRUCTURAL = Policy(guards=frozenset())
+
 
 def run(spec: str, policy: Policy | None = None, builder: str = "B", **kw: object):
-    tracker = StreakTracker(policy or Policy())
+    tracker = StreakTracker(policy or STRUCTURAL)
     events = tracker.feed_all(builds(spec, builder=builder, **kw))  # type: ignore[arg-type]
     events += tracker.finish(2_000_000_000.0)
     verdicts = [e for e in events if isinstance(e, Verdict)]
@@ -48,14 +52,14 @@ CASES = [
 
 @pytest.mark.parametrize(("spec", "n", "reasons"), CASES)
 def test_verdict_reasons(spec: str, n: int, reasons: list[str]) -> None:
-    verdicts, streaks = run(spec, Policy(failures=n))
+    verdicts, streaks = run(spec, STRUCTURAL.with_changes(failures=n))
     assert [s.verdict.reason.value for s in streaks] == reasons
     # Exactly one verdict per streak, and the streak carries it.
     assert [v.reason.value for v in verdicts] == reasons
 
 
 def test_n_equal_one_decides_on_the_first_failure() -> None:
-    verdicts, _ = run("S:a F:b", Policy(failures=1))
+    verdicts, _ = run("S:a F:b", STRUCTURAL.with_changes(failures=1))
     assert verdicts[0].reason is Reason.REVERT
 
 
@@ -77,7 +81,7 @@ def test_already_proposed_lists_every_builder_once() -> None:
     shared = {"b": change("b", when=1_700_000_000.0)}
     one = builds("S:a F:b F F", builder="one", changes=shared)
     two = builds("S:a F:b F F", builder="two", changes=shared, start=1_700_000_100.0)
-    tracker = StreakTracker()
+    tracker = StreakTracker(STRUCTURAL)
     merged = sorted(one + two, key=lambda b: b.completed_at)
     verdicts = [e for e in tracker.feed_all(merged) if isinstance(e, Verdict)]
     assert [(v.builder, v.reason.value) for v in verdicts] == [
@@ -87,7 +91,7 @@ def test_already_proposed_lists_every_builder_once() -> None:
 
 
 def test_a_ledger_of_earlier_proposals_prevents_a_second_one() -> None:
-    tracker = StreakTracker(proposed=["b"])
+    tracker = StreakTracker(STRUCTURAL, proposed=["b"])
     verdicts = [e for e in tracker.feed_all(builds("S:a F:b F F")) if isinstance(e, Verdict)]
     assert verdicts[0].reason is Reason.ALREADY_PROPOSED
 
@@ -103,7 +107,7 @@ def test_a_revert_is_never_reverted() -> None:
 
 def test_culprit_too_old() -> None:
     old = change("b", when=1_600_000_000.0)
-    policy = Policy(max_culprit_age=24 * 3600.0)
+    policy = STRUCTURAL.with_changes(max_culprit_age=24 * 3600.0)
     verdicts, _ = run("S:a F:b F F", policy, changes={"b": old})
     assert verdicts[0].reason is Reason.CULPRIT_TOO_OLD
     assert "more than the 24 h the policy allows" in verdicts[0].explanation
@@ -114,13 +118,13 @@ def test_culprit_too_old() -> None:
 
 def test_every_reason_has_an_explanation() -> None:
     for spec, n, _ in CASES:
-        verdicts, _ = run(spec, Policy(failures=n))
+        verdicts, _ = run(spec, STRUCTURAL.with_changes(failures=n))
         assert all(v.explanation for v in verdicts)
 
 
 def test_custom_green_and_neutral_sets() -> None:
     # A project that counts WARNINGS as red-neutral: it no longer ends a streak.
-    policy = Policy(
+    policy = STRUCTURAL.with_changes(
         green=frozenset({int(Result.SUCCESS)}),
         neutral=frozenset({int(r) for r in (Result.WARNINGS, Result.SKIPPED, Result.EXCEPTION)}),
     )

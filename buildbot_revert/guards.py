@@ -1,0 +1,140 @@
+"""The evidence guards: is a red streak proof that its one change broke it?
+
+A streak that passes the structural rule (green, then N failures, the first
+holding exactly one change) may still be a flake, an infrastructure fault or
+a failure too generic to tell apart.  The tracker asks these guards in this
+order, each on by default and each with its own verdict reason:
+
+``infra``
+    One of the N failing builds failed for an infrastructure reason (the
+    checkout failed, the worker was lost, the disk is full).  Not caused by
+    a change, but it needs attention.
+``generic-failure``
+    The failures identify nothing (only lines like ``make: *** Error 2``,
+    or no logs at all): a breakage that needs a human, not a revert.
+``inconsistent-failure``
+    The N failing builds do not all share a failure: different tests
+    failing each time is the pattern of flakiness.
+``failing-before``
+    Every test the N builds fail in common was already seen failing, on
+    this builder or another, in the window before the change landed: the
+    change did not introduce it.
+``flaky-builder``
+    The builder had more than a threshold of isolated failures (red, then
+    green at once) in the window before the N-th failure; compile and link
+    errors are exempt, being deterministic.
+
+Everything here is pure: times come in with the builds.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+
+from .model import Build
+from .signatures import Signature, extract, modules, same_failure
+
+
+class Guard(StrEnum):
+    """The guards, named by the verdict reason each gives."""
+
+    INFRA = "infra"
+    GENERIC = "generic-failure"
+    INCONSISTENT = "inconsistent-failure"
+    FAILING_BEFORE = "failing-before"
+    FLAKY_BUILDER = "flaky-builder"
+
+
+ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
+
+# Steps that fetch the source: when they fail, the change never even ran.
+_CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
+# Log lines that blame the machine, not the code under test.
+_INFRA_RE = re.compile(
+    r"No space left on device"
+    r"|(?:slave|worker) lost\b"
+    r"|Connection to the other side was lost"
+    r"|Could not resolve host"
+    r"|fatal: unable to access"
+    r"|Cannot allocate memory"
+    r"|Read-only file system"
+    r"|remote: Internal Server Error"
+)
+
+
+def is_infra(build: Build) -> bool:
+    """Whether a FAILURE build failed for a reason outside the code under test."""
+    steps = build.failed_steps
+    if not steps:
+        return False
+    if steps[0].name.lower() in _CHECKOUT_STEPS:
+        return True
+    return any(s.log_tail is not None and _INFRA_RE.search(s.log_tail) for s in steps)
+
+
+def signature_of(build: Build) -> Signature:
+    return extract(build.failed_steps)
+
+
+def common_tests(signatures: Sequence[Signature]) -> frozenset[str]:
+    """The test modules (or compile keys) that every signature fails."""
+    common: set[str] | None = None
+    for sig in signatures:
+        mods = modules(sig)
+        common = set(mods) if common is None else common & mods
+    return frozenset(common or ())
+
+
+def consistent(signatures: Sequence[Signature]) -> bool:
+    """Whether every failing build shares a failure with the first."""
+    first = signatures[0]
+    return all(same_failure(first, other) for other in signatures[1:])
+
+
+class FailureMemory:
+    """When each test module (or compile key) was seen failing, on any builder."""
+
+    __slots__ = ("_times",)
+
+    def __init__(self) -> None:
+        self._times: dict[str, list[float]] = {}
+
+    def record(self, failing: Iterable[str], at: float) -> None:
+        # Builds arrive in completion order, so each list stays sorted.
+        times = self._times
+        for key in failing:
+            seen = times.get(key)
+            if seen is None:
+                times[key] = [at]
+            else:
+                seen.append(at)
+
+    def seen_between(self, key: str, start: float, end: float) -> bool:
+        seen = self._times.get(key)
+        if not seen:
+            return False
+        i = bisect_left(seen, start)
+        return i < len(seen) and seen[i] < end
+
+
+class FlakeMemory:
+    """Each builder's isolated failures (one red build, then green)."""
+
+    __slots__ = ("_times",)
+
+    def __init__(self) -> None:
+        self._times: dict[str, deque[float]] = {}
+
+    def record(self, builder: str, at: float, keep: float) -> None:
+        times = self._times.setdefault(builder, deque())
+        times.append(at)
+        # Forget what no window will look at again.
+        while times and times[0] < at - keep:
+            times.popleft()
+
+    def count_between(self, builder: str, start: float, end: float) -> int:
+        return sum(1 for t in self._times.get(builder, ()) if start <= t < end)

@@ -1,0 +1,154 @@
+"""The evidence guards in the tracker, on hand-written sequences and logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from buildbot_revert.guards import ALL_GUARDS
+from buildbot_revert.model import FailedStep, Result
+from buildbot_revert.policy import GUARD_NAMES, Policy
+from buildbot_revert.tracker import StreakTracker
+from buildbot_revert.verdicts import Reason, Verdict
+
+from .builds_dsl import builds, change
+
+
+def regrtest_failure(module: str, case: str) -> str:
+    cls = "".join(p.title() for p in case.split("_")[1:]) or "Tests"
+    return f"""\
+0:04:31 load avg: 2.13 [211/478] {module}
+0:04:33 load avg: 2.13 [211/478/1] {module} failed (1 failure)
+test_{case} ({module}.{cls}Tests.test_{case}) ... FAIL
+
+======================================================================
+FAIL: test_{case} (test.{module}.{cls}Tests.test_{case})
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/buildbot/cpython/Lib/test/{module}.py", line 812, in test_{case}
+    self.assertEqual(result, expected)
+AssertionError: 3 != 4
+
+----------------------------------------------------------------------
+Ran 42 tests in 1.204s
+
+FAILED (failures=1)
+
+== Tests result: FAILURE ==
+
+1 test failed:
+    {module}
+
+Total duration: 6 min 2 sec
+Total tests: run=44,012 failures=1 skipped=1,987
+Total test files: run=478/478 failed=1
+Result: FAILURE
+make: *** [Makefile:2105: buildbottest] Error 2
+program finished with exit code 2
+"""
+
+
+GENERIC = "make: *** [Makefile:2105: buildbottest] Error 2\nprogram finished with exit code 2\n"
+COMPILE = (
+    "gcc -c -fno-strict-overflow -O2 -I./Include -o Objects/listobject.o Objects/listobject.c\n"
+    "Objects/listobject.c:418:12: error: 'newsize' undeclared (first use in this function)\n"
+    "make: *** [Makefile:3051: Objects/listobject.o] Error 1\n"
+    "program finished with exit code 2\n"
+)
+DISK_FULL = "OSError: [Errno 28] No space left on device: '/tmp/test_python_1234'\n" + GENERIC
+
+
+def steps_of(text: str | None, name: str = "test") -> tuple[FailedStep, ...]:
+    return (FailedStep(name, int(Result.FAILURE), text),)
+
+
+LOGS = {
+    "os": steps_of(regrtest_failure("test_os", "write")),
+    "os2": steps_of(regrtest_failure("test_os", "chmod")),
+    "ssl": steps_of(regrtest_failure("test_ssl", "handshake")),
+    "sock": steps_of(regrtest_failure("test_socket", "timeout")),
+    "generic": steps_of(GENERIC),
+    "missing": steps_of(None),
+    "compile": steps_of(COMPILE, "compile"),
+    "git": steps_of("fatal: unable to access 'https://github.com/python/cpython/'\n", "git"),
+    "disk": steps_of(DISK_FULL),
+}
+
+
+def verdicts_of(spec: str, policy: Policy | None = None, **kw: object) -> list[Verdict]:
+    tracker = StreakTracker(policy or Policy())
+    events = tracker.feed_all(builds(spec, logs=LOGS, **kw))  # type: ignore[arg-type]
+    events += tracker.finish(2e9)
+    return [e for e in events if isinstance(e, Verdict)]
+
+
+CASES = [
+    # A real regression: the same test fails every time.
+    ("S:a F:b@os F@os F@os", "revert"),
+    # Different cases of one module are the same failure.
+    ("S:a F:b@os F@os2 F@os", "revert"),
+    ("S:a F:b@compile F@compile F@compile", "revert"),
+    ("S:a F:b@generic F@generic F@generic", "generic-failure"),
+    ("S:a F:b@missing F@missing F@missing", "generic-failure"),
+    ("S:a F:b@os F@ssl F@sock", "inconsistent-failure"),
+    ("S:a F:b@os F@generic F@os", "inconsistent-failure"),
+    ("S:a F:b@git F@os F@os", "infra"),
+    ("S:a F:b@disk F@disk F@disk", "infra"),
+]
+
+
+@pytest.mark.parametrize(("spec", "reason"), CASES)
+def test_guards(spec: str, reason: str) -> None:
+    assert [v.reason.value for v in verdicts_of(spec)] == [reason]
+
+
+@pytest.mark.parametrize(("spec", "reason"), CASES)
+def test_every_guard_can_be_switched_off(spec: str, reason: str) -> None:
+    unguarded = Policy(guards=frozenset())
+    assert [v.reason.value for v in verdicts_of(spec, unguarded)] == ["revert"]
+    if reason != "revert":
+        only_that_one_off = Policy(guards=GUARD_NAMES - {reason})
+        got = verdicts_of(spec, only_that_one_off)[0].reason.value
+        assert got != reason
+
+
+def test_failing_before_on_another_builder() -> None:
+    # test_ssl failed on builder "other" an hour before change b landed.
+    culprit = change("b", when=1_700_000_000.0 + 7200)
+    other = builds("S:x F:y@ssl S:z", builder="other", start=1_700_000_000.0, logs=LOGS)
+    mine = builds(
+        "S:a F:b@ssl F@ssl F@ssl",
+        builder="mine",
+        start=1_700_000_000.0 + 7300,
+        changes={"b": culprit},
+        logs=LOGS,
+    )
+    tracker = StreakTracker()
+    tracker.feed_all(other)
+    events = tracker.feed_all(mine)
+    (v,) = [e for e in events if isinstance(e, Verdict)]
+    assert v.reason is Reason.FAILING_BEFORE
+    assert "test_ssl" in v.explanation
+
+    # Long before the window, it no longer counts.
+    tracker = StreakTracker(Policy(failing_before_window=3600.0))
+    tracker.feed_all(other)
+    events = tracker.feed_all(mine)
+    (v,) = [e for e in events if isinstance(e, Verdict)]
+    assert v.reason is Reason.REVERT
+    assert v.evidence == ("test_ssl",)
+
+
+def test_flaky_builder_unless_the_failure_is_a_compile_error() -> None:
+    flaky_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+    assert [v.reason.value for v in verdicts_of(flaky_past + " F:b@os F@os F@os")][-1] == (
+        "flaky-builder"
+    )
+    last = verdicts_of(flaky_past + " F:b@compile F@compile F@compile")[-1]
+    assert last.reason is Reason.REVERT
+    # Three isolated failures are within the default threshold.
+    calm_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(3))
+    assert verdicts_of(calm_past + " F:b@os F@os F@os")[-1].reason is Reason.REVERT
+
+
+def test_every_guard_is_a_verdict_reason() -> None:
+    assert {g.value for g in ALL_GUARDS} <= {r.value for r in Reason}

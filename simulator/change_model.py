@@ -652,7 +652,9 @@ class ChangeFactory:
         issue = _issue_of(culprit) or pr - rng.randint(1, 300)
         author = culprit.author if rng.random() < 0.6 else rng.choices(self.authors[:15])[0]
         title = f"gh-{issue}: Fix {what} after #{culprit.pr_number} (#{pr})"
-        touched = [f for f in culprit.files if not f.startswith("Misc/")]
+        touched = [f for f in culprit.files if not f.startswith("Misc/NEWS.d/")] or list(
+            culprit.files
+        )
         files = tuple(sorted(rng.sample(touched, max(1, min(len(touched), rng.randint(1, 2))))))
         message = f"{title}\n\nFollow-up to {culprit.revision[:10]}: {what}."
         return ChangeRec(

@@ -58,7 +58,7 @@ from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
 from simulator.store import HistoryError, HistoryStore
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.

@@ -247,10 +247,10 @@ def regrtest_tail(
             + _state(failure, rng.uniform(1, 60))
         )
         if failure.kind == "leak":
-            lines.append(f"{failure.module} leaked [1, 1, 1] references, sum=3")
+            lines += [f"{failure.module} leaked [1, 1, 1] references, sum=3", ""]
             continue
         if failure.kind in ("crash", "timeout"):
-            lines += _faulthandler_dump(failure, plat, rng)
+            lines += [*_faulthandler_dump(failure, plat, rng), ""]
             continue
         method = _method(failure.test_id)
         lines.append(f"Re-running {failure.module} in verbose mode (matching: {method})")

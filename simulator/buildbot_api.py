@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -255,6 +256,7 @@ class BuildbotAPI:
         self.retries = retries
         self.backoff = backoff
         self.requests = 0
+        self._answered = False
         self._count_lock = threading.Lock()
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api")
@@ -303,7 +305,12 @@ class BuildbotAPI:
             except (OSError, http.client.HTTPException) as exc:
                 self._drop_connection()
                 last_error = _describe(exc)
+                if not self._answered and isinstance(exc, ConnectionRefusedError | socket.gaierror):
+                    # Nothing listens there (or no such host): a wrong URL,
+                    # not a hiccup, as long as the master never answered.
+                    break
                 continue
+            self._answered = True
             if resp.will_close:
                 self._drop_connection()
             if resp.status >= 500 or resp.status == 429:
@@ -321,7 +328,8 @@ class BuildbotAPI:
                     "Buildbot 4 master (with buildbot-www installed)?"
                 ) from None
         raise BuildbotAPIError(
-            f"cannot reach {self.display_url} ({last_error}, after {self.retries + 1} attempts)"
+            f"cannot reach {self.display_url} ({last_error}, after {attempt + 1} "
+            f"attempt{'s' if attempt else ''})"
         )
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:

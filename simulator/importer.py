@@ -41,12 +41,17 @@ costs a handful of requests; only failing builds cost requests of their own
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
+import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
 
@@ -478,3 +483,53 @@ def pull(
         page_size=page_size,
         progress=progress,
     ).run()
+
+
+def default_history_path(url: str) -> Path:
+    """The per-master history file in the user's cache directory.
+
+    ``$XDG_CACHE_HOME`` (or ``~/.cache``) on Unix, ``~/Library/Caches`` on
+    macOS, ``%LOCALAPPDATA%`` on Windows; the name says which master it holds.
+    """
+    from .buildbot_api import api_url
+
+    canonical = api_url(url)
+    parts = urlsplit(canonical)
+    host = parts.hostname or "master"
+    readable = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{host}{parts.path.removesuffix('/api/v2')}")
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "buildbot-revert" / f"{readable.strip('_')}-{digest}.sqlite"
+
+
+def pull_into(
+    url: str,
+    history: Path | None,
+    *,
+    since: float | None = None,
+    builders: re.Pattern[str] | None = None,
+    tags: Iterable[str] = (),
+    concurrency: int = 4,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Path, PullStats]:
+    """Pull ``url`` into ``history`` (default: the per-master cache file), creating it."""
+    path = history if history is not None else default_history_path(url)
+    if path.exists() and path.is_dir():
+        raise PullError(f"{path}: is a directory, not a history file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PullError(f"{path.parent}: cannot create the directory ({exc.strerror})") from None
+    fresh = not path.exists() or path.stat().st_size == 0
+    store = HistoryStore(path, create=fresh)
+    try:
+        with BuildbotAPI(url, concurrency=concurrency) as api:
+            stats = pull(api, store, since=since, builders=builders, tags=tags, progress=progress)
+    finally:
+        store.close()
+    return path, stats

@@ -173,7 +173,8 @@ class Gatherer:
             ("builders", build["builderid"], "builds"),
             filters=[
                 resultspec.Filter("complete", "eq", [True]),
-                resultspec.Filter("complete_at", "lt", [finished_at]),
+                # The column holds epoch seconds (the data API hands out datetimes).
+                resultspec.Filter("complete_at", "lt", [int(epoch(finished_at))]),
             ],
             order=["-complete_at", "-buildid"],
             limit=1,

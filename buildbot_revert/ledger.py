@@ -117,8 +117,13 @@ class Ledger:
         """Create the table if it is missing (safe on every start, on every master)."""
 
         def thd(conn: sa.Connection) -> None:
-            with conn.begin():
-                metadata.create_all(conn, checkfirst=True)
+            try:
+                with conn.begin():
+                    metadata.create_all(conn, checkfirst=True)
+            except sa.exc.DBAPIError:
+                # Another master created it between our check and our CREATE.
+                if not sa.inspect(conn).has_table(TABLE):
+                    raise
 
         return self._run(thd)
 

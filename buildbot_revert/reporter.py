@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import treq
 from buildbot import config as bb_config
 from buildbot.util import service
+from treq.client import HTTPClient
 from twisted.internet import defer, task
 from twisted.python import log
 from twisted.python.failure import Failure
@@ -120,7 +120,7 @@ class RevertReporter(service.BuildbotService):
         reactor = self._reactor()
         if self._http_pool is None:
             self._http_pool = HTTPConnectionPool(reactor, persistent=True)
-        http = treq.HTTPClient(Agent(reactor, pool=self._http_pool))
+        http = HTTPClient(Agent(reactor, pool=self._http_pool))
         return GitHubClient(http, settings.api_url, settings.repo, str(token), clock=reactor)
 
     def _master_name(self) -> str:
@@ -154,6 +154,8 @@ class RevertReporter(service.BuildbotService):
 
     @defer.inlineCallbacks
     def stopService(self) -> Any:
+        if not self.running:
+            return
         if self._consumer is not None:
             yield self._consumer.stopConsuming()
             self._consumer = None

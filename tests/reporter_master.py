@@ -1,0 +1,194 @@
+"""A real Buildbot master in this process, fed builds through its data API.
+
+The parity test and ``benchmarks/reporter.py`` need many finished builds in
+a real master with the reporter loaded from its ``master.cfg``, faster than
+a worker can run them.  :class:`InProcessMaster` starts a real
+``BuildMaster`` (real database, real message queue, real REST API when asked)
+and :meth:`InProcessMaster.finish_build` goes through the same data API
+updates a running build does: a change (with its sourcestamp), a buildset and
+build request, a build, its steps and stdio logs, then ``finishBuild``, which
+sends the ``('builds', id, 'finished')`` event the reporter consumes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from buildbot.master import BuildMaster
+from twisted.internet import defer
+
+MASTER_CFG = """\
+from buildbot.plugins import reporters, schedulers, util, worker
+c = BuildmasterConfig = {{}}
+c['title'] = 'in-process'
+c['buildbotURL'] = {url!r}
+c['buildbotNetUsageData'] = None
+c['db'] = {{'db_url': {db_url!r}}}
+c['protocols'] = {{'pb': {{'port': 'tcp:0:interface=127.0.0.1'}}}}
+c['workers'] = [worker.Worker('w', 'pass')]
+c['schedulers'] = [schedulers.ForceScheduler(
+    name='force', builderNames=[name for name, _ in {builders!r}])]
+c['change_source'] = []
+c['builders'] = [
+    util.BuilderConfig(name=name, tags=tags, workernames=['w'],
+                       factory=util.BuildFactory())
+    for name, tags in {builders!r}
+]
+{www}
+c['services'] = [reporters.RevertReporter({reporter})]
+"""
+
+
+class InProcessMaster:
+    """A started master in ``basedir`` with ``builders`` [(name, tags)]."""
+
+    def __init__(
+        self,
+        basedir: Path,
+        builders: Sequence[tuple[str, Sequence[str]]],
+        *,
+        reporter: str = "repo='python/cpython', mode='dry-run'",
+        www_port: int | None = None,
+        db_url: str = "sqlite:///state.sqlite",
+    ) -> None:
+        self.basedir = Path(basedir)
+        self.builders = [(name, list(tags)) for name, tags in builders]
+        self.reporter_args = reporter
+        self.www_port = www_port
+        self.db_url = db_url
+        self.master: BuildMaster | None = None
+        self._builder_ids: dict[str, int] = {}
+        self._workerid: int | None = None
+        self._last_change: int | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.www_port or 8010}/"
+
+    def create(self) -> None:
+        buildbot = Path(sys.executable).parent / "buildbot"
+        subprocess.run(
+            [str(buildbot), "create-master", "-q", "--db", self.db_url, str(self.basedir)],
+            check=True,
+            capture_output=True,
+        )
+        www = (
+            f"c['www'] = {{'port': 'tcp:{self.www_port}:interface=127.0.0.1', 'plugins': {{}}}}"
+            if self.www_port
+            else ""
+        )
+        (self.basedir / "master.cfg").write_text(
+            MASTER_CFG.format(
+                url=self.url,
+                db_url=self.db_url,
+                builders=self.builders,
+                www=www,
+                reporter=self.reporter_args,
+            )
+        )
+
+    @defer.inlineCallbacks
+    def start(self) -> Any:
+        from twisted.internet import reactor
+
+        self.master = BuildMaster(str(self.basedir), reactor=reactor)
+        yield self.master.startService()
+        if not self.master.running:
+            raise RuntimeError(f"the master did not start; see the log of {self.basedir}")
+        for name, _ in self.builders:
+            self._builder_ids[name] = yield self.master.data.updates.findBuilderId(name)
+        self._workerid = yield self.master.data.updates.findWorkerId("w")
+
+    @defer.inlineCallbacks
+    def stop(self) -> Any:
+        if self.master is not None and self.master.running:
+            yield self.master.stopService()
+
+    @property
+    def reporter(self) -> Any:
+        assert self.master is not None
+        return self.master.namedServices["services"].namedServices["RevertReporter"]
+
+    @defer.inlineCallbacks
+    def add_change(
+        self, revision: str, author: str, comments: str, when: float, files: Sequence[str] = ()
+    ) -> Any:
+        """Add a change on ``main``; return its sourcestamp id."""
+        assert self.master is not None
+        changeid = yield self.master.data.updates.addChange(
+            author=author,
+            committer=author,
+            files=list(files),
+            comments=comments,
+            revision=revision,
+            when_timestamp=int(when),
+            branch="main",
+            category=None,
+            revlink="",
+            properties={},
+            repository="https://github.com/python/cpython",
+            codebase="",
+            project="cpython",
+            src="git",
+        )
+        change = yield self.master.data.get(("changes", changeid))
+        return change["sourcestamp"]["ssid"]
+
+    @defer.inlineCallbacks
+    def finish_build(
+        self,
+        builder: str,
+        results: int,
+        ssid: int | None,
+        steps: Sequence[tuple[str, int, str | None]] = (),
+    ) -> Any:
+        """Run one build of ``ssid`` through the data API; return its build id.
+
+        ``steps`` are (name, results, stdio text or None for no log).
+        """
+        assert self.master is not None
+        updates = self.master.data.updates
+        builderid = self._builder_ids[builder]
+        sourcestamps: list[Any] = (
+            [ssid]
+            if ssid is not None
+            else [
+                {
+                    "codebase": "",
+                    "repository": "https://github.com/python/cpython",
+                    "branch": "main",
+                    "revision": None,
+                    "project": "cpython",
+                }
+            ]
+        )
+        _, brids = yield updates.addBuildset(
+            waited_for=False,
+            scheduler="sched",
+            sourcestamps=sourcestamps,
+            builderids=[builderid],
+            properties={},
+        )
+        brid = brids[builderid]
+        buildid, _ = yield updates.addBuild(builderid, brid, self._workerid)
+        for name, step_results, text in steps:
+            stepid, _, _ = yield updates.addStep(buildid, name)
+            yield updates.startStep(stepid)
+            if text is not None:
+                logid = yield updates.addLog(stepid, "stdio", "s")
+                content = "".join(f"o{line}\n" for line in text.splitlines())
+                if content:
+                    yield updates.appendLog(logid, content)
+                yield updates.finishLog(logid)
+            yield updates.finishStep(stepid, step_results, False)
+        yield updates.finishBuild(buildid, results)
+        return buildid
+
+    @defer.inlineCallbacks
+    def drain(self) -> Any:
+        """Wait until the reporter has handled every build finished so far."""
+        yield self.reporter._lock.run(lambda: None)

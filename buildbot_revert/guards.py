@@ -16,9 +16,10 @@ order, each on by default and each with its own verdict reason:
     The N failing builds do not all share a failure: different tests
     failing each time is the pattern of flakiness.
 ``failing-before``
-    Every test the N builds fail in common was already seen failing, on
-    this builder or another, in the window before the change landed: the
-    change did not introduce it.
+    Every test the N builds fail in common was also seen failing, in the
+    window before the change landed or since, in a build that did not
+    contain the change (on this builder or another): the change is not
+    needed to explain the failure.
 ``flaky-builder``
     The builder had more than a threshold of isolated failures (red, then
     green at once) in the window before the N-th failure; compile and link
@@ -29,7 +30,6 @@ Everything here is pure: times come in with the builds.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -51,18 +51,25 @@ class Guard(StrEnum):
 
 ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
 
+# Guards that doubt one builder's evidence: when builders on several workers
+# point at the same single change, the doubt no longer holds.  The others
+# (infra, failing-before) say the change is innocent, whatever agrees.
+CORROBORABLE = frozenset({Guard.GENERIC.value, Guard.FLAKY_BUILDER.value})
+
 # Steps that fetch the source: when they fail, the change never even ran.
 _CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
-# Log lines that blame the machine, not the code under test.
-_INFRA_RE = re.compile(
-    r"No space left on device"
-    r"|(?:slave|worker) lost\b"
-    r"|Connection to the other side was lost"
-    r"|Could not resolve host"
-    r"|fatal: unable to access"
-    r"|Cannot allocate memory"
-    r"|Read-only file system"
-    r"|remote: Internal Server Error"
+# What a log says when the machine, not the code under test, failed.  Plain
+# substrings: the simulator checks every failing build's tails, and a few
+# `in` tests are far cheaper than one regular expression with alternatives.
+_INFRA_MARKERS = (
+    "No space left on device",
+    "worker lost",
+    "slave lost",
+    "Connection to the other side was lost",
+    "Could not resolve host",
+    "fatal: unable to access",
+    "Cannot allocate memory",
+    "Read-only file system",
 )
 
 
@@ -73,7 +80,11 @@ def is_infra(build: Build) -> bool:
         return False
     if steps[0].name.lower() in _CHECKOUT_STEPS:
         return True
-    return any(s.log_tail is not None and _INFRA_RE.search(s.log_tail) for s in steps)
+    for step in steps:
+        tail = step.log_tail
+        if tail is not None and any(marker in tail for marker in _INFRA_MARKERS):
+            return True
+    return False
 
 
 def signature_of(build: Build) -> Signature:
@@ -96,29 +107,43 @@ def consistent(signatures: Sequence[Signature]) -> bool:
 
 
 class FailureMemory:
-    """When each test module (or compile key) was seen failing, on any builder."""
+    """Which builds failed each test module (or compile key), on any builder.
 
-    __slots__ = ("_times",)
+    For each failure it keeps when the build completed and the newest change
+    it had built (by landing time; ``inf`` when unknown), so that it can
+    answer: did this test fail in a build that did not contain change C?
+    Either the build completed before C landed, or its builder had not yet
+    built C (a sibling on the same worker, say, red for the same reason).
+    """
+
+    __slots__ = ("_times", "_upto")
 
     def __init__(self) -> None:
         self._times: dict[str, list[float]] = {}
+        self._upto: dict[str, list[float]] = {}
 
-    def record(self, failing: Iterable[str], at: float) -> None:
+    def record(self, failing: Iterable[str], at: float, built_upto: float) -> None:
         # Builds arrive in completion order, so each list stays sorted.
-        times = self._times
+        times, upto = self._times, self._upto
         for key in failing:
             seen = times.get(key)
             if seen is None:
                 times[key] = [at]
+                upto[key] = [built_upto]
             else:
                 seen.append(at)
+                upto[key].append(built_upto)
 
-    def seen_between(self, key: str, start: float, end: float) -> bool:
+    def failed_without(self, key: str, landed: float, since: float) -> bool:
+        """Whether ``key`` failed, since ``since``, in a build without the change."""
         seen = self._times.get(key)
         if not seen:
             return False
-        i = bisect_left(seen, start)
-        return i < len(seen) and seen[i] < end
+        upto = self._upto[key]
+        for i in range(bisect_left(seen, since), len(seen)):
+            if seen[i] < landed or upto[i] < landed:
+                return True
+        return False
 
 
 class FlakeMemory:

@@ -40,7 +40,9 @@ class Policy:
     ``failing_before_window`` is how far back before a change landed a
     failure of the same test makes it "failing before"; a builder with more
     than ``flaky_threshold`` isolated failures in ``flaky_window`` before the
-    N-th failure is flaky.
+    N-th failure is flaky.  When builders on ``corroboration`` different
+    workers point at the same single change, the guards that only doubt one
+    builder's evidence (generic-failure, flaky-builder) give way.
     """
 
     failures: int = 3
@@ -51,6 +53,7 @@ class Policy:
     failing_before_window: float = 14 * _DAY
     flaky_window: float = 30 * _DAY
     flaky_threshold: int = 3
+    corroboration: int = 2
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -61,6 +64,8 @@ class Policy:
             )
         if self.failing_before_window <= 0 or self.flaky_window <= 0:
             raise PolicyError("guard windows must be positive")
+        if self.corroboration < 0 or self.corroboration == 1:
+            raise PolicyError("corroboration is 0 (off) or at least 2 workers")
         if self.flaky_threshold < 0:
             raise PolicyError("flaky_threshold cannot be negative")
         if self.failures < 1:

@@ -56,6 +56,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .guards import (
+    CORROBORABLE,
     FailureMemory,
     FlakeMemory,
     Guard,
@@ -74,6 +75,7 @@ Event = Verdict | Streak
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _HOUR = 3600.0
+_UNKNOWN = float("inf")
 
 
 def is_revert(change: Change) -> bool:
@@ -93,6 +95,7 @@ class _OpenStreak:
         "suspects",
         "after_green",
         "verdict",
+        "evidence",
     )
 
     def __init__(
@@ -112,15 +115,19 @@ class _OpenStreak:
         self.suspects = suspects
         self.after_green = after_green
         self.verdict: Verdict | None = None
+        # What the evidence builds fail in common, once decided.
+        self.evidence: frozenset[str] = frozenset()
 
 
 class _BuilderState:
     """What the tracker remembers of one builder (mutable; internal)."""
 
-    __slots__ = ("seen_green", "untested", "streak")
+    __slots__ = ("seen_green", "untested", "streak", "built_upto")
 
     def __init__(self) -> None:
         self.seen_green = False
+        # Landing time of the newest change this builder has built.
+        self.built_upto = _UNKNOWN
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
         self.streak: _OpenStreak | None = None
@@ -136,6 +143,8 @@ class StreakTracker:
         self._builders: dict[str, _BuilderState] = {}
         self._failures = FailureMemory()
         self._flakes = FlakeMemory()
+        # revision -> workers whose streaks point at it alone (see _check).
+        self._pointing: dict[str, set[str]] = {}
         # revision -> the request that first proposed it (None when it was
         # proposed before this tracker started).
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
@@ -149,6 +158,10 @@ class StreakTracker:
             state = self._builders[build.builder] = _BuilderState()
         result = build.result
         streak = state.streak
+        if build.changes:
+            newest = build.changes[-1].when
+            if newest > state.built_upto or state.built_upto == _UNKNOWN:
+                state.built_upto = newest
         if result in self._green:
             state.seen_green = True
             if state.untested:
@@ -158,7 +171,16 @@ class StreakTracker:
             state.streak = None
             return self._close(streak, build.completed_at)
         if result == _FAILURE:
-            signature, infra = self._evidence(build)
+            if streak is not None and streak.count >= self.policy.failures:
+                # Past the evidence: the streak is decided.  A builder that
+                # stays red keeps failing what it failed, so its common
+                # failures are remembered again without reading the logs:
+                # that halves the signatures a year's replay must extract.
+                streak.count += 1
+                if streak.evidence:
+                    self._failures.record(streak.evidence, build.completed_at, state.built_upto)
+                return _NO_EVENTS
+            signature, infra = self._evidence(build, state.built_upto)
             if streak is None:
                 suspects = (*state.untested, *build.changes) if state.untested else build.changes
                 state.untested = []
@@ -167,12 +189,11 @@ class StreakTracker:
                     return (self._decide(state.streak, build),)
                 return _NO_EVENTS
             streak.count += 1
-            if streak.count <= self.policy.failures:
-                streak.failing.append(build)
-                streak.signatures.append(signature)
-                streak.infra.append(infra)
-                if streak.count == self.policy.failures:
-                    return (self._decide(streak, build),)
+            streak.failing.append(build)
+            streak.signatures.append(signature)
+            streak.infra.append(infra)
+            if streak.count == self.policy.failures:
+                return (self._decide(streak, build),)
             return _NO_EVENTS
         # Neutral: proves nothing either way.  Its changes were not tested,
         # so they join the suspects of a streak that starts later.
@@ -205,14 +226,14 @@ class StreakTracker:
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build) -> tuple[Signature | None, bool]:
+    def _evidence(self, build: Build, built_upto: float) -> tuple[Signature | None, bool]:
         """Read a failing build's signature and remember what it fails."""
         if not self._guards:
             return None, False
         infra = is_infra(build)
         signature = signature_of(build)
         if not infra and not signature.generic:
-            self._failures.record(common_tests((signature,)), build.completed_at)
+            self._failures.record(common_tests((signature,)), build.completed_at, built_upto)
         return signature, infra
 
     # -- deciding -----------------------------------------------------------
@@ -242,6 +263,7 @@ class StreakTracker:
                 ),
                 ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
                 streak.suspects[0] if len(streak.suspects) == 1 else None,
+                started_at=streak.first.completed_at,
             )
             events.append(streak.verdict)
         events.append(
@@ -261,8 +283,13 @@ class StreakTracker:
     def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
         reason, explanation = self._check(streak, last)
         suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
-        sigs = [s for s in streak.signatures if s is not None]
-        evidence = tuple(sorted(common_tests(sigs))) if sigs else ()
+        sigs = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        streak.evidence = common_tests(sigs) if sigs else frozenset()
+        evidence = tuple(sorted(streak.evidence))
         request = None
         if reason is Reason.REVERT and suspect is not None:
             request = RevertRequest(
@@ -282,6 +309,7 @@ class StreakTracker:
             suspect,
             request,
             evidence,
+            streak.first.completed_at,
         )
         return streak.verdict
 
@@ -312,9 +340,22 @@ class StreakTracker:
                 f"the change landed {age_h:.1f} h before failure number {n}, more than the "
                 f"{max_age / _HOUR:g} h the policy allows",
             )
+        # Every worker whose builder points structurally at this change: one
+        # builder's weak evidence is strong when other machines agree.
+        workers = self._pointing.setdefault(change.revision, set())
+        workers.add(streak.first.worker or streak.first.builder)
         declined = self._guard(streak, change, last)
         if declined is not None:
-            return declined
+            k = self.policy.corroboration
+            if not (k and len(workers) >= k and declined[0].value in CORROBORABLE):
+                return declined
+            return (
+                Reason.REVERT if change.revision not in self._proposed else Reason.ALREADY_PROPOSED,
+                f"{n} consecutive failing builds after a green build, the first holding exactly "
+                f"this one change; alone this builder's evidence would be weak "
+                f"({declined[0].value}), but builders on {len(workers)} different workers "
+                "point at the same change",
+            )
         if change.revision in self._proposed:
             return (
                 Reason.ALREADY_PROPOSED,
@@ -354,10 +395,11 @@ class StreakTracker:
         common = common_tests(sigs)
         if Guard.FAILING_BEFORE in guards and common:
             start = change.when - policy.failing_before_window
-            if all(self._failures.seen_between(k, start, change.when) for k in common):
+            if all(self._failures.failed_without(k, change.when, start) for k in common):
                 return (
                     Reason.FAILING_BEFORE,
-                    f"{', '.join(sorted(common)[:5])} already failed before the change landed",
+                    f"{', '.join(sorted(common)[:5])} also failed in builds without this "
+                    "change (before it landed, or on builders that had not built it)",
                 )
         if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):
             at = last.completed_at

@@ -75,6 +75,8 @@ class Verdict(NamedTuple):
     request: RevertRequest | None = None
     # What the failing builds fail in common (test modules, compile errors).
     evidence: tuple[str, ...] = ()
+    # When the streak's first failing build completed.
+    started_at: float = 0.0
 
     @property
     def decision(self) -> Decision:

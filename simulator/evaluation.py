@@ -126,3 +126,48 @@ def evaluate(
         false_positive_revisions=tuple(false_revs),
         missed_revisions=tuple(missed),
     )
+
+
+# The build-label causes that mean "not the change's fault".
+_NOT_A_BREAKAGE = frozenset({"flake", "infra"})
+
+
+@dataclass(frozen=True)
+class GuardRow:
+    """What one evidence guard did in a replay."""
+
+    guard: str
+    enabled: bool
+    declined: int
+    # On labelled histories: declined streaks whose first failing build was
+    # a true breakage (what the guard cost) or a flake or infra fault (what
+    # it saved).  ``None`` without labels.
+    breakages: int | None
+    flakes_or_infra: int | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "enabled": self.enabled,
+            "declined": self.declined,
+            "true_breakages": self.breakages,
+            "flakes_or_infra": self.flakes_or_infra,
+        }
+
+
+def guard_table(result: ReplayResult, labels: Labels | None) -> list[GuardRow]:
+    """Per guard: how many streaks it declined, and what that cost or saved."""
+    from buildbot_revert.guards import Guard
+
+    causes = labels.build_causes if labels is not None else None
+    rows = []
+    for guard in Guard:
+        declined = [s for s in result.streaks if s.verdict.reason.value == guard.value]
+        cost = saved = None
+        if causes is not None:
+            of = [causes.get((s.builder, s.first_failing_build)) for s in declined]
+            cost = sum(1 for c in of if c == "breakage")
+            saved = sum(1 for c in of if c in _NOT_A_BREAKAGE)
+        rows.append(
+            GuardRow(guard.value, guard.value in result.policy.guards, len(declined), cost, saved)
+        )
+    return rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from buildbot_revert.model import Build, Builder
 from buildbot_revert.policy import Policy
@@ -18,6 +19,10 @@ from buildbot_revert.tracker import StreakTracker
 from buildbot_revert.verdicts import Reason, RevertRequest, Streak, Verdict
 
 from .store import HistoryStore
+
+# How long before the window a replay starts feeding builds, to know each
+# builder's state and recent failures: the longest memory a guard uses.
+WARMUP = 31 * 86400.0
 
 
 @dataclass(frozen=True)
@@ -84,25 +89,44 @@ class ReplayResult:
 def select_builds(
     store: HistoryStore, selection: Selection
 ) -> tuple[list[Builder], Iterator[Build]]:
-    """The builders the selection keeps, and their builds in completion order."""
+    """The builders the selection keeps, and their builds in completion order.
+
+    The builds start ``WARMUP`` before ``selection.since``: see
+    :func:`replay_builds`.
+    """
     builders = [b for b in store.builders() if selection.keeps(b)]
     everyone = len(builders) == len(store.builders())
     names = None if everyone else [b.name for b in builders]
-    return builders, store.iter_builds(selection.since, selection.until, names)
+    since = None if selection.since is None else selection.since - WARMUP
+    return builders, store.iter_builds(since, selection.until, names)
 
 
 def replay_builds(
     builds: Iterable[Build], policy: Policy, selection: Selection, builders: list[Builder]
 ) -> ReplayResult:
-    """Feed builds through a fresh tracker and collect its events."""
+    """Feed builds through a fresh tracker and collect its events.
+
+    Builds completed before ``selection.since`` only warm the tracker up (a
+    plugin on a real master knows each builder's state and its recent
+    failures when the window opens); what they decide is not reported, nor
+    is any streak that began before the window.
+    """
     tracker = StreakTracker(policy)
     result = ReplayResult(policy, selection, builders=builders)
     verdicts = result.verdicts
     streaks = result.streaks
     feed = tracker.feed
+    since = selection.since
+    it = iter(builds)
+    if since is not None:
+        for build in it:
+            if build.completed_at >= since:
+                it = chain((build,), it)
+                break
+            feed(build)
     count = 0
     first = last = None
-    for build in builds:
+    for build in it:
         if first is None:
             first = build.completed_at
         last = build.completed_at
@@ -110,10 +134,12 @@ def replay_builds(
         events = feed(build)
         if events:
             for event in events:
-                (verdicts if isinstance(event, Verdict) else streaks).append(event)
+                if since is None or event.started_at >= since:
+                    (verdicts if isinstance(event, Verdict) else streaks).append(event)
     end = selection.until if selection.until is not None else last
     for event in tracker.finish(end if end is not None else 0.0):
-        (verdicts if isinstance(event, Verdict) else streaks).append(event)
+        if since is None or event.started_at >= since:
+            (verdicts if isinstance(event, Verdict) else streaks).append(event)
     result.builds = count
     result.first_build_at = first
     result.last_build_at = last

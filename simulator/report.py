@@ -12,7 +12,7 @@ from typing import Any
 
 from buildbot_revert.verdicts import Reason
 
-from .evaluation import Evaluation
+from .evaluation import Evaluation, GuardRow
 from .replay import ReplayResult
 
 SCHEMA_VERSION = 1
@@ -25,7 +25,9 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
-def to_json(result: ReplayResult, evaluation: Evaluation | None) -> dict[str, Any]:
+def to_json(
+    result: ReplayResult, evaluation: Evaluation | None, guards: list[GuardRow] | None = None
+) -> dict[str, Any]:
     proposals = result.proposals()
     policy = result.policy
     doc: dict[str, Any] = {
@@ -37,6 +39,7 @@ def to_json(result: ReplayResult, evaluation: Evaluation | None) -> dict[str, An
             "max_culprit_age_hours": (
                 None if policy.max_culprit_age is None else policy.max_culprit_age / 3600
             ),
+            "guards": sorted(policy.guards),
         },
         "window": {
             "since": iso(result.selection.since),
@@ -80,12 +83,16 @@ def to_json(result: ReplayResult, evaluation: Evaluation | None) -> dict[str, An
             for s in result.streaks
         ],
     }
+    if guards is not None:
+        doc["guards"] = {row.guard: row.as_json() for row in guards}
     if evaluation is not None:
         doc["evaluation"] = evaluation.as_json()
     return doc
 
 
-def render_text(result: ReplayResult, evaluation: Evaluation | None) -> str:
+def render_text(
+    result: ReplayResult, evaluation: Evaluation | None, guards: list[GuardRow] | None = None
+) -> str:
     proposals = result.proposals()
     lines = [
         f"Replayed {result.builds:,} builds on {len(result.builders)} builders, "
@@ -103,6 +110,18 @@ def render_text(result: ReplayResult, evaluation: Evaluation | None) -> str:
     for reason, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         if count:
             lines.append(f"  {reason:<{width}}  {count:>7,}")
+    if guards:
+        lines += ["", "Evidence guards (streaks that met the rule but were not proof):"]
+        labelled = any(row.breakages is not None for row in guards)
+        head = f"  {'guard':<22} {'on':>3} {'declined':>9}"
+        if labelled:
+            head += f" {'cost: breakages':>16} {'saved: flake/infra':>19}"
+        lines.append(head)
+        for row in guards:
+            line = f"  {row.guard:<22} {'yes' if row.enabled else 'no':>3} {row.declined:>9,}"
+            if labelled:
+                line += f" {row.breakages:>16,} {row.flakes_or_infra:>19,}"
+            lines.append(line)
     if proposals:
         lines += ["", "Proposed reverts:"]
         for p in proposals:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -256,6 +257,10 @@ class BuildbotAPI:
         self.retries = retries
         self.backoff = backoff
         self.requests = 0
+        # Time spent waiting for answers, by path shape ("/builds/{id}/steps").
+        self.seconds_by_path: dict[str, float] = {}
+        # Attempts that failed and were retried (or given up), for diagnosis.
+        self.failures: list[str] = []
         self._answered = False
         self._count_lock = threading.Lock()
         self._local = threading.local()
@@ -297,6 +302,7 @@ class BuildbotAPI:
                 time.sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
             with self._count_lock:
                 self.requests += 1
+            began = time.perf_counter()
             try:
                 conn = self._connection()
                 conn.request("GET", target, headers=self._headers)
@@ -305,16 +311,25 @@ class BuildbotAPI:
             except (OSError, http.client.HTTPException) as exc:
                 self._drop_connection()
                 last_error = _describe(exc)
+                self.failures.append(
+                    f"{path}: {last_error} after {time.perf_counter() - began:.1f} s"
+                )
                 if not self._answered and isinstance(exc, ConnectionRefusedError | socket.gaierror):
                     # Nothing listens there (or no such host): a wrong URL,
                     # not a hiccup, as long as the master never answered.
                     break
                 continue
             self._answered = True
+            kind = re.sub(r"/\d+", "/{id}", path) or "/"
+            with self._count_lock:
+                self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
+                    time.perf_counter() - began
+                )
             if resp.will_close:
                 self._drop_connection()
             if resp.status >= 500 or resp.status == 429:
                 last_error = f"HTTP {resp.status}"
+                self.failures.append(f"{path}: {last_error}")
                 continue
             if resp.status == 404:
                 raise NotFound(f"{shown}: not found")

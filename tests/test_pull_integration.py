@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from buildbot_revert.model import FailedStep
 from simulator.buildbot_api import BuildbotAPI, BuildbotAPIError
 from simulator.importer import pull
 from simulator.store import HistoryStore
@@ -321,3 +322,32 @@ def test_harness_repo_is_real_git(story: Story) -> None:
     assert log[:2] == ["Add f (#107)", "Fix the parser (#106)"]
     assert log[4:6] == ["Speed up the parser (#103)", "Add a (#101)"]
     assert {b["got_revision"] for b in story.builds} <= set(story.harness.revisions())
+
+
+def test_deleted_log_is_missing_evidence(story: Story, tmp_path: Path) -> None:
+    """A log the master's janitor deleted is recorded as missing, not as an error.
+
+    Runs last: it does to one log what Buildbot's log janitor does (mark the
+    log deleted, drop its chunks), directly in the master's database.
+    """
+    import sqlite3
+
+    red = next(b for b in story.builds if b["builder"] == "fast-macos" and b["results"] == 2)
+    (step,) = [s for s in story.harness.get(f"/builds/{red['buildid']}/steps")["steps"]
+               if s["name"] == "test"]  # fmt: skip
+    (log,) = story.harness.get(f"/steps/{step['stepid']}/logs")["logs"]
+    db = sqlite3.connect(story.harness.master_dir / "state.sqlite")
+    with db:
+        db.execute("UPDATE logs SET type = 'd' WHERE id = ?", (log["logid"],))
+        db.execute("DELETE FROM logchunks WHERE logid = ?", (log["logid"],))
+    db.close()
+
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    with BuildbotAPI(story.harness.url) as api:
+        stats = pull(api, store)
+    assert stats.missing_logs == 1
+    steps = {(b.builder, b.number): b.failed_steps for b in store.iter_builds() if b.result == 2}
+    assert steps[("fast-macos", red["number"])] == (FailedStep("test", 2, None),)
+    others = [s for key, s in steps.items() if key != ("fast-macos", red["number"])]
+    assert others and all(s[0].log_tail and "FAILURE" in s[0].log_tail for s in others)
+    store.close()

@@ -1,0 +1,130 @@
+"""The importer's pieces that need no master: records, selection, bookkeeping.
+
+The blamelist derivation itself is tested against a real master in
+``test_pull_integration.py`` (and at scale by ``benchmarks/pull.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from buildbot_revert.model import Build, Builder, Change
+from simulator.buildbot_api import BuildbotAPI, ChangeInfo
+from simulator.importer import (
+    PullError,
+    _Changes,
+    change_record,
+    default_history_path,
+    line_key,
+    pull,
+    select_builders,
+)
+from simulator.store import HistoryStore
+from tests.test_buildbot_api import python_org, serve  # noqa: F401  (fixture)
+
+
+def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: str = "main",
+         ssid: int | None = None) -> ChangeInfo:  # fmt: skip
+    return ChangeInfo(
+        changeid, revision, "Ada <ada@example.org>", comments, 1.0e9, ("Lib/a.py",),
+        branch, "https://github.com/python/cpython", "", "cpython", ssid,
+    )  # fmt: skip
+
+
+def test_change_record_title_and_pr() -> None:
+    c = change_record(info(1, "gh-1234: Fix the parser (#5678)\n\nLonger text.\n"))
+    assert c.title == "gh-1234: Fix the parser (#5678)"
+    assert c.pr_number == 5678
+    assert c.message.endswith("Longer text.\n")
+    assert c.files == ("Lib/a.py",)
+    # A number in the middle of the title is not a PR reference.
+    assert change_record(info(2, "Revert #12 partially")).pr_number is None
+    # A change without a revision (some change sources) still gets a stable key.
+    assert change_record(info(3, "", revision=None)) == Change(
+        "change-3", "Ada <ada@example.org>", "", 1.0e9, None, "", ("Lib/a.py",)
+    )
+
+
+def test_select_builders_regex_and_all_tags() -> None:
+    fleet = [
+        Builder("AMD64 RHEL8 LTO 3.13", ("3.13", "stable", "tier-1")),
+        Builder("AMD64 Windows PGO NoGIL PR", ("PullRequest", "unstable", "tier-1")),
+        Builder("ARM64 macOS 3.x", ("3.x", "stable", "tier-2")),
+    ]
+    assert select_builders(fleet, None, ()) == fleet
+    assert [b.name for b in select_builders(fleet, re.compile("AMD64"), ["stable"])] == [
+        "AMD64 RHEL8 LTO 3.13"
+    ]
+    assert [b.name for b in select_builders(fleet, None, ["stable", "tier-2"])] == [
+        "ARM64 macOS 3.x"
+    ]
+
+
+def test_changes_index_by_line(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    store.ensure_import_tables()
+    changes = _Changes(store)
+    for c in [info(5, "e", ssid=50), info(2, "b", ssid=20), info(3, "c", branch="3.13"),
+              info(4, "d", ssid=40)]:  # fmt: skip
+        changes.add(c)
+    main = line_key("https://github.com/python/cpython", "main", "", "cpython")
+    assert changes.between(main, 2, 5) == [4, 5]
+    assert changes.between(main, 0, 4) == [2, 4]
+    assert changes.by_ssid == {50: 5, 20: 2, 40: 4}
+    # What a pull writes comes back on the next one.
+    with store.transaction():
+        cid = store.add_change(change_record(info(4, "d")))
+        store.add_import_change(4, cid, 40, main)
+    again = _Changes(store)
+    assert again.between(main, 0, 10) == [4] and again.by_ssid == {40: 4}
+    store.close()
+
+
+def test_import_bookkeeping(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    store.ensure_import_tables()
+    store.ensure_import_tables()  # idempotent
+    with store.transaction():
+        bid = store.add_builder(Builder("b1"))
+        for number, tips, at in [(1, {"L": 3}, 100.0), (2, {"L": 7, "M": 1}, 200.0),
+                                 (3, {"L": 5}, 300.0)]:  # fmt: skip
+            build = Build("b1", number, 0, at - 10, at)
+            store.add_import_build(1000 + number, store.add_build(bid, build, []), tips, at)
+    assert store.import_builder_tips() == {"b1": {"L": 7, "M": 1}}
+    assert store.import_build_ids(200.0) == {1002, 1003}
+    assert store.import_build_ids() == {1001, 1002, 1003}
+    store.close()
+
+
+def test_default_history_is_per_master(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("sys.platform", "linux")
+    a = default_history_path("https://buildbot.python.org/all/")
+    assert a == default_history_path("https://buildbot.python.org/all/api/v2")
+    assert a == default_history_path("https://buildbot.python.org/all/#/builders")
+    assert a.parent == tmp_path / "buildbot-revert"
+    assert a.name.startswith("buildbot.python.org_all-") and a.suffix == ".sqlite"
+    assert default_history_path("http://127.0.0.1:8010/") != a
+
+
+def test_refuses_a_history_not_pulled_from_this_master(serve, tmp_path: Path) -> None:  # noqa: F811
+    server = serve(python_org)
+    generated = HistoryStore(tmp_path / "generated.sqlite", create=True)
+    with generated.transaction():
+        bid = generated.add_builder(Builder("b1"))
+        generated.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
+    with BuildbotAPI(server.url + "/all", backoff=0.01) as api:
+        with pytest.raises(PullError, match="not pulled from a master"):
+            pull(api, generated)
+        nothing = HistoryStore(tmp_path / "n.sqlite", create=True)
+        with pytest.raises(PullError, match="none of its 2 builders matches"):
+            pull(api, nothing, builders=re.compile("^Windows"))
+    # Refusing wrote nothing.
+    assert generated.get_meta("import.master") is None
+    assert json.loads(nothing.get_meta("import.synced") or "{}") == {}
+    generated.close()
+    nothing.close()

@@ -266,14 +266,15 @@ class BuildbotAPI:
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api")
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> BuildbotAPI:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        # After an error or Ctrl-C, do not wait for requests still in flight.
+        self.close(wait=exc_type is None)
 
     # -- one request ------------------------------------------------------------
 

@@ -477,6 +477,53 @@ for name, tags, sleep, stable in BUILDERS:
         return self.wait_for_builds(done, timeout)
 
 
+POSTGRES = "postgresql://postgres@127.0.0.1:5432"
+
+
+def create_postgres_database(prefix: str = "bbharness") -> str:
+    """Create an empty PostgreSQL database (trust auth) and return its URL.
+
+    For two masters sharing one database; drop it with
+    :func:`drop_postgres_database`.  Raises ``pytest.skip`` when no
+    PostgreSQL answers on 127.0.0.1:5432.
+    """
+    import uuid
+
+    psycopg2 = pytest.importorskip("psycopg2")
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        conn = psycopg2.connect(f"{POSTGRES}/postgres", connect_timeout=5)
+    except psycopg2.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL on 127.0.0.1:5432 ({exc})")
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+    # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3; we ship psycopg2.
+    return f"{POSTGRES.replace('postgresql://', 'postgresql+psycopg2://')}/{name}"
+
+
+def drop_postgres_database(url: str) -> None:
+    import psycopg2
+
+    name = url.rsplit("/", 1)[1]
+    conn = psycopg2.connect(f"{POSTGRES}/postgres", connect_timeout=5)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    conn.close()
+
+
+@pytest.fixture
+def postgres_db_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for the test, dropped afterwards."""
+    url = create_postgres_database()
+    try:
+        yield url
+    finally:
+        drop_postgres_database(url)
+
+
 @pytest.fixture
 def buildbot_harness(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]:
     """A factory of started harnesses (keyword arguments as :class:`BuildbotHarness`).

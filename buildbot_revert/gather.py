@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
@@ -142,26 +143,38 @@ class Gatherer:
         if len(self._changes) > _CHANGE_CACHE:
             self._changes.popitem(last=False)
 
-    @defer.inlineCallbacks
     def _tips_of(self, build: Mapping[str, Any]) -> Any:
-        """``{line: tip change id}`` of the sourcestamps this build built."""
+        """``{line: tip change id}`` of the sourcestamps this build built.
+
+        One query: the data API would take four round trips (request,
+        buildset, sourcestamp, change) for what the schema joins directly,
+        and this runs for every finished build.
+        """
         brid = build.get("buildrequestid")
         if brid is None:
-            return {}
-        request = yield self.master.data.get(("buildrequests", brid))
-        if request is None:
-            return {}
-        buildset = yield self.master.data.get(("buildsets", request["buildsetid"]))
-        if buildset is None:
-            return {}
-        tips: dict[str, int] = {}
-        for ss in buildset.get("sourcestamps") or ():
-            found = yield self.master.data.get(("sourcestamps", ss["ssid"], "changes"))
-            for change in found or ():
-                self._remember(change)
-                line = _line(change)
-                tips[line] = max(change["changeid"], tips.get(line, change["changeid"]))
-        return tips
+            return defer.succeed({})
+        model = self.master.db.model
+
+        def thd(conn: Any) -> dict[str, int]:
+            br, bss, ch = model.buildrequests, model.buildset_sourcestamps, model.changes
+            q = (
+                sa.select(ch.c.changeid, ch.c.repository, ch.c.branch, ch.c.codebase, ch.c.project)
+                .select_from(
+                    br.join(bss, bss.c.buildsetid == br.c.buildsetid).join(
+                        ch, ch.c.sourcestampid == bss.c.sourcestampid
+                    )
+                )
+                .where(br.c.id == brid)
+            )
+            tips: dict[str, int] = {}
+            for row in conn.execute(q).fetchall():
+                line = blamelist.line_key(
+                    row.repository or "", row.branch, row.codebase or "", row.project or ""
+                )
+                tips[line] = max(row.changeid, tips.get(line, row.changeid))
+            return tips
+
+        return self.master.db.pool.do(thd)
 
     @defer.inlineCallbacks
     def _previous_tips(self, build: Mapping[str, Any]) -> Any:
@@ -186,28 +199,46 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:
-        """``{line: [ids in (after, upto]]}`` for each line, ascending."""
+        """``{line: [ids in (after, upto]]}`` for each line, ascending.
+
+        Buildbot links each change to the previous change of its line
+        (``parent_changeids``), so walking the parents from the tip finds the
+        line's changes one cached lookup each; a broken chain (a change with
+        no branch has no parent) falls back to a range query.
+        """
         out: dict[str, list[int]] = {}
         for line, (after, upto) in lines.items():
-            if upto - after == 1:
-                change = yield self._change(upto)
-                out[line] = [upto] if change is not None and _line(change) == line else []
+            ids: list[int] = []
+            current: int | None = upto
+            while current is not None and current > after:
+                change = yield self._change(current)
+                if change is None or _line(change) != line:
+                    break
+                ids.append(current)
+                parents = change.get("parent_changeids") or ()
+                current = parents[0] if parents else None
+            if current is not None and current <= after:
+                out[line] = ids[::-1]
                 continue
-            rows = yield self.master.data.get(
-                ("changes",),
-                filters=[
-                    resultspec.Filter("changeid", "gt", [after]),
-                    resultspec.Filter("changeid", "le", [upto]),
-                ],
-                order=["changeid"],
-            )
-            ids = []
-            for change in rows or ():
-                self._remember(change)
-                if _line(change) == line:
-                    ids.append(change["changeid"])
-            out[line] = ids
+            out[line] = yield self._range(line, after, upto)
         return out
+
+    @defer.inlineCallbacks
+    def _range(self, line: str, after: int, upto: int) -> Any:
+        rows = yield self.master.data.get(
+            ("changes",),
+            filters=[
+                resultspec.Filter("changeid", "gt", [after]),
+                resultspec.Filter("changeid", "le", [upto]),
+            ],
+            order=["changeid"],
+        )
+        ids = []
+        for change in rows or ():
+            self._remember(change)
+            if _line(change) == line:
+                ids.append(change["changeid"])
+        return ids
 
     @defer.inlineCallbacks
     def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:

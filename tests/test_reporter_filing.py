@@ -17,7 +17,7 @@ from twisted.web.client import Agent, HTTPConnectionPool
 from buildbot_revert.config import parse_settings
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.ledger import Ledger
-from buildbot_revert.model import Change
+from buildbot_revert.model import Change, FailedStep
 from buildbot_revert.reporter_filing import Filer
 from buildbot_revert.tracker import StreakTracker
 from buildbot_revert.verdicts import Reason, Verdict
@@ -32,6 +32,10 @@ from tests.github_standin import (
 )
 
 LABEL = ":hammer: test-with-buildbots"
+FAILING_LOG = (
+    "0:01:02 load avg: 1.00 [12/40] test_mod failed\n\n== Tests result: FAILURE ==\n"
+    "1 test failed:\n    test_mod\n"
+)
 
 
 @pytest.fixture
@@ -88,6 +92,11 @@ def seed(github: GitHubStandIn, title: str = "gh-4242: Change x") -> tuple[int, 
 def revert_verdict(change: Change, builder: str = "AMD64 Debian") -> Verdict:
     tracker = StreakTracker()
     history = builds("S:a F:c F F", builder=builder, changes={"c": change}, start=1.7e9 + 600)
+    # Real evidence: every failing build fails the same test (the guards want it).
+    history = [
+        b._replace(failed_steps=(FailedStep("test", 2, FAILING_LOG),)) if b.result == 2 else b
+        for b in history
+    ]
     verdicts = [e for e in tracker.feed_all(history) if isinstance(e, Verdict)]
     assert [v.reason for v in verdicts] == [Reason.REVERT]
     return verdicts[0]

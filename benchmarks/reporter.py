@@ -1,0 +1,146 @@
+"""How fast the reporter handles finished builds, and whether it stalls the reactor.
+
+Drives ``--builds`` (default 10,000) finished builds through a real
+in-process Buildbot master (SQLite, the reporter loaded from master.cfg in
+dry-run, GitHub excluded) and prints, per build, the median and 99th
+percentile of the reporter's handling time (from the build-finished event to
+the tracker having been fed and its verdicts recorded), and the longest
+reactor stall seen by a 5 ms ``LoopingCall`` heartbeat.
+
+Targets (issue 4): median <= 5 ms, no stall over 50 ms.
+
+    python benchmarks/reporter.py [--builds N] [--builders K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from twisted.internet import defer, task  # noqa: E402
+
+from buildbot_revert.model import Result  # noqa: E402
+from tests.reporter_master import InProcessMaster  # noqa: E402
+
+HEARTBEAT = 0.005
+# In-memory SQLite: the master's own writes (fsync per commit on a file) would
+# otherwise dominate the run; the reporter's queries are the same.
+DB_URL = "sqlite://"
+TAIL = "\n".join(f"0:00:{i % 60:02d} [{i}/400] test_mod{i} passed" for i in range(400))
+
+
+def failure_log(test: str) -> str:
+    return f"{TAIL}\n{test} failed\n\n== Tests result: FAILURE ==\n1 test failed:\n    {test}\n"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+@defer.inlineCallbacks
+def run(reactor, builds: int, builders: int, db_url: str):
+    names = [(f"builder-{i:03d}", ["stable", f"tier-{1 + i % 3}"]) for i in range(builders)]
+    with tempfile.TemporaryDirectory() as tmp:
+        master = InProcessMaster(
+            Path(tmp) / "master",
+            names,
+            reporter="repo='python/cpython', mode='dry-run'",
+            db_url=db_url,
+        )
+        master.create()
+        yield master.start()
+        reporter = master.reporter
+        timings: list[float] = []
+        original = reporter._handle
+
+        @defer.inlineCallbacks
+        def timed(msg):
+            start = time.perf_counter()
+            yield original(msg)
+            timings.append(time.perf_counter() - start)
+
+        reporter._handle = timed
+
+        stalls: list[float] = []
+        last = [time.perf_counter()]
+
+        def beat() -> None:
+            now = time.perf_counter()
+            stalls.append(now - last[0] - HEARTBEAT)
+            last[0] = now
+
+        heartbeat = task.LoopingCall(beat)
+        heartbeat.start(HEARTBEAT)
+
+        rng = random.Random(1)
+        broken: dict[str, str] = {}
+        ssid = None
+        changes = 0
+        started = time.perf_counter()
+        for i in range(builds):
+            if rng.random() < 0.3:
+                changes += 1
+                ssid = yield master.add_change(
+                    f"{changes:040x}",
+                    f"Dev {changes} <d@example.org>",
+                    f"gh-{changes}: change {changes} (#{changes})",
+                    1.7e9 + i,
+                    ["Lib/x.py"],
+                )
+                if rng.random() < 0.05:
+                    for name, _ in names:
+                        if rng.random() < 0.3:
+                            broken[name] = f"test_mod{changes}"
+                elif rng.random() < 0.2:
+                    broken.clear()
+            name = names[i % builders][0]
+            if name in broken:
+                steps = [("test", int(Result.FAILURE), failure_log(broken[name]))]
+                result = int(Result.FAILURE)
+            elif rng.random() < 0.02:
+                steps = [("test", int(Result.FAILURE), failure_log("test_flaky"))]
+                result = int(Result.FAILURE)
+            else:
+                steps = [("test", int(Result.SUCCESS), None)]
+                result = int(Result.SUCCESS)
+            yield master.finish_build(name, result, ssid, steps)
+            if i % 1 == 0:
+                # Let the reporter keep up, as a master's build rate would.
+                yield master.drain()
+        yield master.drain()
+        elapsed = time.perf_counter() - started
+        heartbeat.stop()
+        yield master.stop()
+
+    ms = [t * 1000 for t in timings]
+    verdicts = len(reporter.verdicts)
+    print(f"master database:       {db_url}")
+    print(f"builds handled:        {len(ms)} on {builders} builders ({changes} changes)")
+    print(f"verdicts:              {verdicts}")
+    print(f"wall time:             {elapsed:.1f} s (including feeding the master)")
+    print(f"per build, median:     {statistics.median(ms):.2f} ms   (target <= 5 ms)")
+    print(f"per build, p99:        {percentile(ms, 0.99):.2f} ms")
+    print(f"per build, max:        {max(ms):.2f} ms")
+    print(f"longest reactor stall: {max(stalls) * 1000:.1f} ms   (target <= 50 ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--builds", type=int, default=10_000)
+    parser.add_argument("--builders", type=int, default=40)
+    parser.add_argument("--db-url", default=DB_URL, help="the master's database")
+    args = parser.parse_args()
+    task.react(run, (args.builds, args.builders, args.db_url))
+
+
+if __name__ == "__main__":
+    main()

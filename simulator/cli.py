@@ -19,12 +19,15 @@ from typing import IO, Any
 
 import click
 
-from buildbot_revert.policy import Policy, PolicyError
+from buildbot_revert.policy import GUARD_NAMES, Policy, PolicyError
 
-from .evaluation import evaluate
-from .replay import Selection, replay
+from .evaluation import evaluate, guard_table
+from .progress import replay_with_progress
+from .replay import Selection
 from .report import render_text, to_json
+from .report_context import gather
 from .store import HistoryError, HistoryStore
+from .sweep import SweepError, parse_axes, sweep_report
 
 SHIPPED_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 
@@ -97,13 +100,34 @@ def write_output(text: str, output: Path | None) -> None:
     help="Consecutive failing builds before a revert is proposed.",
 )
 @click.option(
+    "--without-guard",
+    "without_guards",
+    multiple=True,
+    type=click.Choice(sorted(GUARD_NAMES) + ["all"]),
+    help="Switch an evidence guard off (repeatable; 'all' for the bare structural rule).",
+)
+@click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
+    type=click.Choice(["text", "json", "markdown", "html"]),
     default="text",
     show_default=True,
 )
 @click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here.")
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="Compare every combination of these settings (failures, grace, max-culprit-age); "
+    "repeatable, e.g. --sweep failures=2,3,4 --sweep grace=0h,24h,7d.",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="Pull this Buildbot master's history first (incrementally; --history defaults to "
+    "a per-master file in the user's cache directory).",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -115,29 +139,69 @@ def main(
     failures: int,
     fmt: str,
     output: Path | None,
+    master: str | None,
+    sweeps: tuple[str, ...],
+    without_guards: tuple[str, ...],
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
         return
     selection = make_selection(since, until, builders_re, tags)
+    if master is not None:
+        history, _ = pull_master(master, history, selection)
+    guards = frozenset() if "all" in without_guards else GUARD_NAMES - set(without_guards)
     try:
-        policy = Policy(failures=failures)
+        policy = Policy(failures=failures, guards=guards)
     except PolicyError as exc:
         raise CLIError(f"--failures: {exc}") from None
+    if fmt == "html" and output is None:
+        raise CLIError("--format html needs --output FILE")
+    if sweeps:
+        run_sweep_command(history, policy, selection, sweeps, fmt, output)
+        return
     store = open_history(history)
     try:
-        result = replay(store, policy, selection)
-        evaluation = evaluate(result, store.labels()) if store.has_labels() else None
+        result = replay_with_progress(store, policy, selection)
+        labels = store.labels() if store.has_labels() else None
+        evaluation = evaluate(result, labels) if labels is not None else None
+        guard_rows = guard_table(result, labels)
+        context = gather(store, result, evaluation) if fmt in ("markdown", "html") else None
     finally:
         store.close()
     if fmt == "json":
-        text = json.dumps(to_json(result, evaluation), indent=2) + "\n"
+        text = json.dumps(to_json(result, evaluation, guard_rows), indent=2) + "\n"
     elif fmt == "markdown":
         from .markdown_report import render_markdown
 
-        text = render_markdown(result, evaluation)
+        text = render_markdown(result, evaluation, context)
+    elif fmt == "html" and context is not None:
+        from .html_report import render_html
+
+        text = render_html(context)
     else:
-        text = render_text(result, evaluation)
+        text = render_text(result, evaluation, guard_rows)
+    write_output(text, output)
+
+
+def run_sweep_command(
+    history: Path | None,
+    policy: Policy,
+    selection: Selection,
+    sweeps: tuple[str, ...],
+    fmt: str,
+    output: Path | None,
+) -> None:
+    try:
+        axes = parse_axes(sweeps)
+    except SweepError as exc:
+        raise CLIError(f"--sweep: {exc}") from None
+    store = open_history(history)
+    try:
+        text = sweep_report(store, policy, selection, axes, fmt)
+    except SweepError as exc:
+        raise CLIError(f"--sweep: {exc}") from None
+    finally:
+        store.close()
     write_output(text, output)
 
 
@@ -156,6 +220,68 @@ def make_selection(
             raise CLIError(f"--builders: not a regular expression ({exc})") from None
     wanted = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
     return Selection(lo, hi, pattern, wanted)
+
+
+def pull_master(
+    url: str, history: Path | None, selection: Selection, concurrency: int = 4
+) -> tuple[Path, Any]:
+    """Pull ``url`` into ``history``, with a progress bar on a terminal."""
+    from . import progress as bars
+    from .buildbot_api import BuildbotAPIError
+    from .importer import PullError, pull_into
+
+    bar: Any = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Pulling builds", file=sys.stderr)
+            bar.__enter__()
+        bar.update(min(done, total) - bar.pos)
+
+    try:
+        return pull_into(
+            url,
+            history,
+            since=selection.since,
+            builders=selection.builders,
+            tags=selection.tags,
+            concurrency=concurrency,
+            progress=advance if bars.wanted() else None,
+        )
+    except (BuildbotAPIError, PullError, HistoryError) as exc:
+        raise CLIError(str(exc)) from None
+    finally:
+        if bar is not None:
+            bar.render_finish()
+
+
+@main.command("pull")
+@click.argument("url")
+@click.option(
+    "--history",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="History file to create or update (default: per-master file in the cache dir).",
+)
+@click.option("--since", help="Pull builds completed from this day (YYYY-MM-DD, UTC).")
+@click.option("--builders", "builders_re", help="Only builders whose name matches this regex.")
+@click.option("--tags", help="Only builders carrying all these tags (comma-separated).")
+@click.option("--concurrency", type=click.IntRange(1, 32), default=4, show_default=True)
+def pull_command(
+    url: str,
+    history: Path | None,
+    since: str | None,
+    builders_re: str | None,
+    tags: str | None,
+    concurrency: int,
+) -> None:
+    """Sync a Buildbot 4.x master's build history (URL: base or /api/v2) into a history file."""
+    selection = make_selection(since, None, builders_re, tags)
+    path, stats = pull_master(url, history, selection, concurrency)
+    click.echo(
+        f"{path}: {stats.builds} new builds, {stats.changes} new changes "
+        f"({stats.requests} requests, {stats.seconds:.1f} s)"
+    )
 
 
 def run() -> None:

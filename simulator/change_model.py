@@ -478,9 +478,9 @@ _BURSTS_2024 = (
     (date(2024, 4, 29), date(2024, 5, 8), 1.9),  # rush before 3.13.0b1 feature freeze
     (date(2024, 5, 20), date(2024, 5, 23), 1.7),  # PyCon US sprints
     (date(2024, 9, 23), date(2024, 9, 27), 1.6),  # core developer sprint
-    (date(2024, 12, 21), date(2024, 12, 31), 0.45),  # holidays
-    (date(2024, 1, 1), date(2024, 1, 2), 0.45),
 )
+# The year-end holidays, every year: 21 December to 2 January.
+_HOLIDAY_FACTOR = 0.45
 _RELEASE_DAYS_2024 = (
     date(2024, 1, 17),
     date(2024, 2, 15),
@@ -541,6 +541,8 @@ def _poisson(rng: random.Random, lam: float) -> int:
 
 def _day_factor(day: date) -> float:
     factor = _WEEKDAY[day.weekday()]
+    if (day.month == 12 and day.day >= 21) or (day.month == 1 and day.day <= 2):
+        factor *= _HOLIDAY_FACTOR
     if day.year == 2024:
         for first, last, burst in _BURSTS_2024:
             if first <= day <= last:

@@ -53,12 +53,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from buildbot_revert.model import Builder, Change, FailedStep, Result
-from simulator import log_tails
+from simulator import branch_model, log_tails, worker_schedule
 from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
 from simulator.store import HistoryError, HistoryStore
 
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"
 DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
@@ -667,6 +667,11 @@ class _BuilderRun:
         )
         self.flake_left = 0
         self.flake_test: log_tails.TestFailure | None = None
+        self.records: list[_BuildRec] = []
+        self.built = 0  # changes [0, built) are in some earlier build
+        self.pending = 0  # next breakage range to activate
+        self.active: list[tuple[int, int, int, _Cause]] = []
+        self.number = self.rng.randint(800, 9000)  # builder numbers continue from earlier years
 
     def _flaky_applies(self, module: str) -> bool:
         if module == "test_ttk":
@@ -679,68 +684,43 @@ class _BuilderRun:
         # The buildbottest target drifts down Makefile.pre.in over the year.
         return 2102 + int((when - self.window[0]) / (21 * 86400))
 
-    def run(self, requests: list[tuple[float, int]]) -> list[_BuildRec]:
-        rng = self.rng
-        start_w, end_w = self.window
-        out: list[_BuildRec] = []
-        free_at = start_w
-        built = 0  # changes [0, built) are in some earlier build
-        sourcestamp = 0
-        i = 0
-        number = rng.randint(800, 9000)  # builder numbers continue from earlier years
-        ranges = self.ranges
-        pending = 0  # next breakage range to activate
-        active: list[tuple[int, int, int, _Cause]] = []
-        retry_at: float | None = None
-        while i < len(requests) or retry_at is not None:
-            if retry_at is not None:
-                start = retry_at
-                retry_at = None
-            else:
-                start = max(requests[i][0], free_at) + rng.uniform(1, 20)
-            start = self._after_offline(start)
-            if start >= end_w:
-                break
-            # collapseRequests: every request pending by now becomes one build.
-            while i < len(requests) and requests[i][0] <= start:
-                sourcestamp = max(sourcestamp, requests[i][1])
-                i += 1
-            first, last = built, max(built, sourcestamp)
-            rev = last - 1  # the newest change in the build's source stamp
-            while pending < len(ranges) and ranges[pending][0] <= rev:
-                active.append(ranges[pending])
-                pending += 1
-            active = [r for r in active if r[1] > rev]
-            result, steps, cause, cause_change, duration = self._outcome(start, rev, active)
-            completed = start + duration
-            if completed >= end_w:
-                break
-            number += 1
-            out.append(
-                _BuildRec(
-                    self.index,
-                    number,
-                    result,
-                    start,
-                    completed,
-                    first,
-                    last,
-                    steps,
-                    cause,
-                    cause_change,
-                )
-            )
-            built = last
-            free_at = completed
-            if result == Result.RETRY:
-                retry_at = completed + rng.uniform(30, 300)
-        return out
+    def start(self, start: float, sourcestamp: int) -> tuple[float, bool] | None:
+        """Run a build started at ``start`` on changes ``[0, sourcestamp)``.
 
-    def _after_offline(self, t: float) -> float:
-        for ep in self.plan.offline:
-            if ep.start <= t < ep.end:
-                return ep.end + self.rng.uniform(30, 600)
-        return t
+        Its blamelist is the changes new since this builder's previous build.
+        Returns (completed, retried), or ``None`` if it would complete after
+        the window closes (it is not recorded, and the builder is done).
+        """
+        if start >= self.window[1]:
+            return None
+        first, last = self.built, max(self.built, sourcestamp)
+        rev = last - 1  # the newest change in the build's source stamp
+        ranges = self.ranges
+        while self.pending < len(ranges) and ranges[self.pending][0] <= rev:
+            self.active.append(ranges[self.pending])
+            self.pending += 1
+        self.active = [r for r in self.active if r[1] > rev]
+        result, steps, cause, cause_change, duration = self._outcome(start, rev, self.active)
+        completed = start + duration
+        if completed >= self.window[1]:
+            return None
+        self.number += 1
+        self.records.append(
+            _BuildRec(
+                self.index,
+                self.number,
+                result,
+                start,
+                completed,
+                first,
+                last,
+                steps,
+                cause,
+                cause_change,
+            )
+        )
+        self.built = last
+        return completed, result == Result.RETRY
 
     def _episode(self, episodes: list[_Episode], t: float) -> _Episode | None:
         for ep in episodes:
@@ -905,11 +885,24 @@ def _window(year: int, days: int | None) -> tuple[float, float, int]:
     return start, start + n * 86400, n
 
 
+def _warmup_days(year: int, warmup_days: int | None) -> int:
+    if warmup_days is not None:
+        return warmup_days
+    first = datetime(year - 1, 12, 1, tzinfo=UTC)
+    return (datetime(year, 1, 1, tzinfo=UTC) - first).days
+
+
 def _make_changes(
-    rng: random.Random, start: float, end: float, days: int, fleet: list[BuilderSpec]
+    rng: random.Random,
+    first: float,
+    window_start: float,
+    end: float,
+    days: int,
+    fleet: list[BuilderSpec],
 ) -> tuple[list[ChangeRec], list[Breakage]]:
-    factory = ChangeFactory(rng, start, end)
-    changes = [factory.normal(t) for t in commit_times(rng, start, days)]
+    """Changes from ``first`` (the warm-up) for ``days`` days, and their breakages."""
+    factory = ChangeFactory(rng, window_start, end)
+    changes = [factory.normal(t) for t in commit_times(rng, first, days)]
     area_lang = {a.name: a.lang for a in AREAS}
     breakages: list[Breakage] = []
     extra: list[ChangeRec] = []
@@ -984,6 +977,62 @@ def _always_red(
     return out
 
 
+def _schedule(
+    fleet: list[BuilderSpec],
+    runs: list[_BuilderRun],
+    times: list[float],
+    backports: dict[str, list[float]],
+    plans: dict[str, _WorkerPlan],
+    seed: int,
+    end: float,
+) -> None:
+    """Run every worker's queue: ``main`` builds into ``runs``, other branches as load."""
+    requests: dict[tuple[str, int], list[tuple[float, int]]] = {}
+
+    def requests_for(branch: str, timer: int) -> list[tuple[float, int]]:
+        key = (branch, timer)
+        if key not in requests:
+            stream = times if branch == "main" else backports.get(branch, [])
+            requests[key] = _requests(stream, timer)
+        return requests[key]
+
+    workers: dict[str, list[int]] = {}
+    for index, spec in enumerate(fleet):
+        workers.setdefault(spec.worker, []).append(index)
+    for worker, members in workers.items():
+        # One generator per worker for dispatch delays and the durations of
+        # the other branches' builds (the same as main's, assumption).
+        wrng = random.Random(f"{seed}:worker:{worker}")
+        lanes: list[worker_schedule.Lane] = []
+        for index in members:
+            spec, run = fleet[index], runs[index]
+            lanes.append(
+                worker_schedule.Lane(
+                    spec.name, requests_for("main", spec.tree_stable_timer), run.start
+                )
+            )
+            for branch in branch_model.builder_branches(spec):
+                stream = requests_for(branch, spec.tree_stable_timer)
+                if stream:
+                    lanes.append(
+                        worker_schedule.Lane(
+                            f"{spec.name} {branch}", stream, _other_branch_build(spec, wrng, end)
+                        )
+                    )
+        offline = [(ep.start, ep.end) for ep in plans[worker].offline]
+        worker_schedule.run_worker(lanes, fleet[members[0]].max_builds, offline, wrng, end)
+
+
+def _other_branch_build(
+    spec: BuilderSpec, rng: random.Random, end: float
+) -> worker_schedule.StartFn:
+    def start(at: float, _sourcestamp: int) -> tuple[float, bool] | None:
+        completed = at + spec.duration_s * math.exp(rng.gauss(0.0, 0.12))
+        return None if completed >= end else (completed, False)
+
+    return start
+
+
 def generate(
     path: Path,
     *,
@@ -991,49 +1040,58 @@ def generate(
     year: int = 2024,
     days: int | None = None,
     builders: int | None = None,
+    warmup_days: int | None = None,
     log_horizon: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> GenerationStats:
     """Generate a history into ``path`` (atomically) and return what was written.
 
-    ``days`` and ``builders`` shorten the window and thin the fleet (for
-    tests); ``log_horizon`` drops the log tails of failures older than 180
-    days before the export time, as buildbot.python.org's janitor would.
+    The window is ``year`` (or its first ``days`` days), preceded by a
+    warm-up of ``warmup_days`` (default: from 1 December of the year
+    before), so that a replay from the window's start knows every builder's
+    state.  ``days`` and ``builders`` shorten the window and thin the fleet
+    (for tests); ``log_horizon`` drops the log tails of failures older than
+    180 days before the export time, as buildbot.python.org's janitor would.
     ``progress(done, total)`` is called as builds are written (every
     ``PROGRESS_EVERY`` builds and at the end); if it raises, nothing is left
     at ``path``.
     """
     path = Path(path)
     start, end, n_days = _window(year, days)
+    n_warmup = _warmup_days(year, warmup_days)
+    first = start - n_warmup * 86400
     rng = random.Random(seed)
     full_fleet = build_fleet(rng)
     fleet = build_fleet(random.Random(seed), builders)
-    changes, breakages = _make_changes(rng, start, end, n_days, full_fleet)
+    changes, breakages = _make_changes(rng, first, start, end, n_warmup + n_days, full_fleet)
     present = {s.name for s in fleet}
-    plans = _plan_workers(rng, fleet, start, end)
-    reds = _always_red(rng, fleet, changes, start)
+    plans = _plan_workers(rng, fleet, first, end)
+    reds = _always_red(rng, fleet, changes, first)
     times = [c.when for c in changes]
-    requests = {t: _requests(times, t) for t in sorted({s.tree_stable_timer for s in fleet})}
+    backports = branch_model.backport_times(random.Random(f"{seed}:backports"), times, end)
     by_builder: dict[str, list[Breakage]] = {s.name: [] for s in fleet}
     for b in breakages:
         for name in b.builders:
             if name in present:
                 by_builder[name].append(b)
-    records: list[_BuildRec] = []
+    runs: list[_BuilderRun] = []
     for index, spec in enumerate(fleet):
         red = reds.get(spec.name)
-        run = _BuilderRun(
-            spec,
-            index,
-            seed,
-            changes,
-            by_builder[spec.name],
-            red[0] if red else None,
-            red[1] if red else 0,
-            plans[spec.worker],
-            (start, end),
+        runs.append(
+            _BuilderRun(
+                spec,
+                index,
+                seed,
+                changes,
+                by_builder[spec.name],
+                red[0] if red else None,
+                red[1] if red else 0,
+                plans[spec.worker],
+                (first, end),
+            )
         )
-        records.extend(run.run(requests[spec.tree_stable_timer]))
+    _schedule(fleet, runs, times, backports, plans, seed, end)
+    records = [r for run in runs for r in run.records]
     records.sort(key=lambda r: (r.completed, r.builder))
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1043,7 +1101,16 @@ def generate(
     tmp = Path(tmp_name)
     try:
         stats = _write(
-            tmp, path, fleet, changes, breakages, records, seed, start, end, log_horizon, progress
+            tmp,
+            path,
+            fleet,
+            changes,
+            breakages,
+            records,
+            seed,
+            (first, start, end),
+            log_horizon,
+            progress,
         )
         os.replace(tmp, path)
     except BaseException:
@@ -1060,11 +1127,11 @@ def _write(
     breakages: list[Breakage],
     records: list[_BuildRec],
     seed: int,
-    start: float,
-    end: float,
+    window: tuple[float, float, float],
     log_horizon: bool,
     progress: Callable[[int, int], None] | None,
 ) -> GenerationStats:
+    first, start, end = window
     tmp.unlink()  # HistoryStore creates the file itself
     store = HistoryStore(tmp, create=True)
     results: Counter[str] = Counter()
@@ -1139,6 +1206,7 @@ def _write(
                 "source": "generated",
                 "generator_version": GENERATOR_VERSION,
                 "seed": str(seed),
+                "warmup_start": str(int(first)),
                 "window_start": _iso(start),
                 "window_end": _iso(end),
                 "log_horizon_applied": "true" if log_horizon else "false",

@@ -1,0 +1,119 @@
+"""One worker's build queue, scheduled the way a Buildbot master does it.
+
+A worker runs at most ``max_builds`` builds at once, shared by every builder
+on it, for every branch.  Each builder on a branch is a *lane* here: its
+scheduler submits build requests (fire time, source stamp); a new request
+collapses the lane's unclaimed one into itself (Buildbot's default
+``collapseRequests``: the older request is completed as SKIPPED, so the one
+left is the newest); a lane runs one build at a time.  When a slot is free,
+the lane whose unclaimed request is the oldest starts next (Buildbot's
+default ``prioritizeBuilders`` sorts builders by their oldest request time,
+then by name).  While the worker is offline nothing starts.
+
+The lane's ``start`` callback decides what the build does: it returns when
+the build completes and whether the request goes back to the queue (RETRY),
+or ``None`` when the build would not complete before the window closes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# (start time, source stamp) -> (completed time, retried) or None
+StartFn = Callable[[float, int], "tuple[float, bool] | None"]
+
+# Seconds between a slot freeing and the next build starting (the master's
+# distributor loop and the worker's checkout; assumption).
+_DISPATCH_S = (1.0, 20.0)
+# A RETRY puts the request back once the worker has reconnected (assumption).
+_RETRY_WAIT_S = (30.0, 300.0)
+# A worker back online reconnects and takes builds after a short while.
+_RECONNECT_S = (30.0, 600.0)
+
+
+@dataclass
+class Lane:
+    """One builder of the worker on one branch, and its unclaimed request."""
+
+    name: str
+    requests: list[tuple[float, int]]  # (fire time, source stamp), in time order
+    start: StartFn
+    pending_at: float | None = None  # submitted time of the unclaimed request
+    sourcestamp: int = 0
+    free_at: float = -math.inf  # the lane's previous build (or retry wait) ends
+    done: bool = False  # the window closed for this lane
+
+
+def run_worker(
+    lanes: list[Lane],
+    max_builds: int,
+    offline: list[tuple[float, float]],
+    rng: random.Random,
+    end: float,
+) -> None:
+    """Run the worker's queue until ``end``, calling each lane's ``start``."""
+    arrivals = sorted(
+        (t, li, ss) for li, lane in enumerate(lanes) for t, ss in lane.requests if t < end
+    )
+    offline = sorted(offline)
+    n_arrivals = len(arrivals)
+    ai = oi = 0
+    running: list[float] = []  # completion times of the builds holding a slot
+    now = arrivals[0][0] if arrivals else end
+    while now < end:
+        while ai < n_arrivals and arrivals[ai][0] <= now:
+            t, li, ss = arrivals[ai]
+            ai += 1
+            lane = lanes[li]
+            lane.pending_at = t  # the newest request survives the collapse
+            lane.sourcestamp = ss
+        while running and running[0] <= now:
+            heapq.heappop(running)
+        while oi < len(offline) and offline[oi][1] <= now:
+            oi += 1
+        if oi < len(offline) and offline[oi][0] <= now:
+            now = offline[oi][1] + rng.uniform(*_RECONNECT_S)
+            continue
+        wake = math.inf
+        if len(running) < max_builds:
+            best: Lane | None = None
+            for lane in lanes:
+                if lane.pending_at is None or lane.done:
+                    continue
+                if lane.free_at > now:
+                    wake = min(wake, lane.free_at)
+                    continue
+                if best is None or (lane.pending_at, lane.name) < (best.pending_at, best.name):
+                    best = lane
+            if best is not None:
+                _start(best, now + rng.uniform(*_DISPATCH_S), running, rng)
+                continue
+        elif running:
+            wake = running[0]
+        if ai < n_arrivals:
+            wake = min(wake, arrivals[ai][0])
+        if running:
+            wake = min(wake, running[0])
+        if wake == math.inf:
+            return
+        now = wake
+
+
+def _start(lane: Lane, start: float, running: list[float], rng: random.Random) -> None:
+    outcome = lane.start(start, lane.sourcestamp)
+    if outcome is None:
+        lane.done = True
+        return
+    completed, retried = outcome
+    heapq.heappush(running, completed)
+    lane.free_at = completed
+    if retried:
+        # The request goes back unclaimed with its submission time; a newer
+        # request arriving meanwhile collapses it as usual.
+        lane.free_at = completed + rng.uniform(*_RETRY_WAIT_S)
+    else:
+        lane.pending_at = None

@@ -6,7 +6,8 @@ follow its platform mix: a base platform (``AMD64 Fedora Stable``,
 ``s390x RHEL8``, ``ARM64 macOS``...) times build variants (``Refleaks``,
 ``LTO + PGO``, ``NoGIL``, ``Clang Installed``, ``Asan``...).  Everything the
 generator needs to know about a builder is derived from its name here: the
-worker it shares with its siblings, its OS, architecture and compiler (which
+worker it shares with its siblings (and how many builds that worker runs
+at once), its OS, architecture and compiler (which
 breakages can reach it), how long a build takes, its scheduler's
 ``treeStableTimer`` and how flaky it is.  The durations and rates are
 assumptions, documented in ``history/README.md``.

@@ -16,12 +16,18 @@ Theory of operation
    time) and environment changes (an OS or toolchain update that makes some
    tests fail for days) are ranges of *time*.  Some builders are red at the
    start of the year, two stay red all year.
-4. **Scheduling.**  Per builder, Buildbot's behaviour: the scheduler's
-   ``treeStableTimer`` turns changes into build requests (30 s; one hour for
-   refleak builders); while the builder is busy or its worker offline,
-   pending requests collapse into one build (``collapseRequests``).  The
+4. **Scheduling.**  Per worker, Buildbot's behaviour
+   (:mod:`simulator.worker_schedule`): each scheduler's ``treeStableTimer``
+   turns changes into build requests (30 s; one hour for refleak builders);
+   a worker runs at most ``max_builds`` builds at once (usually one), shared
+   by its builders on ``main`` and by their siblings on the maintained
+   branches, whose backports (:mod:`simulator.branch_model`) are load only,
+   not recorded.  A waiting builder's requests collapse into one
+   (``collapseRequests``); a free slot goes to the builder with the oldest
+   unclaimed request; nothing starts while the worker is offline.  The
    blamelist of a build is therefore a contiguous run of changes: those new
-   since the builder's previous build.
+   since the builder's previous build.  The history starts with a warm-up
+   month before the window (meta ``warmup_start``).
 5. **Results.**  Each build's result follows from what is active at its
    revision and start time, in this order: a build lost to the worker
    (EXCEPTION, RETRY, CANCELLED, SKIPPED), an infrastructure fault, the
@@ -35,8 +41,8 @@ Theory of operation
    over the target only when complete.
 
 Every random choice comes from ``random.Random`` objects seeded from the
-seed (one per builder for the scheduling, so a builder's builds do not
-depend on which other builders are generated); nothing reads the clock.
+seed (one per builder for its builds' outcomes, one per worker for its
+queue, one for the backports); nothing reads the clock.
 """
 
 from __future__ import annotations
@@ -1256,9 +1262,10 @@ def ensure_shipped_history(
     tests, as in :func:`generate`.
     """
     path = Path(path)
-    if path.exists() and _generated_by_other_version(path):
-        path.unlink()
-    if not path.exists():
+    # An old version is replaced by the atomic rename at the end of
+    # generate(), never deleted first: a replay reading it meanwhile keeps
+    # a complete file.
+    if not path.exists() or _generated_by_other_version(path):
         generate(path, days=days, builders=builders)
     return path
 

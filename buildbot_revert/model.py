@@ -36,7 +36,8 @@ class Change(NamedTuple):
 
     ``message`` is the whole commit message (the title is its first line);
     ``files`` the paths it touched when known.  ``pr_number`` is the pull
-    request the change was merged from, when known.
+    request the change was merged from, when known; ``branch`` the branch it
+    landed on, when known (a master builds ``main`` and maintained branches).
     """
 
     revision: str
@@ -46,6 +47,7 @@ class Change(NamedTuple):
     pr_number: int | None = None
     message: str = ""
     files: tuple[str, ...] = ()
+    branch: str | None = None
 
 
 class FailedStep(NamedTuple):

@@ -53,6 +53,7 @@ def change_from_dict(change: Mapping[str, Any]) -> Change:
         pr_number=pr_number_from_title(title),
         message=message,
         files=tuple(files),
+        branch=change.get("branch"),
     )
 
 

@@ -122,6 +122,7 @@ def change_record(c: ChangeInfo) -> Change:
         pr_number=int(pr.group(1)) if pr else None,
         message=c.comments,
         files=c.files,
+        branch=c.branch,
     )
 
 

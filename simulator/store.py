@@ -24,7 +24,7 @@ import sqlite_utils
 
 from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _TABLES: dict[str, dict[str, Any]] = {
     "builders": {
@@ -42,6 +42,7 @@ _TABLES: dict[str, dict[str, Any]] = {
             "when_ts": float,
             "pr_number": int,
             "files": str,
+            "branch": str,
             "master_id": int,
         },
         "pk": "id",
@@ -240,7 +241,7 @@ class HistoryStore:
             return int(row[0])
         cur = self.conn.execute(
             "INSERT INTO changes(revision, author, title, message, when_ts, pr_number, files,"
-            " master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " branch, master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 change.revision,
                 change.author,
@@ -249,6 +250,7 @@ class HistoryStore:
                 change.when,
                 change.pr_number,
                 json.dumps(list(change.files)),
+                change.branch,
                 master_id,
             ),
         )
@@ -367,11 +369,19 @@ class HistoryStore:
 
     def changes_by_id(self) -> dict[int, Change]:
         out: dict[int, Change] = {}
-        for cid, rev, author, title, message, when, pr, files in self.conn.execute(
-            "SELECT id, revision, author, title, message, when_ts, pr_number, files FROM changes"
+        for cid, rev, author, title, message, when, pr, files, branch in self.conn.execute(
+            "SELECT id, revision, author, title, message, when_ts, pr_number, files, branch"
+            " FROM changes"
         ):
             out[cid] = Change(
-                rev, author, title, when, pr, message or "", tuple(json.loads(files or "[]"))
+                rev,
+                author,
+                title,
+                when,
+                pr,
+                message or "",
+                tuple(json.loads(files or "[]")),
+                branch,
             )
         return out
 

@@ -45,7 +45,7 @@ def test_change_record_title_and_pr() -> None:
     assert change_record(info(2, "Revert #12 partially")).pr_number is None
     # A change without a revision (some change sources) still gets a stable key.
     assert change_record(info(3, "", revision=None)) == Change(
-        "change-3", "Ada <ada@example.org>", "", 1.0e9, None, "", ("Lib/a.py",)
+        "change-3", "Ada <ada@example.org>", "", 1.0e9, None, "", ("Lib/a.py",), "main"
     )
 
 

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 
 from .model import Build
-from .signatures import Signature, extract, modules, same_failure
+from .signatures import Signature, cases, extract, modules, same_failure
 
 
 class Guard(StrEnum):
@@ -53,8 +53,10 @@ ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
 
 # Guards that doubt one builder's evidence: when builders on several workers
 # point at the same single change, the doubt no longer holds.  The others
-# (infra, failing-before) say the change is innocent, whatever agrees.
-CORROBORABLE = frozenset({Guard.GENERIC.value, Guard.FLAKY_BUILDER.value})
+# say the evidence is not about the change at all (infra, failing-before,
+# inconsistent failures), or that it names nothing a human could check
+# (generic failures are never attributed to a change), whatever agrees.
+CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value})
 
 # Steps that fetch the source: when they fail, the change never even ran.
 _CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
@@ -98,6 +100,26 @@ def common_tests(signatures: Sequence[Signature]) -> frozenset[str]:
         mods = modules(sig)
         common = set(mods) if common is None else common & mods
     return frozenset(common or ())
+
+
+def failing_ids(signature: Signature) -> frozenset[str]:
+    """Everything a failure names: test modules, cases and compile keys."""
+    return signature.tests | modules(signature)
+
+
+def specific_tests(signatures: Sequence[Signature]) -> frozenset[str]:
+    """What every signature fails, as precisely as they all name it.
+
+    Test cases when the builds share some (a flaky test, or a worker's
+    broken library, fails the very same case each time), else modules.  The
+    precise form keeps a real breakage of one ``test_os`` case from being
+    excused by an unrelated flaky case of ``test_os`` the week before.
+    """
+    common: set[str] | None = None
+    for sig in signatures:
+        ids = cases(sig)
+        common = set(ids) if common is None else common & ids
+    return frozenset(common) if common else common_tests(signatures)
 
 
 def consistent(signatures: Sequence[Signature]) -> bool:

@@ -41,8 +41,8 @@ class Policy:
     failure of the same test makes it "failing before"; a builder with more
     than ``flaky_threshold`` isolated failures in ``flaky_window`` before the
     N-th failure is flaky.  When builders on ``corroboration`` different
-    workers point at the same single change, the guards that only doubt one
-    builder's evidence (generic-failure, flaky-builder) give way.
+    workers point at the same single change, the guard that only doubts one
+    builder's record (flaky-builder) gives way.
     """
 
     failures: int = 3

@@ -313,6 +313,11 @@ def modules(signature: Signature) -> frozenset[str]:
     return frozenset(_module_of(t) for t in signature.tests)
 
 
+def cases(signature: Signature) -> frozenset[str]:
+    """The identifiers finer than a module (test cases, pytest node ids)."""
+    return frozenset(t for t in signature.tests if _module_of(t) != t)
+
+
 # --- one step --------------------------------------------------------------
 
 

@@ -62,8 +62,10 @@ from .guards import (
     Guard,
     common_tests,
     consistent,
+    failing_ids,
     is_infra,
     signature_of,
+    specific_tests,
 )
 from .model import Build, Change, Result
 from .policy import Policy
@@ -158,8 +160,10 @@ class StreakTracker:
             state = self._builders[build.builder] = _BuilderState()
         result = build.result
         streak = state.streak
-        if build.changes:
-            newest = build.changes[-1].when
+        changes = build.changes
+        if changes:
+            # Blamelists are not guaranteed to be in landing order.
+            newest = changes[0].when if len(changes) == 1 else max(c.when for c in changes)
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
         if result in self._green:
@@ -233,7 +237,7 @@ class StreakTracker:
         infra = is_infra(build)
         signature = signature_of(build)
         if not infra and not signature.generic:
-            self._failures.record(common_tests((signature,)), build.completed_at, built_upto)
+            self._failures.record(failing_ids(signature), build.completed_at, built_upto)
         return signature, infra
 
     # -- deciding -----------------------------------------------------------
@@ -288,8 +292,10 @@ class StreakTracker:
             for s, infra in zip(streak.signatures, streak.infra, strict=True)
             if s is not None and not infra and not s.generic
         ]
-        streak.evidence = common_tests(sigs) if sigs else frozenset()
-        evidence = tuple(sorted(streak.evidence))
+        common = common_tests(sigs) if sigs else frozenset()
+        # Remembered for the builds past N, which are not read (see feed).
+        streak.evidence = common | specific_tests(sigs) if sigs else frozenset()
+        evidence = tuple(sorted(common))
         request = None
         if reason is Reason.REVERT and suspect is not None:
             request = RevertRequest(
@@ -392,13 +398,13 @@ class StreakTracker:
                 "the failing builds do not share a failure: different failures each time "
                 "is the pattern of flakiness",
             )
-        common = common_tests(sigs)
-        if Guard.FAILING_BEFORE in guards and common:
+        specific = specific_tests(sigs)
+        if Guard.FAILING_BEFORE in guards and specific:
             start = change.when - policy.failing_before_window
-            if all(self._failures.failed_without(k, change.when, start) for k in common):
+            if all(self._failures.failed_without(k, change.when, start) for k in specific):
                 return (
                     Reason.FAILING_BEFORE,
-                    f"{', '.join(sorted(common)[:5])} also failed in builds without this "
+                    f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
                     "change (before it landed, or on builders that had not built it)",
                 )
         if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):

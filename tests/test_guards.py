@@ -152,3 +152,58 @@ def test_flaky_builder_unless_the_failure_is_a_compile_error() -> None:
 
 def test_every_guard_is_a_verdict_reason() -> None:
     assert {g.value for g in ALL_GUARDS} <= {r.value for r in Reason}
+
+
+def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> None:
+    from buildbot_revert.model import Build
+
+    culprit = change("b", when=1_700_000_000.0)
+    flaky_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+
+    def on(builder: str, worker: str, tail: str, start: float) -> list[Build]:
+        seq = builds(
+            flaky_past + tail, builder=builder, start=start, changes={"b": culprit}, logs=LOGS
+        )
+        return [b._replace(worker=worker) for b in seq]
+
+    # Two flaky builders on two workers both fail test_os from change b on.
+    one = on("one", "w1", " F:b@os F@os F@os", 1_700_000_000.0)
+    two = on("two", "w2", " F:b@os F@os F@os", 1_700_000_100.0)
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(one + two, key=lambda b: b.completed_at))
+    reasons = [(e.builder, e.reason.value) for e in events if isinstance(e, Verdict)]
+    assert reasons[-2:] == [("one", "flaky-builder"), ("two", "revert")]
+
+    # The same two builders on ONE worker corroborate nothing.
+    same = on("two", "w1", " F:b@os F@os F@os", 1_700_000_100.0)
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(one + same, key=lambda b: b.completed_at))
+    assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
+        "flaky-builder",
+        "flaky-builder",
+    ]
+
+    # Generic failures are never attributed, however many workers agree.
+    g1 = on("one", "w1", " F:b@generic F@generic F@generic", 1_700_000_000.0)
+    g2 = on("two", "w2", " F:b@generic F@generic F@generic", 1_700_000_100.0)
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(g1 + g2, key=lambda b: b.completed_at))
+    assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
+        "generic-failure",
+        "generic-failure",
+    ]
+
+
+def test_failing_before_on_a_sibling_that_had_not_built_the_change() -> None:
+    # "sib" fails test_ssl in a build holding only an older change: the
+    # failure does not need change b to happen.
+    culprit = change("b", when=1_700_000_000.0 + 1000)
+    older = change("o", when=1_700_000_000.0 + 10)
+    sib = builds("S F:o@ssl", builder="sib", start=1_700_000_000.0 + 1500, logs=LOGS,
+                 changes={"o": older}, step=100.0)  # fmt: skip
+    mine = builds("S:a F:b@ssl F@ssl F@ssl", builder="mine", start=1_700_000_000.0 + 1200,
+                  changes={"b": culprit}, logs=LOGS, step=600.0)  # fmt: skip
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(sib + mine, key=lambda b: b.completed_at))
+    (v,) = [e for e in events if isinstance(e, Verdict) and e.builder == "mine"]
+    assert v.reason is Reason.FAILING_BEFORE

@@ -15,6 +15,7 @@ Targets (issue 4): median <= 5 ms, no stall over 50 ms.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import sys
@@ -72,6 +73,29 @@ def run(reactor, builds: int, builders: int, db_url: str):
 
         stalls: list[float] = []
         last = [time.perf_counter()]
+        # Garbage collection pauses the whole process, master and reporter
+        # alike; measure them too so a stall can be told apart from our code.
+        gc_pauses: list[float] = [0.0]
+        gc_started = [0.0]
+
+        def on_gc(phase: str, info: dict) -> None:
+            if phase == "start":
+                gc_started[0] = time.perf_counter()
+            else:
+                gc_pauses.append(time.perf_counter() - gc_started[0])
+
+        gc.callbacks.append(on_gc)
+        feed_times: list[float] = [0.0]
+        tracker = reporter.tracker
+        original_feed = tracker.feed
+
+        def timed_feed(build):
+            start = time.perf_counter()
+            events = original_feed(build)
+            feed_times.append(time.perf_counter() - start)
+            return events
+
+        tracker.feed = timed_feed
 
         def beat() -> None:
             now = time.perf_counter()
@@ -119,6 +143,7 @@ def run(reactor, builds: int, builders: int, db_url: str):
         yield master.drain()
         elapsed = time.perf_counter() - started
         heartbeat.stop()
+        gc.callbacks.remove(on_gc)
         yield master.stop()
 
     ms = [t * 1000 for t in timings]
@@ -131,6 +156,8 @@ def run(reactor, builds: int, builders: int, db_url: str):
     print(f"per build, p99:        {percentile(ms, 0.99):.2f} ms")
     print(f"per build, max:        {max(ms):.2f} ms")
     print(f"longest reactor stall: {max(stalls) * 1000:.1f} ms   (target <= 50 ms)")
+    print(f"longest GC pause:      {max(gc_pauses) * 1000:.1f} ms   (whole process)")
+    print(f"longest tracker.feed:  {max(feed_times) * 1000:.2f} ms   (the core, synchronous)")
 
 
 def main() -> None:

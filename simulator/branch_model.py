@@ -1,12 +1,12 @@
-"""The maintained branches of the shipped history: extra load on the workers.
+"""The maintained branches of the shipped history: when they live, what lands on them.
 
 buildbot.python.org creates a builder for ``main`` and for each maintained
 branch (calibration.md, "CPython's fleet"), and a branch's builder runs on the
-same worker as its ``main`` sibling.  The history records ``main`` only, but
-the builds of the other branches occupy the workers all the same: this module
+same worker as its ``main`` sibling, sharing its build slots.  This module
 says which branches exist when, how many of ``main``'s changes are backported
-to each, when the backports land, and which builders each branch has.  Every
-number here is an assumption, stated in ``history/README.md``.
+to each, when the backports land, which builders each branch has and what
+they are called and tagged.  Every number here is an assumption, stated in
+``history/README.md``.
 """
 
 from __future__ import annotations
@@ -68,25 +68,39 @@ def shares_at(t: float) -> dict[str, float]:
     return out
 
 
-def backport_times(
-    rng: random.Random, main_times: list[float], end: float
-) -> dict[str, list[float]]:
-    """When backports of ``main``'s changes land on each branch, sorted, before ``end``."""
-    out: dict[str, list[float]] = {b.name: [] for b in BRANCHES}
-    for t in main_times:
+def backport_delay_s(rng: random.Random) -> float:
+    """Seconds from a change landing on ``main`` to its backport landing."""
+    hours = min(_BACKPORT_CAP_H, _BACKPORT_MEDIAN_H * math.exp(rng.gauss(0.0, _BACKPORT_SIGMA)))
+    return hours * 3600.0
+
+
+def branch_named(name: str) -> Branch:
+    return next(b for b in BRANCHES if b.name == name)
+
+
+def backport_plan(
+    rng: random.Random, main_times: list[float], eligible: list[bool], end: float
+) -> dict[str, list[tuple[float, int]]]:
+    """Which of ``main``'s changes are backported where, and when the backport lands.
+
+    Returns, per branch, (landing time, index of the change on ``main``)
+    sorted by time, for the eligible changes (reverts and fixes of breakages
+    follow their culprit instead, see the generator), landing before ``end``
+    and the branch's end of life.
+    """
+    out: dict[str, list[tuple[float, int]]] = {b.name: [] for b in BRANCHES}
+    for index, (t, ok) in enumerate(zip(main_times, eligible, strict=True)):
+        if not ok:
+            continue
         for name, share in shares_at(t).items():
             if rng.random() >= share:
                 continue
-            delay_h = min(
-                _BACKPORT_CAP_H, _BACKPORT_MEDIAN_H * math.exp(rng.gauss(0.0, _BACKPORT_SIGMA))
-            )
-            landed = t + delay_h * 3600.0
-            branch = next(b for b in BRANCHES if b.name == name)
-            if landed < min(end, branch.eol):
-                out[name].append(landed)
-    for times in out.values():
-        times.sort()
-    return {name: times for name, times in out.items() if times}
+            landed = t + backport_delay_s(rng)
+            if landed < min(end, branch_named(name).eol):
+                out[name].append((landed, index))
+    for plan in out.values():
+        plan.sort()
+    return {name: plan for name, plan in out.items() if plan}
 
 
 # python/buildmaster-config master/custom/builders.py: builders that "should
@@ -118,6 +132,21 @@ def builder_branches(spec: BuilderSpec) -> tuple[str, ...]:
     if spec.os == "wasi":
         return tuple(n for n in names if _version(n) >= (3, 11))
     return tuple(names)
+
+
+# CPython names its main builders "... 3.x" and tags them so; here a main
+# builder keeps its plain name and gets the tag.
+MAIN_TAG = "3.x"
+
+
+def builder_name(base: str, branch: str) -> str:
+    """The name of the builder ``base`` on ``branch``: ``"<base> 3.13"``, or ``base`` on main."""
+    return base if branch == "main" else f"{base} {branch}"
+
+
+def branch_tag(branch: str) -> str:
+    """The tag every builder of ``branch`` carries: ``"3.x"`` for main, else the branch."""
+    return MAIN_TAG if branch == "main" else branch
 
 
 def _version(name: str) -> tuple[int, int]:

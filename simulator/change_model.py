@@ -30,8 +30,9 @@ class ChangeRec:
     files: tuple[str, ...]
     pr_number: int
     area: str
-    kind: str = "normal"  # normal, revert, fix, reland
-    index: int = -1
+    kind: str = "normal"  # normal, revert, fix, reland, backport
+    index: int = -1  # position among the changes of its branch
+    branch: str = "main"
     # Set on the culprit of a breakage: the ids of the breakages it caused.
     breaks: list[int] = field(default_factory=list)
 
@@ -527,6 +528,9 @@ _HOURS = (
     0.7,
     0.5,
 )
+# CPython's backport bot: it opens (and, once approved, merges) the backport
+# PRs of changes labelled "needs backport to 3.x".  A bot, not a person.
+BACKPORT_BOT = "miss-islington"
 # Commits per weekday-weighted day; ~3,800 changes in 2024 before fixes.
 DAILY_RATE = 11.0
 
@@ -574,7 +578,9 @@ def commit_times(rng: random.Random, start: float, days: int) -> list[float]:
 class ChangeFactory:
     """Makes the content of changes: authors, titles, files, PR numbers."""
 
-    def __init__(self, rng: random.Random, start: float, end: float) -> None:
+    def __init__(
+        self, rng: random.Random, start: float, end: float, used_prs: set[int] | None = None
+    ) -> None:
         self.rng = rng
         self.start, self.end = start, end
         contributors = sorted({f"{rng.choice(_FIRST)}{rng.choice(_LAST)}" for _ in range(300)})
@@ -586,7 +592,9 @@ class ChangeFactory:
         tail = 0.3 / len(contributors)
         self.weights = [w * scale for w in core_w] + [tail] * len(contributors)
         self.area_weights = [a.weight for a in AREAS]
-        self.used_prs: set[int] = set()
+        # PR numbers are unique across factories that share this set (main's
+        # and the backports').
+        self.used_prs: set[int] = set() if used_prs is None else used_prs
 
     def revision(self) -> str:
         return f"{self.rng.getrandbits(160):040x}"
@@ -646,21 +654,73 @@ class ChangeFactory:
             pr,
             culprit.area,
             kind="revert",
+            branch=culprit.branch,
         )
 
-    def fix_forward(self, when: float, culprit: ChangeRec, what: str) -> ChangeRec:
+    def fix_forward(
+        self, when: float, culprit: ChangeRec, what: str, author: str | None = None
+    ) -> ChangeRec:
+        """A fix of ``culprit``'s breakage on its branch, by ``author`` or someone likely."""
         rng = self.rng
         pr = self._pr_for(when)
         issue = _issue_of(culprit) or pr - rng.randint(1, 300)
-        author = culprit.author if rng.random() < 0.6 else rng.choices(self.authors[:15])[0]
-        title = f"gh-{issue}: Fix {what} after #{culprit.pr_number} (#{pr})"
+        # Usually the culprit's author fixes it (the original author when the
+        # culprit is a bot's backport), otherwise another core developer.
+        someone_else = rng.random() >= 0.6
+        author = author or culprit.author
+        if someone_else or author == BACKPORT_BOT:
+            author = rng.choices(self.authors[:15])[0]
+        prefix = "" if culprit.branch == "main" else f"[{culprit.branch}] "
+        title = f"{prefix}gh-{issue}: Fix {what} after #{culprit.pr_number} (#{pr})"
         touched = [f for f in culprit.files if not f.startswith("Misc/NEWS.d/")] or list(
             culprit.files
         )
         files = tuple(sorted(rng.sample(touched, max(1, min(len(touched), rng.randint(1, 2))))))
         message = f"{title}\n\nFollow-up to {culprit.revision[:10]}: {what}."
         return ChangeRec(
-            when, self.revision(), author, title, message, files, pr, culprit.area, kind="fix"
+            when,
+            self.revision(),
+            author,
+            title,
+            message,
+            files,
+            pr,
+            culprit.area,
+            kind="fix",
+            branch=culprit.branch,
+        )
+
+    def backport(self, when: float, original: ChangeRec, branch: str, bot: bool) -> ChangeRec:
+        """``original`` cherry-picked onto ``branch``, the way miss-islington does it.
+
+        The title is CPython's backport form, ``[3.13] gh-N: ... (GH-<main PR>)
+        (#<backport PR>)``; the message keeps the original's body and ends with
+        the ``(cherry picked from commit ...)`` line.  A bot backport credits
+        the original author as co-author; a manual one is by the author.
+        """
+        pr = self._pr_for(when)
+        base = original.title.rsplit(" (#", 1)[0]
+        title = f"[{branch}] {base} (GH-{original.pr_number}) (#{pr})"
+        body = original.message.split("\n\n", 1)[1] + "\n" if "\n\n" in original.message else ""
+        message = f"{title}\n\n{body}(cherry picked from commit {original.revision})"
+        author = original.author
+        if bot:
+            author = BACKPORT_BOT
+            message += (
+                f"\n\nCo-authored-by: {original.author}"
+                f" <{original.author}@users.noreply.github.com>"
+            )
+        return ChangeRec(
+            when,
+            self.revision(),
+            author,
+            title,
+            message,
+            original.files,
+            pr,
+            original.area,
+            kind="backport",
+            branch=branch,
         )
 
     def reland(self, when: float, culprit: ChangeRec) -> ChangeRec:
@@ -682,8 +742,11 @@ class ChangeFactory:
 
 
 def _issue_of(change: ChangeRec) -> int | None:
-    if change.title.startswith("gh-"):
-        return int(change.title[3:].split(":", 1)[0])
+    title = change.title
+    if title.startswith("[") and "] " in title:
+        title = title.split("] ", 1)[1]  # a backport: "[3.13] gh-N: ..."
+    if title.startswith("gh-"):
+        return int(title[3:].split(":", 1)[0])
     return None
 
 

@@ -20,15 +20,23 @@ Theory of operation
    (:mod:`simulator.worker_schedule`): each scheduler's ``treeStableTimer``
    turns changes into build requests (30 s; one hour for refleak builders);
    a worker runs at most ``max_builds`` builds at once (usually one), shared
-   by its builders on ``main`` and by their siblings on the maintained
-   branches, whose backports (:mod:`simulator.branch_model`) are load only,
-   not recorded.  A waiting builder's requests collapse into one
-   (``collapseRequests``); a free slot goes to the builder with the oldest
-   unclaimed request; nothing starts while the worker is offline.  The
-   blamelist of a build is therefore a contiguous run of changes: those new
-   since the builder's previous build.  The history starts with a warm-up
-   month before the window (meta ``warmup_start``).
-5. **Results.**  Each build's result follows from what is active at its
+   by its builders on ``main`` and on the maintained branches.  A waiting
+   builder's requests collapse into one (``collapseRequests``); a free slot
+   goes to the builder with the oldest unclaimed request; nothing starts
+   while the worker is offline.  The blamelist of a build is therefore a
+   contiguous run of its branch's changes: those new since the builder's
+   previous build.  The history starts with a warm-up month before the
+   window (meta ``warmup_start``).
+5. **Branches.**  Backports of ``main``'s changes land on the maintained
+   branches (:mod:`simulator.branch_model`) as changes of their own (40-hex
+   revision, ``[3.13] ... (GH-N) (#M)`` title, ``branch`` set); each
+   machine has a builder per branch it builds (``"<name> 3.13"``, tagged
+   ``3.13``; main's keep their name and are tagged ``3.x``), recorded like
+   main's.  A backport of a change that broke ``main`` before ``main`` was
+   fixed breaks the same builders on the branch (unless the branch differs
+   there), and a backport may break a branch on its own; either is fixed on
+   the branch by a revert or a (backported) fix-forward.
+6. **Results.**  Each build's result follows from what is active at its
    revision and start time, in this order: a build lost to the worker
    (EXCEPTION, RETRY, CANCELLED, SKIPPED), an infrastructure fault, the
    breakages/environment faults/always-red state active (the earliest one is
@@ -36,13 +44,13 @@ Theory of operation
    hides the tests), a flaky test (usually isolated, sometimes failing two to
    four builds in a row), a flaky test that passed on re-run (WARNINGS), or
    SUCCESS.  Log tails come from :mod:`simulator.log_tails`.
-6. **Writing.**  Everything goes into a temporary SQLite file beside the
+7. **Writing.**  Everything goes into a temporary SQLite file beside the
    target through :class:`~simulator.store.HistoryStore`, which is renamed
    over the target only when complete.
 
 Every random choice comes from ``random.Random`` objects seeded from the
 seed (one per builder for its builds' outcomes, one per worker for its
-queue, one for the backports); nothing reads the clock.
+queue, one for the backports and their breakages); nothing reads the clock.
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
 from simulator.store import HistoryError, HistoryStore
 
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "4"
 DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
@@ -342,6 +350,20 @@ class _BuildRec:
     steps: tuple[FailedStep, ...]
     cause: str | None
     cause_change: int | None
+
+
+@dataclass(frozen=True)
+class _Builder:
+    """One builder of the history: a modelled machine's builder on one branch."""
+
+    spec: BuilderSpec
+    branch: str
+    name: str
+    tags: tuple[str, ...]
+    new: bool  # created during the history (its branch was)
+
+
+_NEVER = 1 << 62  # a change index no branch reaches: "not fixed" / "red forever"
 
 
 @dataclass
@@ -638,22 +660,21 @@ class _BuilderRun:
 
     def __init__(
         self,
-        spec: BuilderSpec,
+        builder: _Builder,
         index: int,
         seed: int,
-        changes: list[ChangeRec],
         breakages: list[Breakage],
         always_red: _Cause | None,
         always_red_fix: int,
         plan: _WorkerPlan,
         window: tuple[float, float],
     ) -> None:
+        spec = builder.spec
         self.spec = spec
         self.index = index
-        self.rng = random.Random(f"{seed}:{spec.name}")
-        self.changes = changes
-        # (culprit index, fix index, cause)
-        inf = len(changes) + 1
+        self.rng = random.Random(f"{seed}:{builder.name}")
+        # (culprit index, fix index, cause), indices among the branch's changes
+        inf = _NEVER
         self.ranges = sorted(
             (
                 (b.culprit.index, b.fix.index if b.fix else inf, b.id, _breakage_cause(b))
@@ -677,7 +698,9 @@ class _BuilderRun:
         self.built = 0  # changes [0, built) are in some earlier build
         self.pending = 0  # next breakage range to activate
         self.active: list[tuple[int, int, int, _Cause]] = []
-        self.number = self.rng.randint(800, 9000)  # builder numbers continue from earlier years
+        # Builder numbers continue from earlier years; a builder created
+        # during the history (a new branch) starts at 0.
+        self.number = -1 if builder.new else self.rng.randint(800, 9000)
 
     def _flaky_applies(self, module: str) -> bool:
         if module == "test_ttk":
@@ -905,8 +928,8 @@ def _make_changes(
     end: float,
     days: int,
     fleet: list[BuilderSpec],
-) -> tuple[list[ChangeRec], list[Breakage]]:
-    """Changes from ``first`` (the warm-up) for ``days`` days, and their breakages."""
+) -> tuple[list[ChangeRec], list[Breakage], ChangeFactory]:
+    """Changes on main from ``first`` (the warm-up) for ``days`` days, and their breakages."""
     factory = ChangeFactory(rng, window_start, end)
     changes = [factory.normal(t) for t in commit_times(rng, first, days)]
     area_lang = {a.name: a.lang for a in AREAS}
@@ -940,7 +963,108 @@ def _make_changes(
     changes.sort(key=lambda c: (c.when, c.revision))
     for i, c in enumerate(changes):
         c.index = i
-    return changes, breakages
+    return changes, breakages, factory
+
+
+# Backports (assumptions, history/README.md): the bot lands most of them; a
+# backport of a change that broke main while main was not yet fixed breaks
+# the same builders on the branch unless the branch's code differs there;
+# a backport can also break a branch on its own (older code, older
+# compilers), less often than a change on main breaks main.
+_BOT_BACKPORT_SHARE = 0.8
+_REPEAT_RATE = 0.6
+_BRANCH_BREAK_FACTOR = 0.3
+
+
+def _make_branch_changes(
+    rng: random.Random,
+    factory: ChangeFactory,
+    changes: list[ChangeRec],
+    breakages: list[Breakage],
+    fleet: list[BuilderSpec],
+    end: float,
+) -> dict[str, list[ChangeRec]]:
+    """The backports on each maintained branch, their breakages (appended to
+    ``breakages``) and the reverts and fixes of those breakages on the branch."""
+    area_lang = {a.name: a.lang for a in AREAS}
+    by_name = {s.name: s for s in fleet}
+    eligible = [c.kind in ("normal", "reland") for c in changes]
+    plan = branch_model.backport_plan(rng, [c.when for c in changes], eligible, end)
+    out: dict[str, list[ChangeRec]] = {}
+    for branch, landings in plan.items():
+        closes = min(end, branch_model.branch_named(branch).eol)
+        branch_fleet = [s for s in fleet if branch in branch_model.builder_branches(s)]
+        on_branch: list[ChangeRec] = []
+        for landed, index in landings:
+            original = changes[index]
+            main_b = breakages[original.breaks[0]] if original.breaks else None
+            if (
+                main_b is not None
+                and main_b.fixed_by == "revert"
+                and main_b.fix is not None
+                and main_b.fix.when <= landed
+            ):
+                continue  # reverted on main first: the backport PR is closed
+            bot = rng.random() < _BOT_BACKPORT_SHARE
+            backport = factory.backport(landed, original, branch, bot)
+            on_branch.append(backport)
+            b: Breakage | None = None
+            # How the branch is fixed: when, and by "revert" (of the backport),
+            # "backport" (of main's fix-forward) or "fix" (on the branch).
+            fix_at: float | None = None
+            fix_kind = "revert"
+            if main_b is not None and (main_b.fix is None or main_b.fix.when > landed):
+                names = [
+                    branch_model.builder_name(n, branch)
+                    for n in main_b.builders
+                    if branch in branch_model.builder_branches(by_name[n])
+                ]
+                if names and rng.random() < _REPEAT_RATE:
+                    b = Breakage(
+                        len(breakages),
+                        backport,
+                        tuple(names),
+                        main_b.kind,
+                        main_b.failures,
+                        main_b.compile_file,
+                        main_b.compile_symbol,
+                        main_b.fixed_by,
+                        wide=main_b.wide,
+                    )
+                if main_b.fix is not None:
+                    # Main's fix follows the culprit to the branch.
+                    fix_at = main_b.fix.when + branch_model.backport_delay_s(rng)
+                    fix_kind = "revert" if main_b.fixed_by == "revert" else "backport"
+            elif rng.random() < _BRANCH_BREAK_FACTOR * _BREAK_RATE[area_lang[original.area]]:
+                b = _make_breakage(rng, len(breakages), backport, branch_fleet)
+                if b is not None:
+                    b.builders = tuple(branch_model.builder_name(n, branch) for n in b.builders)
+                    fix_at = landed + _delay_hours(rng) * 3600
+                    if b.wide:
+                        fix_at = min(fix_at, landed + _delay_hours(rng) * 3600)
+                    fix_kind = "revert" if b.fixed_by == "revert" else "fix"
+            if b is not None:
+                breakages.append(b)
+                backport.breaks.append(b.id)
+            if fix_at is None or fix_at >= closes:
+                continue
+            if fix_kind == "revert":
+                # Reverted on the branch itself ("This reverts commit <backport>").
+                fix = factory.revert(fix_at, backport)
+            elif fix_kind == "backport" and main_b is not None and main_b.fix is not None:
+                fix = factory.backport(fix_at, main_b.fix, branch, bot)
+            elif b is not None:
+                fix = factory.fix_forward(fix_at, backport, _fix_what(b), author=original.author)
+            else:
+                continue
+            on_branch.append(fix)
+            if b is not None:
+                b.fix = fix
+        on_branch.sort(key=lambda c: (c.when, c.revision))
+        for i, c in enumerate(on_branch):
+            c.index = i
+        out[branch] = on_branch
+    return out
 
 
 def _fix_what(b: Breakage) -> str:
@@ -954,11 +1078,15 @@ def _fix_what(b: Breakage) -> str:
 
 
 def _always_red(
-    rng: random.Random, fleet: list[BuilderSpec], changes: list[ChangeRec], start: float
-) -> dict[str, tuple[_Cause, int]]:
-    """Builders already red when the year starts, and the change index that ends it."""
-    out: dict[str, tuple[_Cause, int]] = {}
-    times = [c.when for c in changes]
+    rng: random.Random, fleet: list[BuilderSpec], start: float
+) -> dict[str, tuple[_Cause, float]]:
+    """Machines already red when the history starts, and until when.
+
+    The cause is the machine's (its environment or worker), so its builders
+    on every branch are red; on each branch, the first change landing after
+    that time ends it (``inf``: red all year).
+    """
+    out: dict[str, tuple[_Cause, float]] = {}
     unstable = [s for s in fleet if not s.stable]
     forever = {s.name for s in rng.sample(unstable, min(2, len(unstable)))}
     for spec in fleet:
@@ -976,67 +1104,64 @@ def _always_red(
         )
         cause = _Cause("always-red", start - 86400 * 30, failures=(failure,))
         if spec.name in forever:
-            out[spec.name] = (cause, len(changes) + 1)
+            out[spec.name] = (cause, math.inf)
         else:
-            until = start + _lognormal_hours(rng, 12 * 24, 0.9, 120 * 24)
-            out[spec.name] = (cause, bisect.bisect_left(times, until))
+            out[spec.name] = (cause, start + _lognormal_hours(rng, 12 * 24, 0.9, 120 * 24))
+    return out
+
+
+def _builders(fleet: list[BuilderSpec], first: float) -> list[_Builder]:
+    """Every builder of the history: each machine's on main, then on each branch.
+
+    A builder is tagged with its branch (``3.x`` for main, ``3.13``...)
+    besides the machine's ``stable``/``unstable``, tier and variant tags.
+    """
+    out = [
+        _Builder(s, "main", s.name, (*s.tags, branch_model.branch_tag("main")), False)
+        for s in fleet
+    ]
+    for branch in reversed(branch_model.BRANCHES):
+        for s in fleet:
+            if branch.name in branch_model.builder_branches(s):
+                out.append(
+                    _Builder(
+                        s,
+                        branch.name,
+                        branch_model.builder_name(s.name, branch.name),
+                        (*s.tags, branch_model.branch_tag(branch.name)),
+                        branch.created > first,
+                    )
+                )
     return out
 
 
 def _schedule(
-    fleet: list[BuilderSpec],
+    builders: list[_Builder],
     runs: list[_BuilderRun],
-    times: list[float],
-    backports: dict[str, list[float]],
+    times: dict[str, list[float]],
     plans: dict[str, _WorkerPlan],
     seed: int,
     end: float,
 ) -> None:
-    """Run every worker's queue: ``main`` builds into ``runs``, other branches as load."""
+    """Run every worker's queue, shared by its builders on every branch."""
     requests: dict[tuple[str, int], list[tuple[float, int]]] = {}
-
-    def requests_for(branch: str, timer: int) -> list[tuple[float, int]]:
-        key = (branch, timer)
-        if key not in requests:
-            stream = times if branch == "main" else backports.get(branch, [])
-            requests[key] = _requests(stream, timer)
-        return requests[key]
-
     workers: dict[str, list[int]] = {}
-    for index, spec in enumerate(fleet):
-        workers.setdefault(spec.worker, []).append(index)
+    for index, builder in enumerate(builders):
+        workers.setdefault(builder.spec.worker, []).append(index)
     for worker, members in workers.items():
-        # One generator per worker for dispatch delays and the durations of
-        # the other branches' builds (the same as main's, assumption).
+        # One generator per worker for its dispatch delays.
         wrng = random.Random(f"{seed}:worker:{worker}")
         lanes: list[worker_schedule.Lane] = []
         for index in members:
-            spec, run = fleet[index], runs[index]
-            lanes.append(
-                worker_schedule.Lane(
-                    spec.name, requests_for("main", spec.tree_stable_timer), run.start
-                )
-            )
-            for branch in branch_model.builder_branches(spec):
-                stream = requests_for(branch, spec.tree_stable_timer)
-                if stream:
-                    lanes.append(
-                        worker_schedule.Lane(
-                            f"{spec.name} {branch}", stream, _other_branch_build(spec, wrng, end)
-                        )
-                    )
+            builder = builders[index]
+            key = (builder.branch, builder.spec.tree_stable_timer)
+            if key not in requests:
+                requests[key] = _requests(times.get(builder.branch, []), key[1])
+            if requests[key]:
+                lanes.append(worker_schedule.Lane(builder.name, requests[key], runs[index].start))
         offline = [(ep.start, ep.end) for ep in plans[worker].offline]
-        worker_schedule.run_worker(lanes, fleet[members[0]].max_builds, offline, wrng, end)
-
-
-def _other_branch_build(
-    spec: BuilderSpec, rng: random.Random, end: float
-) -> worker_schedule.StartFn:
-    def start(at: float, _sourcestamp: int) -> tuple[float, bool] | None:
-        completed = at + spec.duration_s * math.exp(rng.gauss(0.0, 0.12))
-        return None if completed >= end else (completed, False)
-
-    return start
+        max_builds = builders[members[0]].spec.max_builds
+        worker_schedule.run_worker(lanes, max_builds, offline, wrng, end)
 
 
 def generate(
@@ -1069,34 +1194,41 @@ def generate(
     rng = random.Random(seed)
     full_fleet = build_fleet(rng)
     fleet = build_fleet(random.Random(seed), builders)
-    changes, breakages = _make_changes(rng, first, start, end, n_warmup + n_days, full_fleet)
-    present = {s.name for s in fleet}
+    main, breakages, factory = _make_changes(rng, first, start, end, n_warmup + n_days, full_fleet)
     plans = _plan_workers(rng, fleet, first, end)
-    reds = _always_red(rng, fleet, changes, first)
-    times = [c.when for c in changes]
-    backports = branch_model.backport_times(random.Random(f"{seed}:backports"), times, end)
-    by_builder: dict[str, list[Breakage]] = {s.name: [] for s in fleet}
+    reds = _always_red(rng, fleet, first)
+    backport_rng = random.Random(f"{seed}:backports")
+    backport_factory = ChangeFactory(backport_rng, start, end, used_prs=factory.used_prs)
+    branches = {"main": main}
+    branches.update(
+        _make_branch_changes(backport_rng, backport_factory, main, breakages, full_fleet, end)
+    )
+    times = {name: [c.when for c in cs] for name, cs in branches.items()}
+    instances = _builders(fleet, first)
+    by_builder: dict[str, list[Breakage]] = {b.name: [] for b in instances}
     for b in breakages:
         for name in b.builders:
-            if name in present:
+            if name in by_builder:
                 by_builder[name].append(b)
     runs: list[_BuilderRun] = []
-    for index, spec in enumerate(fleet):
-        red = reds.get(spec.name)
+    for index, builder in enumerate(instances):
+        red, red_fix = reds.get(builder.spec.name), 0
+        if red is not None:
+            branch_times = times.get(builder.branch, [])
+            red_fix = _NEVER if red[1] == math.inf else bisect.bisect_left(branch_times, red[1])
         runs.append(
             _BuilderRun(
-                spec,
+                builder,
                 index,
                 seed,
-                changes,
-                by_builder[spec.name],
+                by_builder[builder.name],
                 red[0] if red else None,
-                red[1] if red else 0,
-                plans[spec.worker],
+                red_fix,
+                plans[builder.spec.worker],
                 (first, end),
             )
         )
-    _schedule(fleet, runs, times, backports, plans, seed, end)
+    _schedule(instances, runs, times, plans, seed, end)
     records = [r for run in runs for r in run.records]
     records.sort(key=lambda r: (r.completed, r.builder))
 
@@ -1109,8 +1241,8 @@ def generate(
         stats = _write(
             tmp,
             path,
-            fleet,
-            changes,
+            instances,
+            branches,
             breakages,
             records,
             seed,
@@ -1128,8 +1260,8 @@ def generate(
 def _write(
     tmp: Path,
     final: Path,
-    fleet: list[BuilderSpec],
-    changes: list[ChangeRec],
+    builders: list[_Builder],
+    branches: dict[str, list[ChangeRec]],
     breakages: list[Breakage],
     records: list[_BuildRec],
     seed: int,
@@ -1146,16 +1278,24 @@ def _write(
     labelled = 0
     try:
         with store.transaction():
-            builder_ids = [store.add_builder(Builder(s.name, s.tags)) for s in fleet]
-            change_ids = [store.add_change(_as_change(c)) for c in changes]
+            builder_ids = [store.add_builder(Builder(b.name, b.tags)) for b in builders]
+            # Ids in landing order over all branches; per branch, by index.
+            change_ids: dict[str, list[int]] = {
+                name: [0] * len(cs) for name, cs in branches.items()
+            }
+            everything = sorted(
+                (c for cs in branches.values() for c in cs), key=lambda c: (c.when, c.revision)
+            )
+            for c in everything:
+                change_ids[c.branch][c.index] = store.add_change(_as_change(c))
             # Per (breakage, builder): first red build time, first fixed build time.
             broken_at: dict[tuple[int, int], float] = {}
             fixed_at: dict[tuple[int, int], float] = {}
             breakage_ranges = [
-                (b, b.culprit.index, b.fix.index if b.fix else len(changes) + 1) for b in breakages
+                (b, b.culprit.index, b.fix.index if b.fix else _NEVER) for b in breakages
             ]
             builder_breakages: dict[int, list[tuple[Breakage, int, int]]] = {}
-            names = {s.name: i for i, s in enumerate(fleet)}
+            names = {b.name: i for i, b in enumerate(builders)}
             for b, lo, hi in breakage_ranges:
                 for name in b.builders:
                     if name in names:
@@ -1164,6 +1304,8 @@ def _write(
             for done, rec in enumerate(records, start=1):
                 # A fresh file: build ids are simply the completion order.
                 builds, blame, steps, labels = batch
+                builder = builders[rec.builder]
+                ids = change_ids[builder.branch]
                 builds.append(
                     (
                         done,
@@ -1172,10 +1314,10 @@ def _write(
                         rec.result,
                         rec.started,
                         rec.completed,
-                        fleet[rec.builder].worker,
+                        builder.spec.worker,
                     )
                 )
-                blame.extend((done, cid) for cid in change_ids[rec.first : rec.last])
+                blame.extend((done, cid) for cid in ids[rec.first : rec.last])
                 keep_logs = horizon is None or rec.completed >= horizon
                 steps.extend(
                     (done, i, step.name, step.result, step.log_tail if keep_logs else None)
@@ -1184,7 +1326,7 @@ def _write(
                 results[RESULT_NAMES[rec.result]] += 1
                 if rec.cause is not None:
                     causes[rec.cause] += 1
-                    cid = change_ids[rec.cause_change] if rec.cause_change is not None else None
+                    cid = ids[rec.cause_change] if rec.cause_change is not None else None
                     labels.append((done, rec.cause, cid))
                 rev = rec.last - 1
                 for b, lo, hi in builder_breakages.get(rec.builder, ()):
@@ -1201,7 +1343,7 @@ def _write(
             for (b_id, builder), when in sorted(broken_at.items()):
                 b = breakages[b_id]
                 store.add_breakage(
-                    change_ids[b.culprit.index],
+                    change_ids[b.culprit.branch][b.culprit.index],
                     builder_ids[builder],
                     when,
                     fixed_at.get((b_id, builder)),
@@ -1223,8 +1365,8 @@ def _write(
         store.close()
     return GenerationStats(
         path=final,
-        builders=len(fleet),
-        changes=len(changes),
+        builders=len(builders),
+        changes=sum(len(cs) for cs in branches.values()),
         builds=len(records),
         breaking_changes=len({b_id for b_id, _ in broken_at}),
         breakages=labelled,
@@ -1245,7 +1387,7 @@ def _iso(ts: float) -> str:
 
 
 def _as_change(c: ChangeRec) -> Change:
-    return Change(c.revision, c.author, c.title, c.when, c.pr_number, c.message, c.files)
+    return Change(c.revision, c.author, c.title, c.when, c.pr_number, c.message, c.files, c.branch)
 
 
 def ensure_shipped_history(

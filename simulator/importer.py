@@ -207,8 +207,12 @@ class Importer:
         self.looked_back: set[str] = set()
         synced: dict[str, float] = json.loads(self.store.get_meta(META_SYNCED) or "{}")
         floor = self.since if self.since is not None else 0.0
-        lower = min(synced.get(str(b), floor) for b in self.builder_ids)
-        lower = float(max(0, int(lower - RESYNC_SECONDS))) if lower else 0.0
+        # Re-read a little before a sync position, never before what was asked.
+        lower = min(
+            max(floor, synced[str(b)] - RESYNC_SECONDS) if str(b) in synced else floor
+            for b in self.builder_ids
+        )
+        lower = float(int(lower)) if lower > 0 else 0.0
         done = self.store.import_build_ids(lower)
         filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
         if len(self.builder_ids) < len(self.all_builders):

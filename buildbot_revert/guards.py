@@ -20,10 +20,19 @@ order, each on by default and each with its own verdict reason:
     window before the change landed or since, in a build that did not
     contain the change (on this builder or another): the change is not
     needed to explain the failure.
+``environment-test``
+    Every test the N builds fail in common exercises something the worker
+    provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
+    network), and the change touched none of the code behind it: an update
+    on the worker is the likelier cause (CPython's #128018 was a worker
+    problem taken for a breaking change).  Which tests, and which paths
+    count as "the code behind it", is configuration; the default is
+    CPython's.
 ``flaky-builder``
-    The builder had more than a threshold of isolated failures (red, then
-    green at once) in the window before the N-th failure; compile and link
-    errors are exempt, being deterministic.
+    More than a threshold of the builder's recent builds (the last 100 by
+    default) were isolated failures (red, then green at once); compile and
+    link errors are exempt, being deterministic.  When builders on other
+    workers point at the same change, this doubt gives way.
 
 Everything here is pure: times come in with the builds.
 """
@@ -32,10 +41,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 
-from .model import Build
+from .model import Build, Change
 from .signatures import Signature, cases, extract, modules, same_failure
 
 
@@ -46,6 +55,7 @@ class Guard(StrEnum):
     GENERIC = "generic-failure"
     INCONSISTENT = "inconsistent-failure"
     FAILING_BEFORE = "failing-before"
+    ENVIRONMENT = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
 
 
@@ -73,6 +83,59 @@ _INFRA_MARKERS = (
     "Cannot allocate memory",
     "Read-only file system",
 )
+
+
+# CPython's tests that depend on the worker's environment, with the path
+# fragments of the code they test: a change touching none of them cannot
+# explain such a test failing on one worker.
+CPYTHON_ENVIRONMENT_TESTS: dict[str, tuple[str, ...]] = {
+    "test_ssl": ("ssl",),
+    "test_hashlib": ("hashlib", "hashopenssl"),
+    "test_sqlite3": ("sqlite",),
+    "test_tkinter": ("tkinter",),
+    "test_ttk": ("tkinter", "ttk"),
+    "test_idle": ("idlelib", "tkinter"),
+    "test_zlib": ("zlib",),
+    "test_bz2": ("bz2",),
+    "test_lzma": ("lzma",),
+    "test_ctypes": ("ctypes",),
+    "test_locale": ("locale",),
+    "test_gdb": ("gdb",),
+    "test_perf_profiler": ("perf",),
+    "test_readline": ("readline",),
+    "test_curses": ("curses",),
+    "test_dbm": ("dbm",),
+    "test_socket": ("socket",),
+    "test_urllib2net": ("urllib",),
+    "test_urllibnet": ("urllib",),
+    "test_timeout": ("socket",),
+}
+
+
+def environment_only(
+    failing: Iterable[str], change: Change, environment: Mapping[str, tuple[str, ...]]
+) -> list[str] | None:
+    """The environment tests that explain the failure without the change, if all are.
+
+    ``failing`` are module-level identifiers.  ``None`` when any failing
+    test is not environment-dependent, when the change touched the code
+    behind one, or when the change's files are unknown (no evidence either
+    way: the guard then stays out of it).
+    """
+    if not change.files:
+        return None
+    # test_ctypes.test_callbacks is test_ctypes as far as the worker goes.
+    tests = sorted({t.split(".", 1)[0] for t in failing})
+    if not tests:
+        return None
+    paths = [f.lower() for f in change.files]
+    for test in tests:
+        fragments = environment.get(test)
+        if fragments is None:
+            return None
+        if any(fragment in path for fragment in fragments for path in paths):
+            return None
+    return tests
 
 
 def is_infra(build: Build) -> bool:
@@ -169,19 +232,26 @@ class FailureMemory:
 
 
 class FlakeMemory:
-    """Each builder's isolated failures (one red build, then green)."""
+    """Each builder's isolated failures (one red build, then green).
 
-    __slots__ = ("_times",)
+    Counted by build, not by time: a builder that runs forty builds a day
+    and one that runs four are judged on the same share of their builds.
+    Each isolated failure is remembered by its position in the builder's
+    sequence of builds.
+    """
+
+    __slots__ = ("_at",)
 
     def __init__(self) -> None:
-        self._times: dict[str, deque[float]] = {}
+        self._at: dict[str, deque[int]] = {}
 
-    def record(self, builder: str, at: float, keep: float) -> None:
-        times = self._times.setdefault(builder, deque())
-        times.append(at)
+    def record(self, builder: str, position: int, keep: int) -> None:
+        positions = self._at.setdefault(builder, deque())
+        positions.append(position)
         # Forget what no window will look at again.
-        while times and times[0] < at - keep:
-            times.popleft()
+        while positions and positions[0] <= position - keep:
+            positions.popleft()
 
-    def count_between(self, builder: str, start: float, end: float) -> int:
-        return sum(1 for t in self._times.get(builder, ()) if start <= t < end)
+    def count_since(self, builder: str, position: int) -> int:
+        """Isolated failures at or after ``position`` in the builder's builds."""
+        return sum(1 for p in self._at.get(builder, ()) if p >= position)

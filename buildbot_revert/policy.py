@@ -7,10 +7,11 @@ which guards are on.  The rules that use it live in :mod:`.tracker`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .guards import Guard
+from .guards import CPYTHON_ENVIRONMENT_TESTS, Guard
 from .model import Result
 
 _DAY = 86400.0
@@ -39,8 +40,8 @@ class Policy:
     ``guards`` names the evidence guards that are on (all, by default).
     ``failing_before_window`` is how far back before a change landed a
     failure of the same test makes it "failing before"; a builder with more
-    than ``flaky_threshold`` isolated failures in ``flaky_window`` before the
-    N-th failure is flaky.  When builders on ``corroboration`` different
+    than ``flaky_threshold`` isolated failures among its last
+    ``flaky_builds`` builds is flaky.  When builders on ``corroboration`` different
     workers point at the same single change, the guard that only doubts one
     builder's record (flaky-builder) gives way.
     """
@@ -51,9 +52,12 @@ class Policy:
     max_culprit_age: float | None = None
     guards: frozenset[str] = GUARD_NAMES
     failing_before_window: float = 14 * _DAY
-    flaky_window: float = 30 * _DAY
-    flaky_threshold: int = 3
+    flaky_builds: int = 100
+    flaky_threshold: int = 20
     corroboration: int = 2
+    environment_tests: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False
+    )
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -62,7 +66,7 @@ class Policy:
                 f"unknown guard(s) {', '.join(sorted(unknown))}; "
                 f"known: {', '.join(sorted(GUARD_NAMES))}"
             )
-        if self.failing_before_window <= 0 or self.flaky_window <= 0:
+        if self.failing_before_window <= 0 or self.flaky_builds <= 0:
             raise PolicyError("guard windows must be positive")
         if self.corroboration < 0 or self.corroboration == 1:
             raise PolicyError("corroboration is 0 (off) or at least 2 workers")

@@ -36,7 +36,7 @@ checks run in this order, and the first that fails names the reason:
 4. ``culprit-too-old``: the change landed too long before the N-th failure;
 5. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``failing-before``,
-   ``flaky-builder``;
+   ``environment-test``, ``flaky-builder``;
 6. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
 7. otherwise ``revert``.
@@ -62,6 +62,7 @@ from .guards import (
     Guard,
     common_tests,
     consistent,
+    environment_only,
     failing_ids,
     is_infra,
     signature_of,
@@ -124,10 +125,12 @@ class _OpenStreak:
 class _BuilderState:
     """What the tracker remembers of one builder (mutable; internal)."""
 
-    __slots__ = ("seen_green", "untested", "streak", "built_upto")
+    __slots__ = ("seen_green", "untested", "streak", "built_upto", "builds")
 
     def __init__(self) -> None:
         self.seen_green = False
+        # How many builds this builder completed: their positions, for flakes.
+        self.builds = 0
         # Landing time of the newest change this builder has built.
         self.built_upto = _UNKNOWN
         # Changes since the last green build that only neutral builds saw.
@@ -160,6 +163,7 @@ class StreakTracker:
             state = self._builders[build.builder] = _BuilderState()
         result = build.result
         streak = state.streak
+        state.builds += 1
         changes = build.changes
         if changes:
             # Blamelists are not guaranteed to be in landing order.
@@ -248,9 +252,10 @@ class StreakTracker:
         events: list[Event] = []
         if ended_at is not None and streak.count == 1:
             # Red once, then green: what a flaky builder does.
-            self._flakes.record(
-                streak.first.builder, streak.first.completed_at, self.policy.flaky_window
-            )
+            builder = streak.first.builder
+            # The green build that closes the streak was counted already.
+            position = self._builders[builder].builds - 2
+            self._flakes.record(builder, position, self.policy.flaky_builds)
         if streak.verdict is None:
             reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
             n = self.policy.failures
@@ -407,13 +412,23 @@ class StreakTracker:
                     f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
                     "change (before it landed, or on builders that had not built it)",
                 )
+        if Guard.ENVIRONMENT in guards:
+            env = environment_only(common_tests(sigs), change, policy.environment_tests)
+            if env is not None:
+                return (
+                    Reason.ENVIRONMENT_TEST,
+                    f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
+                    "network), and the change touched none of the code behind them: an "
+                    "update on the worker is the likelier cause",
+                )
         if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):
-            at = last.completed_at
-            flakes = self._flakes.count_between(last.builder, at - policy.flaky_window, at)
+            window = policy.flaky_builds
+            now = self._builders[last.builder].builds
+            flakes = self._flakes.count_since(last.builder, now - window)
             if flakes > policy.flaky_threshold:
                 return (
                     Reason.FLAKY_BUILDER,
-                    f"the builder failed alone and recovered {flakes} times in the "
-                    f"{policy.flaky_window / 86400:g} days before: too flaky to blame a change",
+                    f"{flakes} of the builder's last {window} builds failed alone and "
+                    "recovered at once: too flaky to blame a change on its word alone",
                 )
         return None

@@ -37,6 +37,7 @@ class Reason(StrEnum):
     GENERIC_FAILURE = "generic-failure"
     INCONSISTENT_FAILURE = "inconsistent-failure"
     FAILING_BEFORE = "failing-before"
+    ENVIRONMENT_TEST = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
 
 

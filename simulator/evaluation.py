@@ -8,9 +8,11 @@ Definitions (also in the README, where users read them):
   was blamed).
 * A breaking change is **attributable** when the policy's structural rule
   could see it: on a builder it broke, a red streak began after a green
-  build, its first failing build held exactly that change, and it reached N
-  failing builds.  **Missed** counts attributable breakages that were not
-  proposed; **recall** is the share of attributable breakages proposed.
+  build, its first failing build held exactly that change, and its first N
+  failing builds all failed because of that change (a streak that a flake
+  or a worker fault carried to N after the fix is luck, not evidence).
+  **Missed** counts attributable breakages that were not proposed;
+  **recall** is the share of attributable breakages proposed.
 * **Red hours saved** assume a proposed revert lands ``merge_delay`` after it
   is filed and turns every builder the change broke green at that moment;
   what is saved on each such builder is the time it really stayed red after
@@ -84,6 +86,7 @@ def evaluate(
 
     attributable: set[str] = set()
     n = result.policy.failures
+    culprits = labels.build_culprits
     for streak in result.streaks:
         if (
             len(streak.blamelist) == 1
@@ -91,7 +94,8 @@ def evaluate(
             and streak.verdict.reason is not Reason.ALWAYS_RED
         ):
             rev = streak.blamelist[0].revision
-            if streak.builder in broke.get(rev, ()):
+            caused = all(culprits.get((b.builder, b.number)) == rev for b in streak.failing[:n])
+            if streak.builder in broke.get(rev, ()) and caused:
                 attributable.add(rev)
 
     tp = fp = 0

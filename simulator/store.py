@@ -16,7 +16,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,8 @@ class Labels:
     breakages: tuple[Breakage, ...]
     # (builder, build number) -> cause: "breakage", "flake", "infra", ...
     build_causes: dict[tuple[str, int], str]
+    # (builder, build number) -> revision that broke it, for "breakage" builds.
+    build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 class HistoryStore:
@@ -480,13 +482,17 @@ class HistoryStore:
             )
         )
         causes: dict[tuple[str, int], str] = {}
+        culprits: dict[tuple[str, int], str] = {}
         if self.db["label_builds"].exists():
-            for builder_id, number, cause in self.conn.execute(
-                "SELECT b.builder_id, b.number, l.cause FROM label_builds l"
+            for builder_id, number, cause, change_id in self.conn.execute(
+                "SELECT b.builder_id, b.number, l.cause, l.change_id FROM label_builds l"
                 " JOIN builds b ON b.id = l.build_id"
             ):
-                causes[(names[builder_id], number)] = cause
-        return Labels(breakages, causes)
+                key = (names[builder_id], number)
+                causes[key] = cause
+                if change_id is not None and change_id in revs:
+                    culprits[key] = revs[change_id]
+        return Labels(breakages, causes, culprits)
 
     # -- import bookkeeping (simulator/importer.py) -------------------------------
     #

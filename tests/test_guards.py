@@ -139,15 +139,19 @@ def test_failing_before_on_another_builder() -> None:
 
 
 def test_flaky_builder_unless_the_failure_is_a_compile_error() -> None:
-    flaky_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+    # 21 of the last 100 builds failed alone: more than the default 20.
+    flaky_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(21))
     assert [v.reason.value for v in verdicts_of(flaky_past + " F:b@os F@os F@os")][-1] == (
         "flaky-builder"
     )
     last = verdicts_of(flaky_past + " F:b@compile F@compile F@compile")[-1]
     assert last.reason is Reason.REVERT
-    # Three isolated failures are within the default threshold.
-    calm_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(3))
+    # Twenty are within the threshold.
+    calm_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(20))
     assert verdicts_of(calm_past + " F:b@os F@os F@os")[-1].reason is Reason.REVERT
+    # Counted over the builder's last builds only: old flakes are forgotten.
+    long_ago = flaky_past + " " + " ".join(f"S:h{i}" for i in range(60))
+    assert verdicts_of(long_ago + " F:b@os F@os F@os")[-1].reason is Reason.REVERT
 
 
 def test_every_guard_is_a_verdict_reason() -> None:
@@ -169,14 +173,15 @@ def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> Non
     # Two flaky builders on two workers both fail test_os from change b on.
     one = on("one", "w1", " F:b@os F@os F@os", 1_700_000_000.0)
     two = on("two", "w2", " F:b@os F@os F@os", 1_700_000_100.0)
-    tracker = StreakTracker()
+    strict = Policy(flaky_threshold=3)
+    tracker = StreakTracker(strict)
     events = tracker.feed_all(sorted(one + two, key=lambda b: b.completed_at))
     reasons = [(e.builder, e.reason.value) for e in events if isinstance(e, Verdict)]
     assert reasons[-2:] == [("one", "flaky-builder"), ("two", "revert")]
 
     # The same two builders on ONE worker corroborate nothing.
     same = on("two", "w1", " F:b@os F@os F@os", 1_700_000_100.0)
-    tracker = StreakTracker()
+    tracker = StreakTracker(strict)
     events = tracker.feed_all(sorted(one + same, key=lambda b: b.completed_at))
     assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
         "flaky-builder",
@@ -186,7 +191,7 @@ def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> Non
     # Generic failures are never attributed, however many workers agree.
     g1 = on("one", "w1", " F:b@generic F@generic F@generic", 1_700_000_000.0)
     g2 = on("two", "w2", " F:b@generic F@generic F@generic", 1_700_000_100.0)
-    tracker = StreakTracker()
+    tracker = StreakTracker(strict)
     events = tracker.feed_all(sorted(g1 + g2, key=lambda b: b.completed_at))
     assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
         "generic-failure",
@@ -207,3 +212,26 @@ def test_failing_before_on_a_sibling_that_had_not_built_the_change() -> None:
     events = tracker.feed_all(sorted(sib + mine, key=lambda b: b.completed_at))
     (v,) = [e for e in events if isinstance(e, Verdict) and e.builder == "mine"]
     assert v.reason is Reason.FAILING_BEFORE
+
+
+def test_environment_tests_are_not_blamed_on_unrelated_changes() -> None:
+    logs = {
+        "sqlite": steps_of(regrtest_failure("test_sqlite3", "shared_cache")),
+        "os": LOGS["os"],
+    }
+    unrelated = change("b", when=1_700_000_000.0)._replace(files=("Python/ceval.c",))
+    related = unrelated._replace(files=("Modules/_sqlite/connection.c",))
+    unknown = unrelated._replace(files=())
+
+    def first_verdict(spec: str, culprit: object) -> str:
+        seq = builds(spec, changes={"b": culprit}, logs=logs)  # type: ignore[dict-item]
+        tracker = StreakTracker()
+        events = tracker.feed_all(seq)
+        return next(e.reason.value for e in events if isinstance(e, Verdict))
+
+    assert first_verdict("S:a F:b@sqlite F@sqlite F@sqlite", unrelated) == "environment-test"
+    assert first_verdict("S:a F:b@sqlite F@sqlite F@sqlite", related) == "revert"
+    # Without file data the guard has no evidence and stays out of it.
+    assert first_verdict("S:a F:b@sqlite F@sqlite F@sqlite", unknown) == "revert"
+    # test_os is not an environment test.
+    assert first_verdict("S:a F:b@os F@os F@os", unrelated) == "revert"

@@ -599,10 +599,13 @@ class ChangeFactory:
     def revision(self) -> str:
         return f"{self.rng.getrandbits(160):040x}"
 
-    def _pr_for(self, when: float) -> int:
+    def _pr_for(self, when: float, opened_after: float | None = None) -> int:
         # PR numbers grew from about #113,500 to #128,400 over 2024 (assumption
-        # read off GitHub's numbering); a PR is opened days before it merges.
+        # read off GitHub's numbering); a PR is opened days before it merges,
+        # and a follow-up (fix, revert, backport) not before what it follows.
         opened = when - self.rng.expovariate(1 / (6 * 86400))
+        if opened_after is not None:
+            opened = min(when, max(opened, opened_after))
         frac = (opened - self.start) / (365 * 86400)
         pr = int(113_500 + frac * 14_900) + self.rng.randint(0, 40)
         while pr in self.used_prs:
@@ -637,7 +640,7 @@ class ChangeFactory:
         return ChangeRec(when, self.revision(), author, title, message, tuple(files), pr, area.name)
 
     def revert(self, when: float, culprit: ChangeRec, reverter: str | None = None) -> ChangeRec:
-        pr = self._pr_for(when)
+        pr = self._pr_for(when, opened_after=culprit.when)
         author = reverter or self.rng.choices(self.authors[:12])[0]
         title = f'Revert "{culprit.title}" (#{pr})'
         message = (
@@ -662,7 +665,7 @@ class ChangeFactory:
     ) -> ChangeRec:
         """A fix of ``culprit``'s breakage on its branch, by ``author`` or someone likely."""
         rng = self.rng
-        pr = self._pr_for(when)
+        pr = self._pr_for(when, opened_after=culprit.when)
         issue = _issue_of(culprit) or pr - rng.randint(1, 300)
         # Usually the culprit's author fixes it (the original author when the
         # culprit is a bot's backport), otherwise another core developer.
@@ -698,7 +701,8 @@ class ChangeFactory:
         the ``(cherry picked from commit ...)`` line.  A bot backport credits
         the original author as co-author; a manual one is by the author.
         """
-        pr = self._pr_for(when)
+        # The bot opens the backport PR when the original merges.
+        pr = self._pr_for(when, opened_after=original.when)
         base = original.title.rsplit(" (#", 1)[0]
         title = f"[{branch}] {base} (GH-{original.pr_number}) (#{pr})"
         body = original.message.split("\n\n", 1)[1] + "\n" if "\n\n" in original.message else ""
@@ -724,7 +728,7 @@ class ChangeFactory:
         )
 
     def reland(self, when: float, culprit: ChangeRec) -> ChangeRec:
-        pr = self._pr_for(when)
+        pr = self._pr_for(when, opened_after=culprit.when)
         base = culprit.title.rsplit(" (#", 1)[0]
         title = f"{base} (reland) (#{pr})"
         message = f"{title}\n\nReland of #{culprit.pr_number} with the buildbot failure fixed."

@@ -22,12 +22,48 @@ cannot drift apart:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 
 def line_key(repository: str, branch: str | None, codebase: str, project: str) -> str:
     """The line a change or sourcestamp belongs to, as a stable string."""
     return json.dumps([repository or "", branch, codebase or "", project or ""])
+
+
+def change_line(change: Mapping[str, Any]) -> str:
+    """The line of a change entity (or anything with its four line fields)."""
+    return line_key(
+        change.get("repository") or "",
+        change.get("branch"),
+        change.get("codebase") or "",
+        change.get("project") or "",
+    )
+
+
+def newest_per_line(changes: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """``{line: highest change id}`` of ``(line, changeid)`` pairs: a build's tips."""
+    tips: dict[str, int] = {}
+    for line, changeid in changes:
+        tips[line] = max(changeid, tips.get(line, changeid))
+    return tips
+
+
+def ranges(previous: Mapping[str, int], tips: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """``{line: (after, upto)}``: the id ranges :func:`blame` lists with ``between``."""
+    return {
+        line: (previous[line], tip)
+        for line, tip in tips.items()
+        if line in previous and tip > previous[line]
+    }
+
+
+def advance(previous: Mapping[str, int], tips: Mapping[str, int]) -> dict[str, int]:
+    """The builder's tips after a build: never moved back by a rebuild of older changes."""
+    after = dict(previous)
+    for line, tip in tips.items():
+        after[line] = max(tip, previous.get(line, tip))
+    return after
 
 
 def blame(
@@ -41,14 +77,11 @@ def blame(
     build's; ``between(line, after, upto)`` lists the ids of ``line`` in
     ``(after, upto]``, ascending.
     """
+    wanted = ranges(previous, tips)
     blamed: list[int] = []
-    after = dict(previous)
     for line in sorted(tips):
-        tip = tips[line]
-        prev = previous.get(line)
-        if prev is None:
-            blamed.append(tip)
-        elif tip > prev:
-            blamed.extend(between(line, prev, tip))
-        after[line] = tip if prev is None else max(prev, tip)
-    return blamed, after
+        if line not in previous:
+            blamed.append(tips[line])
+        elif line in wanted:
+            blamed.extend(between(line, *wanted[line]))
+    return blamed, advance(previous, tips)

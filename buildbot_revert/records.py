@@ -21,6 +21,10 @@ from .model import Change, FailedStep, Result
 _PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)\s*\Z")
 # The step results whose steps the core sees as failed (as the importer keeps them).
 FAILING_STEP_RESULTS = frozenset({int(Result.FAILURE), int(Result.EXCEPTION)})
+# The log whose tail is a failed step's evidence.
+STDIO_SLUG = "stdio"
+# Buildbot's log janitor marks a log whose chunks it deleted with this type.
+DELETED_LOG_TYPE = "d"
 
 
 def epoch(value: Any) -> float:
@@ -61,6 +65,14 @@ def is_failed_step(step: Mapping[str, Any]) -> bool:
     """Whether a step entity is one the core should see as failed."""
     results = step.get("results")
     return results is not None and int(results) in FAILING_STEP_RESULTS
+
+
+def stdio_log(logs: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """A step's stdio log entity; None when it has none or its chunks were deleted."""
+    log = next((x for x in logs if x.get("slug") == STDIO_SLUG), None)
+    if log is None or log.get("type") == DELETED_LOG_TYPE:
+        return None
+    return log
 
 
 def tail_window(num_lines: int, lines: int) -> tuple[int, int]:

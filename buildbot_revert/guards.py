@@ -16,10 +16,12 @@ order, each on by default and each with its own verdict reason:
     The N failing builds do not all share a failure: different tests
     failing each time is the pattern of flakiness.
 ``failing-before``
-    Every test the N builds fail in common was also seen failing, in the
-    window before the change landed or since, in a build that did not
-    contain the change (on this builder or another): the change is not
-    needed to explain the failure.
+    Every test the N builds fail in common (the same cases when they share
+    some, else the same modules) was also seen failing, in the window before
+    the change landed or since, in a build that did not contain the change,
+    on this builder or another, on this branch or another (a backport and
+    its original count as one change): the change is not needed to explain
+    the failure.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -31,14 +33,18 @@ order, each on by default and each with its own verdict reason:
 ``flaky-builder``
     More than a threshold of the builder's recent builds (the last 100 by
     default) were isolated failures (red, then green at once); compile and
-    link errors are exempt, being deterministic.  When builders on other
-    workers point at the same change, this doubt gives way.
+    link errors are exempt, being deterministic.
+
+Corroboration: when builders on ``Policy.corroboration`` different workers
+fail the same tests from the same single change, the two guards that only
+doubt (failing-before, flaky-builder) give way.
 
 Everything here is pure: times come in with the builds.
 """
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,11 +68,13 @@ class Guard(StrEnum):
 ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
 
 # Guards that doubt one builder's evidence: when builders on several workers
-# point at the same single change, the doubt no longer holds.  The others
-# say the evidence is not about the change at all (infra, failing-before,
-# inconsistent failures), or that it names nothing a human could check
+# fail the same way from the same single change, the doubt no longer holds
+# (a flaky builder, or a test that also failed elsewhere for some other
+# reason, cannot explain several machines breaking at once).  The others say
+# the evidence is not about the change at all (infra, inconsistent failures,
+# the worker's environment), or that it names nothing a human could check
 # (generic failures are never attributed to a change), whatever agrees.
-CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value})
+CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value, Guard.FAILING_BEFORE.value})
 
 # Steps that fetch the source: when they fail, the change never even ran.
 _CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
@@ -182,7 +190,9 @@ def specific_tests(signatures: Sequence[Signature]) -> frozenset[str]:
     for sig in signatures:
         ids = cases(sig)
         common = set(ids) if common is None else common & ids
-    return frozenset(common) if common else common_tests(signatures)
+    if common:
+        return frozenset(common)
+    return common_tests(signatures)
 
 
 def consistent(signatures: Sequence[Signature]) -> bool:
@@ -191,42 +201,101 @@ def consistent(signatures: Sequence[Signature]) -> bool:
     return all(same_failure(first, other) for other in signatures[1:])
 
 
-class FailureMemory:
-    """Which builds failed each test module (or compile key), on any builder.
+_CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{7,40})\)")
 
-    For each failure it keeps when the build completed and the newest change
-    it had built (by landing time; ``inf`` when unknown), so that it can
-    answer: did this test fail in a build that did not contain change C?
-    Either the build completed before C landed, or its builder had not yet
-    built C (a sibling on the same worker, say, red for the same reason).
+
+def origin_of(change: Change) -> str:
+    """The commit a change carries: the original of a backport, else itself.
+
+    ``git cherry-pick -x`` (and CPython's backport bot) leave "(cherry
+    picked from commit X)" in the message: the same fix, or the same bug,
+    on another branch.
+    """
+    if "cherry picked" in change.message:
+        m = _CHERRY_PICK_RE.search(change.message)
+        if m is not None:
+            return m.group(1)
+    return change.revision
+
+
+class Landings:
+    """When each commit landed on each branch, as the builds show it."""
+
+    __slots__ = ("_seen", "_by_origin")
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._by_origin: dict[str, dict[str, float]] = {}
+
+    def note(self, changes: Iterable[Change]) -> None:
+        seen = self._seen
+        for change in changes:
+            if change.revision not in seen:
+                seen.add(change.revision)
+                lines = self._by_origin.setdefault(origin_of(change), {})
+                lines[change.branch or ""] = change.when
+
+    def family(self, change: Change) -> dict[str, float]:
+        """Branch -> when ``change`` (or its original, or a sibling backport) landed.
+
+        A backport whose original was never seen landed on ``main`` before
+        anything remembered: every ``main`` build counts as holding it.
+        """
+        origin = origin_of(change)
+        family = dict(self._by_origin.get(origin, {}))
+        family[change.branch or ""] = change.when
+        if origin != change.revision and "main" not in family:
+            family["main"] = float("-inf")
+        return family
+
+
+class FailureMemory:
+    """Which builds failed each test (module, case or compile key), anywhere.
+
+    For each failure it keeps when the build completed, its branch, and the
+    newest change it had built (by landing time; ``inf`` when unknown), so
+    that it can answer: did this test fail in a build that did not hold
+    change C?  On C's own branch, a build holds C when it was built from a
+    change that landed after C; on another branch, when C's original or a
+    backport of it landed there first; a branch C never reached never holds
+    it.  So a flake on ``main`` excuses a backport, but ``main`` failing from
+    the very commit a backport carries does not.
     """
 
-    __slots__ = ("_times", "_upto")
+    __slots__ = ("_times", "_upto", "_lines")
 
     def __init__(self) -> None:
         self._times: dict[str, list[float]] = {}
         self._upto: dict[str, list[float]] = {}
+        self._lines: dict[str, list[str]] = {}
 
-    def record(self, failing: Iterable[str], at: float, built_upto: float) -> None:
+    def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
         # Builds arrive in completion order, so each list stays sorted.
-        times, upto = self._times, self._upto
-        for key in failing:
-            seen = times.get(key)
+        times, upto, lines = self._times, self._upto, self._lines
+        for test in failing:
+            seen = times.get(test)
             if seen is None:
-                times[key] = [at]
-                upto[key] = [built_upto]
+                times[test] = [at]
+                upto[test] = [built_upto]
+                lines[test] = [line]
             else:
                 seen.append(at)
-                upto[key].append(built_upto)
+                upto[test].append(built_upto)
+                lines[test].append(line)
 
-    def failed_without(self, key: str, landed: float, since: float) -> bool:
-        """Whether ``key`` failed, since ``since``, in a build without the change."""
-        seen = self._times.get(key)
+    def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
+        """Whether ``test`` failed, since ``since``, in a build without the change.
+
+        ``family`` maps each branch the change reached to when it landed
+        there (see :meth:`Landings.family`).
+        """
+        seen = self._times.get(test)
         if not seen:
             return False
-        upto = self._upto[key]
+        upto, lines = self._upto[test], self._lines[test]
         for i in range(bisect_left(seen, since), len(seen)):
-            if seen[i] < landed or upto[i] < landed:
+            landed = family.get(lines[i])
+            if landed is None or seen[i] < landed or upto[i] < landed:
                 return True
         return False
 

@@ -42,8 +42,8 @@ class Policy:
     failure of the same test makes it "failing before"; a builder with more
     than ``flaky_threshold`` isolated failures among its last
     ``flaky_builds`` builds is flaky.  When builders on ``corroboration`` different
-    workers point at the same single change, the guard that only doubts one
-    builder's record (flaky-builder) gives way.
+    workers fail the same tests from the same single change, the guards that
+    only doubt (failing-before, flaky-builder) give way.
     """
 
     failures: int = 3

@@ -60,6 +60,7 @@ from .guards import (
     FailureMemory,
     FlakeMemory,
     Guard,
+    Landings,
     common_tests,
     consistent,
     environment_only,
@@ -125,7 +126,7 @@ class _OpenStreak:
 class _BuilderState:
     """What the tracker remembers of one builder (mutable; internal)."""
 
-    __slots__ = ("seen_green", "untested", "streak", "built_upto", "builds")
+    __slots__ = ("seen_green", "untested", "streak", "built_upto", "builds", "line")
 
     def __init__(self) -> None:
         self.seen_green = False
@@ -133,6 +134,8 @@ class _BuilderState:
         self.builds = 0
         # Landing time of the newest change this builder has built.
         self.built_upto = _UNKNOWN
+        # The branch the builder builds, as its changes say ("" if unknown).
+        self.line = ""
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
         self.streak: _OpenStreak | None = None
@@ -147,9 +150,11 @@ class StreakTracker:
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
         self._failures = FailureMemory()
+        self._landings = Landings()
         self._flakes = FlakeMemory()
-        # revision -> workers whose streaks point at it alone (see _check).
-        self._pointing: dict[str, set[str]] = {}
+        # revision -> worker -> what its streak failed, for every worker whose
+        # builder's streak points at the revision alone (see _check).
+        self._pointing: dict[str, dict[str, frozenset[str]]] = {}
         # revision -> the request that first proposed it (None when it was
         # proposed before this tracker started).
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
@@ -170,6 +175,8 @@ class StreakTracker:
             newest = changes[0].when if len(changes) == 1 else max(c.when for c in changes)
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
+            state.line = changes[0].branch or ""
+            self._landings.note(changes)
         if result in self._green:
             state.seen_green = True
             if state.untested:
@@ -186,9 +193,11 @@ class StreakTracker:
                 # that halves the signatures a year's replay must extract.
                 streak.count += 1
                 if streak.evidence:
-                    self._failures.record(streak.evidence, build.completed_at, state.built_upto)
+                    self._failures.record(
+                        streak.evidence, build.completed_at, state.built_upto, state.line
+                    )
                 return _NO_EVENTS
-            signature, infra = self._evidence(build, state.built_upto)
+            signature, infra = self._evidence(build, state)
             if streak is None:
                 suspects = (*state.untested, *build.changes) if state.untested else build.changes
                 state.untested = []
@@ -234,14 +243,16 @@ class StreakTracker:
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, built_upto: float) -> tuple[Signature | None, bool]:
+    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool]:
         """Read a failing build's signature and remember what it fails."""
         if not self._guards:
             return None, False
         infra = is_infra(build)
         signature = signature_of(build)
         if not infra and not signature.generic:
-            self._failures.record(failing_ids(signature), build.completed_at, built_upto)
+            self._failures.record(
+                failing_ids(signature), build.completed_at, state.built_upto, state.line
+            )
         return signature, infra
 
     # -- deciding -----------------------------------------------------------
@@ -352,20 +363,28 @@ class StreakTracker:
                 f"{max_age / _HOUR:g} h the policy allows",
             )
         # Every worker whose builder points structurally at this change: one
-        # builder's weak evidence is strong when other machines agree.
-        workers = self._pointing.setdefault(change.revision, set())
-        workers.add(streak.first.worker or streak.first.builder)
+        # builder's weak evidence is strong when other machines fail the
+        # same way from the same change.  Flakes that happen to start on
+        # the same change fail different tests, and do not agree.
+        failed = (
+            common_tests([s for s in streak.signatures if s is not None and not s.generic])
+            if streak.signatures[0] is not None
+            else frozenset()
+        )
+        workers = self._pointing.setdefault(change.revision, {})
+        workers[streak.first.worker or streak.first.builder] = failed
         declined = self._guard(streak, change, last)
         if declined is not None:
             k = self.policy.corroboration
-            if not (k and len(workers) >= k and declined[0].value in CORROBORABLE):
+            agreeing = sum(1 for other in workers.values() if other & failed)
+            if not (k and agreeing >= k and declined[0].value in CORROBORABLE):
                 return declined
             return (
                 Reason.REVERT if change.revision not in self._proposed else Reason.ALREADY_PROPOSED,
                 f"{n} consecutive failing builds after a green build, the first holding exactly "
                 f"this one change; alone this builder's evidence would be weak "
-                f"({declined[0].value}), but builders on {len(workers)} different workers "
-                "point at the same change",
+                f"({declined[0].value}), but builders on {agreeing} different workers "
+                "fail the same way from the same change",
             )
         if change.revision in self._proposed:
             return (
@@ -406,7 +425,8 @@ class StreakTracker:
         specific = specific_tests(sigs)
         if Guard.FAILING_BEFORE in guards and specific:
             start = change.when - policy.failing_before_window
-            if all(self._failures.failed_without(k, change.when, start) for k in specific):
+            family = self._landings.family(change)
+            if all(self._failures.failed_without(k, family, start) for k in specific):
                 return (
                     Reason.FAILING_BEFORE,
                     f"{', '.join(sorted(specific)[:5])} also failed in builds without this "

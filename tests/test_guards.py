@@ -235,3 +235,52 @@ def test_environment_tests_are_not_blamed_on_unrelated_changes() -> None:
     assert first_verdict("S:a F:b@sqlite F@sqlite F@sqlite", unknown) == "revert"
     # test_os is not an environment test.
     assert first_verdict("S:a F:b@os F@os F@os", unrelated) == "revert"
+
+
+def test_corroboration_needs_the_same_failure() -> None:
+    # Two flaky builders whose streaks start on change b by coincidence,
+    # failing different tests: they do not vouch for each other.
+    from buildbot_revert.model import Build
+
+    culprit = change("b", when=1_700_000_000.0)
+    past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+    strict = Policy(flaky_threshold=3)
+
+    def on(builder: str, worker: str, tail: str, start: float) -> list[Build]:
+        seq = builds(past + tail, builder=builder, start=start, changes={"b": culprit}, logs=LOGS)
+        return [b._replace(worker=worker) for b in seq]
+
+    one = on("one", "w1", " F:b@os F@os F@os", 1_700_000_000.0)
+    two = on("two", "w2", " F:b@ssl F@ssl F@ssl", 1_700_000_100.0)
+    tracker = StreakTracker(strict)
+    events = tracker.feed_all(sorted(one + two, key=lambda b: b.completed_at))
+    assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
+        "flaky-builder",
+        "flaky-builder",
+    ]
+
+
+def test_a_backport_is_not_excused_by_its_original_failing_on_main() -> None:
+    original = change("o", when=1_700_000_000.0)._replace(branch="main")
+    backport = change("p", when=1_700_000_000.0 + 3000)._replace(
+        branch="3.13", message="[3.13] fix\n(cherry picked from commit abcdef01)\n"
+    )
+    original = original._replace(revision="abcdef01")
+    # main breaks from the original; 3.13 breaks the same way from the backport.
+    main = builds("S:a F:abcdef01@ssl F@ssl F@ssl", builder="main-b", logs=LOGS,
+                  changes={"abcdef01": original}, start=1_700_000_000.0 + 60)  # fmt: skip
+    branch = builds("S:x F:p@ssl F@ssl F@ssl", builder="b-3.13", logs=LOGS,
+                    changes={"p": backport}, start=1_700_000_000.0 + 3100)  # fmt: skip
+    branch = [
+        b._replace(changes=tuple(c._replace(branch="3.13") for c in b.changes)) for b in branch
+    ]
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(main + branch, key=lambda b: b.completed_at))
+    reasons = {e.builder: e.reason.value for e in events if isinstance(e, Verdict)}
+    assert reasons == {"main-b": "revert", "b-3.13": "revert"}
+    # A flake of the same test on main before the original landed still excuses it.
+    flake = builds("S F@ssl S", builder="other", logs=LOGS, start=1_700_000_000.0 - 4000)
+    tracker = StreakTracker()
+    events = tracker.feed_all(sorted(flake + main + branch, key=lambda b: b.completed_at))
+    reasons = {e.builder: e.reason.value for e in events if isinstance(e, Verdict)}
+    assert reasons["b-3.13"] == "failing-before"

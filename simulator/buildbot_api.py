@@ -5,7 +5,10 @@ master.  It knows the API's conventions (collections named by their plural,
 ``field=`` selection, ``name__op=value`` filters that only work on selected
 fields, ``limit``/``offset`` pagination, ``order``) and its failure modes
 (5xx under load, dropped connections), and turns the JSON into small typed
-records.  It knows nothing about blamelists or the history store: that is
+records whose fields keep Buildbot's names, so that a record's ``_asdict()``
+is the entity shape :mod:`buildbot_revert.records` and
+:mod:`buildbot_revert.blamelist` take (the plugin hands them ``master.data``
+entities).  It knows nothing about blamelists or the history store: that is
 :mod:`simulator.importer`.
 
 It uses the standard library (``http.client`` with one persistent connection
@@ -27,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
+
+from buildbot_revert.records import DELETED_LOG_TYPE, epoch, log_text, tail_window
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -80,11 +85,13 @@ class SourceStampInfo(NamedTuple):
 
 
 class ChangeInfo(NamedTuple):
+    """One change; ``ssid`` is its sourcestamp's id (Buildbot nests the sourcestamp)."""
+
     changeid: int
     revision: str | None
     author: str
     comments: str
-    when: float
+    when_timestamp: float
     files: tuple[str, ...]
     branch: str | None
     repository: str
@@ -110,8 +117,7 @@ class LogInfo(NamedTuple):
 
     @property
     def deleted(self) -> bool:
-        # The log janitor marks a log whose chunks it deleted with type 'd'.
-        return self.type == "d"
+        return self.type == DELETED_LOG_TYPE
 
 
 BUILDER_FIELDS = ("builderid", "name", "tags")
@@ -177,7 +183,7 @@ def parse_change(d: Mapping[str, Any]) -> ChangeInfo:
         d.get("revision"),
         d.get("author") or "",
         d.get("comments") or "",
-        float(d.get("when_timestamp") or 0),
+        epoch(d.get("when_timestamp")),
         tuple(d.get("files") or ()),
         d.get("branch"),
         d.get("repository") or "",
@@ -524,23 +530,17 @@ class BuildbotAPI:
         """The last ``last`` lines of a log's text; ``None`` when the master lost it."""
         if log.deleted:
             return None
-        if log.num_lines == 0:
+        offset, limit = tail_window(log.num_lines, last)
+        if limit <= 0:
             return ""
-        first = max(0, log.num_lines - last)
         try:
-            body = self.get(
-                f"/logs/{log.logid}/contents", [("offset", first), ("limit", log.num_lines - first)]
-            )
+            body = self.get(f"/logs/{log.logid}/contents", [("offset", offset), ("limit", limit)])
         except NotFound:
             return None
         contents = (body or {}).get("logchunks") or []
         if not contents:
             return None
-        text = str(contents[0].get("content") or "")
-        if log.type != "s":
-            return text
-        # stdio logs store each line behind a one-letter stream tag (o, e, h).
-        return "".join(line[1:] + "\n" for line in text.splitlines())
+        return log_text(str(contents[0].get("content") or ""), log.type)
 
 
 def _param(value: Any) -> str:

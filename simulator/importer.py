@@ -22,7 +22,10 @@ project) is every change of that line with ``previous tip < changeid <= tip``,
 where the previous tip is the newest tip of the builder's earlier completed
 builds (a rebuild of an old revision blames nothing).  A builder's first build
 ever blames only its own tip.  A build with no change behind it (a forced
-build of no particular revision) blames nothing and moves no tip.
+build of no particular revision) blames nothing and moves no tip.  Those rules
+live in :mod:`buildbot_revert.blamelist`, and the conversion of changes, steps
+and logs in :mod:`buildbot_revert.records`, which the plugin uses too: the
+simulator must see the history the plugin saw.
 
 **Incremental and resumable.**  Builds are read in completion order, a page at
 a time, with every request for the page made before anything is written; the
@@ -53,13 +56,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from buildbot_revert.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert import blamelist
+from buildbot_revert.model import Build, Builder, FailedStep, Result
+from buildbot_revert.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 
 from .buildbot_api import (
     BUILD_FIELDS,
     BuildbotAPI,
     BuildInfo,
     ChangeInfo,
+    LogInfo,
     SourceStampInfo,
     parse_build,
 )
@@ -70,8 +76,6 @@ from .store import HistoryStore
 # cheap (known build ids are skipped) and closes that gap.
 RESYNC_SECONDS = 5.0
 LOG_TAIL_LINES = 300
-FAILING_STEP_RESULTS = (int(Result.FAILURE), int(Result.EXCEPTION))
-_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
 # Keys of the store's meta table.
 META_MASTER = "import.master"
@@ -96,11 +100,6 @@ class PullStats:
     builders: list[str] = field(default_factory=list)
 
 
-def line_key(repository: str, branch: str | None, codebase: str, project: str) -> str:
-    """The branch "line" a change or sourcestamp belongs to, as a stable string."""
-    return json.dumps([repository, branch, codebase, project])
-
-
 def select_builders(
     builders: Iterable[Builder], pattern: re.Pattern[str] | None, tags: Iterable[str]
 ) -> list[Builder]:
@@ -109,21 +108,6 @@ def select_builders(
     return [
         b for b in builders if (pattern is None or pattern.search(b.name)) and wanted <= set(b.tags)
     ]
-
-
-def change_record(c: ChangeInfo) -> Change:
-    title = c.comments.strip().splitlines()[0] if c.comments.strip() else ""
-    pr = _PR_SUFFIX.search(title)
-    return Change(
-        revision=c.revision or f"change-{c.changeid}",
-        author=c.author,
-        title=title,
-        when=c.when,
-        pr_number=int(pr.group(1)) if pr else None,
-        message=c.comments,
-        files=c.files,
-        branch=c.branch,
-    )
 
 
 class _Changes:
@@ -153,7 +137,7 @@ class _Changes:
     def add(self, c: ChangeInfo) -> None:
         if c.changeid in self.line:
             return
-        line = line_key(c.repository, c.branch, c.codebase, c.project)
+        line = blamelist.change_line(c._asdict())
         self.line[c.changeid] = line
         self.new[c.changeid] = c
         self._index(c.changeid, c.ssid, line)
@@ -313,7 +297,7 @@ class Importer:
         self._fetch_ranges(builds, tips)
         blamelists: dict[int, list[int]] = {}
         for b in builds:
-            blamelists[b.buildid] = self._blame(b, tips[b.buildid], stamps.get(b.buildid, []))
+            blamelists[b.buildid] = self._blame(b, tips[b.buildid])
         failing = [b for b in builds if b.results == int(Result.FAILURE)]
         failed_steps = dict(
             zip(
@@ -357,29 +341,22 @@ class Importer:
         return out
 
     def _tips(self, stamps: list[SourceStampInfo]) -> dict[str, int]:
-        tips: dict[str, int] = {}
-        for ss in stamps:
-            tip = self.changes.by_ssid.get(ss.ssid)
-            if tip is not None:
-                line = self.changes.line[tip]
-                tips[line] = max(tip, tips.get(line, tip))
-        return tips
+        heads = (self.changes.by_ssid.get(ss.ssid) for ss in stamps)
+        return blamelist.newest_per_line((self.changes.line[h], h) for h in heads if h is not None)
 
     def _fetch_ranges(self, builds: list[BuildInfo], tips: dict[int, dict[str, int]]) -> None:
         """Make every change between a builder's previous tip and its new tip known."""
-        state = {name: dict(lines) for name, lines in self.tips.items()}
-        need_lo: int | None = None
-        need_hi: int | None = None
+        state = dict(self.tips)
+        wanted: list[tuple[int, int]] = []
         for b in builds:
-            mine = state.setdefault(self.builder_ids[b.builderid], {})
-            for line, tip in tips[b.buildid].items():
-                prev = mine.get(line)
-                if prev is not None and tip > prev:
-                    need_lo = prev + 1 if need_lo is None else min(need_lo, prev + 1)
-                    need_hi = tip if need_hi is None else max(need_hi, tip)
-                mine[line] = max(tip, prev if prev is not None else tip)
-        if need_lo is None or need_hi is None:
+            name = self.builder_ids[b.builderid]
+            mine = state.get(name, {})
+            wanted.extend(blamelist.ranges(mine, tips[b.buildid]).values())
+            state[name] = blamelist.advance(mine, tips[b.buildid])
+        if not wanted:
             return
+        need_lo = min(after for after, _ in wanted) + 1
+        need_hi = max(upto for _, upto in wanted)
         low, high = self.changes.low, self.changes.high
         if low is None or high is None:
             self._fetch(need_lo - 1, need_hi)
@@ -397,31 +374,22 @@ class Importer:
         for c in self.api.changes_between(after, upto):
             self.changes.add(c)
 
-    def _blame(
-        self, b: BuildInfo, tips: dict[str, int], stamps: list[SourceStampInfo]
-    ) -> list[int]:
-        mine = self.tips.setdefault(self.builder_ids[b.builderid], {})
-        blamed: list[int] = []
-        for line, tip in sorted(tips.items()):
-            prev = mine.get(line)
-            if prev is None:
-                blamed.append(tip)
-            elif tip > prev:
-                blamed.extend(self.changes.between(line, prev, tip))
-            mine[line] = tip if prev is None else max(prev, tip)
+    def _blame(self, b: BuildInfo, tips: dict[str, int]) -> list[int]:
+        name = self.builder_ids[b.builderid]
+        blamed, self.tips[name] = blamelist.blame(
+            self.tips.get(name, {}), tips, self.changes.between
+        )
         return blamed
 
     def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
-        out = []
-        for step in self.api.build_steps(b.buildid):
-            if step.results not in FAILING_STEP_RESULTS:
-                continue
-            tail: str | None = None
-            stdio = [log for log in self.api.step_logs(step.stepid) if log.slug == "stdio"]
-            if stdio:
-                tail = self.api.log_lines(stdio[0], self.log_lines)
-            out.append(FailedStep(step.name, int(step.results or 0), tail))
-        return tuple(out)
+        steps = [s._asdict() for s in self.api.build_steps(b.buildid)]
+        failed = [s for s in steps if is_failed_step(s)]
+        return failed_steps(failed, {s["stepid"]: self._stdio_tail(s["stepid"]) for s in failed})
+
+    def _stdio_tail(self, stepid: int) -> str | None:
+        """The failed step's evidence: its stdio tail, None when the master has none."""
+        log = stdio_log(x._asdict() for x in self.api.step_logs(stepid))
+        return None if log is None else self.api.log_lines(LogInfo(**log), self.log_lines)
 
     # -- writing -----------------------------------------------------------------
 
@@ -438,7 +406,7 @@ class Importer:
         new_changes = sorted(self.changes.new.values())
         with store.transaction():
             for c in new_changes:
-                cid = store.add_change(change_record(c))
+                cid = store.add_change(change_from_dict(c._asdict()))
                 store.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
                 self.changes.store_id[c.changeid] = cid
             for b in builds:
@@ -468,26 +436,14 @@ class Importer:
         self.stats.failing_builds += len(failed_steps)
 
 
-def pull(
-    api: BuildbotAPI,
-    store: HistoryStore,
-    *,
-    since: float | None = None,
-    builders: re.Pattern[str] | None = None,
-    tags: Iterable[str] = (),
-    page_size: int = 200,
-    progress: Callable[[int, int], None] | None = None,
-) -> PullStats:
-    """Bring ``store`` up to date with the master behind ``api``; see the module docstring."""
-    return Importer(
-        api,
-        store,
-        since=since,
-        builders=builders,
-        tags=tags,
-        page_size=page_size,
-        progress=progress,
-    ).run()
+def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
+    """Bring ``store`` up to date with the master behind ``api``; see the module docstring.
+
+    ``options`` are :class:`Importer`'s keyword arguments (``since``,
+    ``builders``, ``tags``, ``page_size``, ``log_lines``, ``progress``), which
+    its signature alone declares.
+    """
+    return Importer(api, store, **options).run()
 
 
 def default_history_path(url: str) -> Path:
@@ -513,16 +469,12 @@ def default_history_path(url: str) -> Path:
 
 
 def pull_into(
-    url: str,
-    history: Path | None,
-    *,
-    since: float | None = None,
-    builders: re.Pattern[str] | None = None,
-    tags: Iterable[str] = (),
-    concurrency: int = 4,
-    progress: Callable[[int, int], None] | None = None,
+    url: str, history: Path | None, *, concurrency: int = 4, **options: Any
 ) -> tuple[Path, PullStats]:
-    """Pull ``url`` into ``history`` (default: the per-master cache file), creating it."""
+    """Pull ``url`` into ``history`` (default: the per-master cache file), creating it.
+
+    ``options`` are :class:`Importer`'s, as for :func:`pull`.
+    """
     path = history if history is not None else default_history_path(url)
     if path.exists() and path.is_dir():
         raise PullError(f"{path}: is a directory, not a history file")
@@ -534,7 +486,7 @@ def pull_into(
     store = HistoryStore(path, create=fresh)
     try:
         with BuildbotAPI(url, concurrency=concurrency) as api:
-            stats = pull(api, store, since=since, builders=builders, tags=tags, progress=progress)
+            stats = pull(api, store, **options)
     finally:
         store.close()
     return path, stats

@@ -1,7 +1,9 @@
 """The importer's pieces that need no master: records, selection, bookkeeping.
 
-The blamelist derivation itself is tested against a real master in
-``test_pull_integration.py`` (and at scale by ``benchmarks/pull.py``).
+The importer converts with the plugin's helpers (:mod:`buildbot_revert.records`,
+:mod:`buildbot_revert.blamelist`); these tests feed them the importer's typed
+REST records.  The blamelist derivation itself is tested against a real master
+in ``test_pull_integration.py`` (and at scale by ``benchmarks/pull.py``).
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from buildbot_revert.model import Build, Builder, Change
-from simulator.buildbot_api import BuildbotAPI, ChangeInfo
-from simulator.importer import (
-    PullError,
-    _Changes,
-    change_record,
-    default_history_path,
-    line_key,
-    pull,
-    select_builders,
+from buildbot_revert import blamelist
+from buildbot_revert.model import Build, Builder, Change, FailedStep
+from buildbot_revert.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from simulator.buildbot_api import (
+    BuildbotAPI,
+    ChangeInfo,
+    LogInfo,
+    parse_change,
+    parse_log,
+    parse_step,
 )
+from simulator.importer import PullError, _Changes, default_history_path, pull, select_builders
 from simulator.store import HistoryStore
 from tests.test_buildbot_api import python_org, serve  # noqa: F401  (fixture)
 
@@ -33,6 +38,10 @@ def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: 
         changeid, revision, "Ada <ada@example.org>", comments, 1.0e9, ("Lib/a.py",),
         branch, "https://github.com/python/cpython", "", "cpython", ssid,
     )  # fmt: skip
+
+
+def change_record(c: ChangeInfo) -> Change:
+    return change_from_dict(c._asdict())
 
 
 def test_change_record_title_and_pr() -> None:
@@ -47,6 +56,58 @@ def test_change_record_title_and_pr() -> None:
     assert change_record(info(3, "", revision=None)) == Change(
         "change-3", "Ada <ada@example.org>", "", 1.0e9, None, "", ("Lib/a.py",), "main"
     )
+
+
+# A change as Buildbot's REST API and its data API both describe it (the data
+# API hands out a datetime where REST has epoch seconds).
+REST_CHANGE = {
+    "changeid": 7, "revision": "f" * 40, "author": "Ada <ada@example.org>",
+    "comments": "gh-1: Fix (#2)\n\nBody", "when_timestamp": 1700000000, "files": ["Lib/a.py"],
+    "branch": "main", "repository": "https://github.com/python/cpython", "codebase": "",
+    "project": "cpython", "sourcestamp": {"ssid": 70},
+}  # fmt: skip
+
+
+def test_typed_rest_records_convert_like_the_plugins_entities() -> None:
+    """What the REST client keeps of an entity is enough for the shared rules."""
+    typed = parse_change(REST_CHANGE)
+    assert change_record(typed) == change_from_dict(REST_CHANGE)
+    assert blamelist.change_line(typed._asdict()) == blamelist.change_line(REST_CHANGE)
+    assert change_record(typed).pr_number == 2 and change_record(typed).when == 1.7e9
+    steps = [{"stepid": 31, "number": 3, "name": "test", "results": 2},
+             {"stepid": 30, "number": 0, "name": "compile", "results": 4},
+             {"stepid": 29, "number": 1, "name": "tests", "results": 0}]  # fmt: skip
+    typed_steps = [parse_step(s)._asdict() for s in steps]
+    assert [s for s in steps if is_failed_step(s)] == [s for s in typed_steps if is_failed_step(s)]
+    tails = {31: "tail", 30: None}
+    assert failed_steps(typed_steps, tails) == (
+        FailedStep("compile", 4, None),
+        FailedStep("test", 2, "tail"),
+    )
+    logs = [{"logid": 1, "slug": "warnings", "num_lines": 3, "type": "t"},
+            {"logid": 2, "slug": "stdio", "num_lines": 9, "type": "s"}]  # fmt: skip
+    chosen = stdio_log(parse_log(x)._asdict() for x in logs)
+    assert chosen is not None and LogInfo(**chosen) == parse_log(logs[1])
+    # A log whose chunks the janitor deleted is missing evidence, not a log.
+    assert stdio_log([parse_log({**logs[1], "type": "d"})._asdict()]) is None
+
+
+tips_maps = st.dictionaries(st.sampled_from("LMN"), st.integers(1, 50), max_size=3)
+
+
+@given(tips_maps, tips_maps)
+def test_ranges_are_what_blame_asks_for(previous: dict[str, int], tips: dict[str, int]) -> None:
+    """The importer fetches ``ranges()`` before blaming; blame must need no other."""
+    asked: dict[str, tuple[int, int]] = {}
+
+    def between(line: str, after: int, upto: int) -> list[int]:
+        asked[line] = (after, upto)
+        return list(range(after + 1, upto + 1))
+
+    blamed, after = blamelist.blame(previous, tips, between)
+    assert asked == blamelist.ranges(previous, tips)
+    assert after == blamelist.advance(previous, tips)
+    assert all(after[line] >= tip for line, tip in {**previous, **tips}.items())
 
 
 def test_select_builders_regex_and_all_tags() -> None:
@@ -71,7 +132,7 @@ def test_changes_index_by_line(tmp_path: Path) -> None:
     for c in [info(5, "e", ssid=50), info(2, "b", ssid=20), info(3, "c", branch="3.13"),
               info(4, "d", ssid=40)]:  # fmt: skip
         changes.add(c)
-    main = line_key("https://github.com/python/cpython", "main", "", "cpython")
+    main = blamelist.line_key("https://github.com/python/cpython", "main", "", "cpython")
     assert changes.between(main, 2, 5) == [4, 5]
     assert changes.between(main, 0, 4) == [2, 4]
     assert changes.by_ssid == {50: 5, 20: 2, 40: 4}

@@ -70,7 +70,7 @@ from buildbot_revert.model import Builder, Change, FailedStep, Result
 from simulator import branch_model, log_tails, worker_schedule
 from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
-from simulator.store import HistoryError, HistoryStore
+from simulator.store import HistoryStore, peek_meta
 
 GENERATOR_VERSION = "4"
 DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
@@ -1413,13 +1413,9 @@ def ensure_shipped_history(
 
 
 def _generated_by_other_version(path: Path) -> bool:
-    try:
-        store = HistoryStore(path)
-    except HistoryError:
+    # Read meta whatever the schema: an older schema is exactly the case
+    # where a generated file must be made again.
+    meta = peek_meta(path)
+    if meta is None:
         return False
-    try:
-        source = store.get_meta("source")
-        version = store.get_meta("generator_version")
-    finally:
-        store.close()
-    return source == "generated" and version != GENERATOR_VERSION
+    return meta.get("source") == "generated" and meta.get("generator_version") != GENERATOR_VERSION

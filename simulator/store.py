@@ -136,6 +136,26 @@ class Labels:
     build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
+def peek_meta(path: str | Path) -> dict[str, str] | None:
+    """A history file's ``meta`` table, whatever its schema version.
+
+    ``None`` when the file is missing or is not a history at all.  Lets a
+    caller recognise, say, a generated history of an older schema that it
+    may simply regenerate.
+    """
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
 class HistoryStore:
     """A history file, opened for reading and writing."""
 

@@ -227,8 +227,11 @@ class Landings:
         self._seen: set[str] = set()
         self._by_origin: dict[str, dict[str, float]] = {}
 
-    def note(self, changes: Iterable[Change]) -> None:
+    def note(self, changes: Sequence[Change]) -> None:
         seen = self._seen
+        # Called for every build: most hold one change, seen before.
+        if len(changes) == 1 and changes[0].revision in seen:
+            return
         for change in changes:
             if change.revision not in seen:
                 seen.add(change.revision)

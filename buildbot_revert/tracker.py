@@ -54,6 +54,7 @@ proposes one twice.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import attrgetter
 
 from .guards import (
     CORROBORABLE,
@@ -80,6 +81,7 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _HOUR = 3600.0
 _UNKNOWN = float("inf")
+_WHEN = attrgetter("when")
 
 
 def is_revert(change: Change) -> bool:
@@ -172,7 +174,7 @@ class StreakTracker:
         changes = build.changes
         if changes:
             # Blamelists are not guaranteed to be in landing order.
-            newest = changes[0].when if len(changes) == 1 else max(c.when for c in changes)
+            newest = changes[0].when if len(changes) == 1 else max(map(_WHEN, changes))
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
             state.line = changes[0].branch or ""

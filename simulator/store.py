@@ -426,7 +426,8 @@ class HistoryStore:
         # Python, does the grouping: the replay is a single pass over this.
         sql = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            " b.worker, (SELECT group_concat(change_id) FROM blamelist x WHERE x.build_id = b.id)"
+            " b.worker, (SELECT group_concat(change_id) FROM"
+            " (SELECT change_id FROM blamelist x WHERE x.build_id = b.id ORDER BY change_id))"
             f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
         )
         return sql, params
@@ -471,24 +472,36 @@ class HistoryStore:
         if builder_names is not None:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
-        changes = self.changes_by_id()
+        changes = {str(cid): change for cid, change in self.changes_by_id().items()}
         steps = self.failed_steps_by_build()
         empty: tuple[FailedStep, ...] = ()
         sql, params = self._build_query(since, until, ids)
         failure = int(Result.FAILURE)
+        # Most builders build most changes on their own, so the same
+        # blamelist string comes back for builder after builder: make each
+        # tuple once.  And make each record with tuple.__new__, which skips
+        # the NamedTuple constructor's Python-level call (a year is ~400k).
+        blamelists: dict[str, tuple[Change, ...]] = {"": ()}
+        new = tuple.__new__
         for bid, builder_id, number, result, started, completed, worker, blame in self.conn.execute(
             sql, params
         ):
-            blamed = tuple(changes[int(c)] for c in blame.split(",")) if blame else ()
-            yield Build(
-                names[builder_id],
-                number,
-                result,
-                started,
-                completed,
-                blamed,
-                steps.get(bid, empty) if result == failure else empty,
-                worker,
+            blame = blame or ""
+            blamed = blamelists.get(blame)
+            if blamed is None:
+                blamed = blamelists[blame] = tuple(map(changes.__getitem__, blame.split(",")))
+            yield new(
+                Build,
+                (
+                    names[builder_id],
+                    number,
+                    result,
+                    started,
+                    completed,
+                    blamed,
+                    steps.get(bid, empty) if result == failure else empty,
+                    worker,
+                ),
             )
 
     def labels(self) -> Labels:

@@ -53,7 +53,7 @@ proposes one twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 
 from .guards import (
@@ -146,8 +146,16 @@ class _BuilderState:
 class StreakTracker:
     """Tracks every builder's red streaks under one :class:`Policy`."""
 
-    def __init__(self, policy: Policy | None = None, proposed: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        proposed: Iterable[str] = (),
+        watched: Callable[[str], bool] | None = None,
+    ) -> None:
         self.policy = policy or Policy()
+        # Builders whose streaks may propose reverts; the others are fed for
+        # their evidence only (what fails where, which workers agree).
+        self._watched = watched
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
@@ -375,6 +383,8 @@ class StreakTracker:
         )
         workers = self._pointing.setdefault(change.revision, {})
         workers[streak.first.worker or streak.first.builder] = failed
+        if self._watched is not None and not self._watched(last.builder):
+            return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
         declined = self._guard(streak, change, last)
         if declined is not None:
             k = self.policy.corroboration

@@ -32,6 +32,9 @@ class Reason(StrEnum):
     # The suspect is itself a revert: never revert a revert.
     CULPRIT_IS_REVERT = "culprit-is-revert"
     CULPRIT_TOO_OLD = "culprit-too-old"
+    # A builder fed for its evidence only (outside the --builders/--tags or
+    # the reporter's selection): it never proposes.
+    NOT_WATCHED = "not-watched"
     # The evidence guards (guards.py): not proof that the change broke it.
     INFRA = "infra"
     GENERIC_FAILURE = "generic-failure"

@@ -76,8 +76,11 @@ def evaluate(
     """Compare what the replay proposed with what really broke."""
     broke: dict[str, dict[str, float | None]] = defaultdict(dict)
     lo, hi = result.selection.since, result.selection.until
+    kept = {b.name for b in result.builders}
     for b in labels.breakages:
         if (lo is not None and b.broken_at < lo) or (hi is not None and b.broken_at >= hi):
+            continue
+        if b.builder not in kept:
             continue
         broke[b.revision][b.builder] = b.fixed_at
     window_end = result.last_build_at or 0.0

@@ -95,10 +95,10 @@ def select_builds(
     :func:`replay_builds`.
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
-    everyone = len(builders) == len(store.builders())
-    names = None if everyone else [b.name for b in builders]
     since = None if selection.since is None else selection.since - WARMUP
-    return builders, store.iter_builds(since, selection.until, names)
+    # Every builder's builds: the ones not selected are evidence for the
+    # guards (what fails where, which workers agree), as in the plugin.
+    return builders, store.iter_builds(since, selection.until)
 
 
 def replay_builds(
@@ -109,9 +109,12 @@ def replay_builds(
     Builds completed before ``selection.since`` only warm the tracker up (a
     plugin on a real master knows each builder's state and its recent
     failures when the window opens); what they decide is not reported, nor
-    is any streak that began before the window.
+    is any streak that began before the window.  Builders outside
+    ``builders`` are fed as evidence but never propose, and nothing of
+    theirs is reported or counted.
     """
-    tracker = StreakTracker(policy)
+    kept = frozenset(b.name for b in builders)
+    tracker = StreakTracker(policy, watched=kept.__contains__)
     result = ReplayResult(policy, selection, builders=builders)
     verdicts = result.verdicts
     streaks = result.streaks
@@ -127,18 +130,20 @@ def replay_builds(
     count = 0
     first = last = None
     for build in it:
+        events = feed(build)
+        if build.builder not in kept:
+            continue
         if first is None:
             first = build.completed_at
         last = build.completed_at
         count += 1
-        events = feed(build)
         if events:
             for event in events:
                 if since is None or event.started_at >= since:
                     (verdicts if isinstance(event, Verdict) else streaks).append(event)
     end = selection.until if selection.until is not None else last
     for event in tracker.finish(end if end is not None else 0.0):
-        if since is None or event.started_at >= since:
+        if event.builder in kept and (since is None or event.started_at >= since):
             (verdicts if isinstance(event, Verdict) else streaks).append(event)
     result.builds = count
     result.first_build_at = first

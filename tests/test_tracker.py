@@ -144,3 +144,14 @@ def test_custom_green_and_neutral_sets() -> None:
 def test_nonsense_policies_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(PolicyError):
         Policy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_unwatched_builders_inform_but_never_propose() -> None:
+    shared = {"b": change("b", when=1_700_000_000.0)}
+    seen = builds("S:a F:b F F", builder="seen", changes=shared)
+    hidden = builds("S:a F:b F F", builder="hidden", changes=shared, start=1_699_999_000.0)
+    tracker = StreakTracker(STRUCTURAL, watched=lambda name: name == "seen")
+    events = tracker.feed_all(sorted(seen + hidden, key=lambda b: b.completed_at))
+    verdicts = {e.builder: e.reason.value for e in events if isinstance(e, Verdict)}
+    # "hidden" qualified first, but only "seen" may propose.
+    assert verdicts == {"hidden": "not-watched", "seen": "revert"}

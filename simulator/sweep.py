@@ -22,6 +22,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -342,6 +343,16 @@ def run_sweep(
     )
 
 
+def _worker_signals() -> None:
+    # A worker inherits its parent's signal handlers; a parent running a
+    # Twisted reactor (the plugin's master, pytest-twisted) turns SIGTERM into
+    # "stop the reactor soon", and then the pool's terminate() cannot end an
+    # idle worker and waits for it forever.  Ctrl-C is for the parent to
+    # handle: it tears the pool down.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_tasks(tasks: list[Any], procs: int) -> Iterable[list[Any]]:
     if procs == 1 or "fork" not in multiprocessing.get_all_start_methods():
         for task in tasks:
@@ -351,7 +362,7 @@ def _run_tasks(tasks: list[Any], procs: int) -> Iterable[list[Any]]:
     # the children's garbage collections do not touch (and copy) its pages.
     gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(procs) as pool:
+        with multiprocessing.get_context("fork").Pool(procs, initializer=_worker_signals) as pool:
             yield from pool.imap_unordered(_replay_task, tasks)
     finally:
         gc.unfreeze()

@@ -18,6 +18,7 @@ Four builders over about two months, written to a real SQLite history file:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from buildbot_revert.model import Build, Builder, Change, FailedStep
@@ -31,15 +32,23 @@ DAY = 86400.0
 HOSTILE_BUILDER = "x86 <script>alert(1)</script> | @octocat"
 HOSTILE_AUTHOR = "@octocat <img src=x onerror=alert(2)>"
 HOSTILE_TITLE = "gh-1: fix | [click](javascript:alert(3)) **bold** @python/core-team"
-COMPILE_ERROR = (
-    FailedStep(
-        "compile",
-        2,
-        "gcc -c -o Objects/foo.o Objects/foo.c\n"
-        "Objects/foo.c:10:5: error: 'x' undeclared (first use in this function)\n"
-        "make: *** [Makefile:2: Objects/foo.o] Error 1\n",
-    ),
-)
+
+
+def compile_error(unit: str) -> tuple[FailedStep, ...]:
+    """A failing compile step; each ``unit`` fails in its own way, so that no
+    failure looks like one seen earlier elsewhere (the failing-before guard)."""
+    return (
+        FailedStep(
+            "compile",
+            2,
+            f"gcc -c -o Objects/{unit}.o Objects/{unit}.c\n"
+            f"Objects/{unit}.c:10:5: error: 'x' undeclared (first use in this function)\n"
+            f"make: *** [Makefile:2: Objects/{unit}.o] Error 1\n",
+        ),
+    )
+
+
+COMPILE_ERROR = compile_error("foo")
 
 
 def _change(rev: str, when: float, title: str, files: tuple[str, ...] = (), **kw: str) -> Change:
@@ -56,7 +65,7 @@ def _change(rev: str, when: float, title: str, files: tuple[str, ...] = (), **kw
 
 def changes() -> dict[str, Change]:
     b = _change(
-        "b", T0 + 1 * DAY, "gh-100: speed up dict lookups", ("Objects/dictobject.c",), pr="101"
+        "b", T0 + 6 * HOUR, "gh-100: speed up dict lookups", ("Objects/dictobject.c",), pr="101"
     )
     return {
         "a": _change("a", T0, "gh-99: docs", ("Doc/index.rst",)),
@@ -69,9 +78,11 @@ def changes() -> dict[str, Change]:
             ("Objects/dictobject.c",),
             message=f"This reverts commit {b.revision}.",
         ),
-        "d": _change("d", T0 + 3 * DAY, "gh-200: new parser path", ("Parser/parser.c",), pr="201"),
+        "d": _change(
+            "d", T0 + 2.9 * DAY, "gh-200: new parser path", ("Parser/parser.c",), pr="201"
+        ),
         "e": _change("e", T0 + 5 * DAY, "gh-200: fix the parser path", ("Parser/parser.c",)),
-        "h1": _change("h1", T0 + 10 * DAY, HOSTILE_TITLE, author=HOSTILE_AUTHOR),
+        "h1": _change("h1", T0 + 9.9 * DAY, HOSTILE_TITLE, author=HOSTILE_AUTHOR),
         "h2": _change("h2", T0 + 10 * DAY, "gh-300: another"),
     }
 
@@ -79,7 +90,7 @@ def changes() -> dict[str, Change]:
 def history_builds() -> list[Build]:
     ch = changes()
     out: list[Build] = []
-    # Builds every 12 h; the N-th failure of "b" completes at T0 + 2 d.
+    # Builds every 12 h; the third failure after "b" completes at T0 + 37 h.
     out += builds("S:a F:b F F F F:c F F", "AMD64 Ubuntu", T0 + HOUR, ch, 12 * HOUR)
     out += builds("S F F F F S:r S", "AMD64 Ubuntu", T0 + 25 * DAY, ch, 12 * HOUR)
     # "d" fails three times 12 h apart from day 3.5, "e" turns it green 26 h
@@ -95,7 +106,7 @@ def history_builds() -> list[Build]:
     fixed = []
     for b in out:
         numbers[b.builder] = numbers.get(b.builder, 0) + 1
-        steps = COMPILE_ERROR if b.result == 2 else ()
+        steps = compile_error(re.sub(r"\W+", "_", b.builder)) if b.result == 2 else ()
         fixed.append(b._replace(number=numbers[b.builder], failed_steps=steps))
     return sorted(fixed, key=lambda b: b.completed_at)
 
@@ -115,7 +126,7 @@ def make_history(path: Path, *, labels: bool = True, meta: bool = True) -> Path:
             store.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
         if labels:
             store.add_breakage(
-                cids[ch["b"].revision], ids["AMD64 Ubuntu"], T0 + DAY, T0 + 30 * DAY, "revert"
+                cids[ch["b"].revision], ids["AMD64 Ubuntu"], T0 + 13 * HOUR, T0 + 30 * DAY, "revert"
             )
         if meta:
             store.set_meta("master_url", "https://buildbot.example.org")

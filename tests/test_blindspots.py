@@ -13,7 +13,7 @@ from simulator.replay import Selection, replay, replay_builds
 from simulator.store import HistoryStore
 
 from .builds_dsl import builds
-from .reports_fixtures import DAY, HOSTILE_BUILDER, T0, make_history
+from .reports_fixtures import DAY, HOSTILE_BUILDER, T0, compile_error, make_history
 
 
 def test_declined_streaks_grouped_by_reason(tmp_path: Path) -> None:
@@ -43,7 +43,11 @@ def test_declined_streaks_grouped_by_reason(tmp_path: Path) -> None:
 
 
 def test_a_streak_too_short_at_the_end_is_unfinished() -> None:
-    history = builds("S:a F:b F", "B", T0, step=DAY) + builds("S:c F:d F F S", "C", T0, step=DAY)
+    broken = [
+        b._replace(failed_steps=compile_error("c") if b.result == 2 else ())
+        for b in builds("S:c F:d F F S", "C", T0, step=DAY)
+    ]
+    history = builds("S:a F:b F", "B", T0, step=DAY) + broken
     history.sort(key=lambda b: b.completed_at)
     result = replay_builds(history, Policy(), Selection(), [Builder("B"), Builder("C")])
     spots = blind_spots(result)

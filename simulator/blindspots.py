@@ -57,8 +57,10 @@ class BlindSpots:
 
     @property
     def caught_at_end(self) -> int:
-        """Builders red at the end whose streak did get a revert proposal."""
-        return sum(1 for r in self.red_at_end if r.reason == Reason.REVERT.value)
+        """Builders red at the end whose culprit did get a revert proposal
+        (from this builder, or from another one first)."""
+        caught = (Reason.REVERT.value, Reason.ALREADY_PROPOSED.value)
+        return sum(1 for r in self.red_at_end if r.reason in caught)
 
     def as_json(self) -> dict[str, Any]:
         return {

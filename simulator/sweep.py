@@ -270,12 +270,7 @@ def score(
         return row
     ev = evaluate(graced, labels)
     broken = {b.revision for b in labels.breakages}
-    filed = {p.request.revision for p in graced.proposals()}
-    stood_down_breakages = sum(
-        1
-        for p in result.proposals()
-        if p.request.revision not in filed and p.request.revision in broken
-    )
+    stood_down_breakages = len(counts["stood_down"] & broken)
     return replace(
         row,
         precision=ev.precision,

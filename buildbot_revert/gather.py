@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
 from . import blamelist
-from .model import Build, Builder, Result
+from .model import Build, Builder, Change, Result
 from .records import (
     change_from_dict,
     epoch,
@@ -40,6 +40,20 @@ _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096
 
 
+class _Known(NamedTuple):
+    """What the gatherer keeps of a change it has read.
+
+    Not the data API's dict: that is half a dozen GC-tracked containers
+    (files, parents, properties, sourcestamp...) per change, and a full
+    cache of them would be scanned by every full garbage collection of the
+    master for its whole life.
+    """
+
+    change: Change
+    line: str
+    parent: int | None
+
+
 class Gatherer:
     """Reads builds, changes and logs through ``master.data``."""
 
@@ -50,7 +64,7 @@ class Gatherer:
         self._workers: dict[int, str | None] = {}
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
-        self._changes: OrderedDict[int, Mapping[str, Any]] = OrderedDict()
+        self._changes: OrderedDict[int, _Known] = OrderedDict()
 
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
@@ -129,19 +143,23 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def _change(self, changeid: int) -> Any:
+        """The :class:`_Known` change ``changeid``, or None."""
         cached = self._changes.get(changeid)
         if cached is not None:
             self._changes.move_to_end(changeid)
             return cached
         data = yield self.master.data.get(("changes", changeid))
-        if data is not None:
-            self._remember(data)
-        return data
+        if data is None:
+            return None
+        return self._remember(data)
 
-    def _remember(self, change: Mapping[str, Any]) -> None:
-        self._changes[change["changeid"]] = change
+    def _remember(self, change: Mapping[str, Any]) -> _Known:
+        parents = change.get("parent_changeids") or ()
+        known = _Known(change_from_dict(change), _line(change), parents[0] if parents else None)
+        self._changes[change["changeid"]] = known
         if len(self._changes) > _CHANGE_CACHE:
             self._changes.popitem(last=False)
+        return known
 
     def _tips_of(self, build: Mapping[str, Any]) -> Any:
         """``{line: tip change id}`` of the sourcestamps this build built.
@@ -211,12 +229,11 @@ class Gatherer:
             ids: list[int] = []
             current: int | None = upto
             while current is not None and current > after:
-                change = yield self._change(current)
-                if change is None or _line(change) != line:
+                known = yield self._change(current)
+                if known is None or known.line != line:
                     break
                 ids.append(current)
-                parents = change.get("parent_changeids") or ()
-                current = parents[0] if parents else None
+                current = known.parent
             if current is not None and current <= after:
                 out[line] = ids[::-1]
                 continue
@@ -235,8 +252,7 @@ class Gatherer:
         )
         ids = []
         for change in rows or ():
-            self._remember(change)
-            if _line(change) == line:
+            if self._remember(change).line == line:
                 ids.append(change["changeid"])
         return ids
 
@@ -251,9 +267,9 @@ class Gatherer:
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
-            change = yield self._change(cid)
-            if change is not None:
-                changes.append(change_from_dict(change))
+            known = yield self._change(cid)
+            if known is not None:
+                changes.append(known.change)
         return tuple(changes), after
 
     @defer.inlineCallbacks

@@ -43,10 +43,10 @@ _CHANGE_CACHE = 4096
 class _Known(NamedTuple):
     """What the gatherer keeps of a change it has read.
 
-    Not the data API's dict: that is half a dozen GC-tracked containers
-    (files, parents, properties, sourcestamp...) per change, and a full
-    cache of them would be scanned by every full garbage collection of the
-    master for its whole life.
+    Not the data API's dict: its lists (files, parents) and properties stay
+    GC-tracked for as long as the change is cached, and every full garbage
+    collection of the master rescans them; the core record (its tuples of
+    strings are untracked) is also converted once, not once per build.
     """
 
     change: Change

@@ -77,6 +77,10 @@ def write_output(text: str, output: Path | None) -> None:
         fd, tmp = tempfile.mkstemp(dir=output.parent or Path("."), prefix=f".{output.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        # mkstemp makes the file private; a report is as readable as any file.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, output)
     except OSError as exc:
         raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None

@@ -73,16 +73,16 @@ def gather(
     if proposers:
         builds = store.iter_builds(result.selection.since, result.selection.until, proposers)
         confirmation = confirm(result, store.changes_by_id().values(), builds)
-    ids_of = getattr(store, "buildbot_builder_ids", None)
     return ReportContext(
         result,
         evaluation,
         blind_spots(result),
         confirmation,
-        master_url=web_url(store.get_meta("master_url")),
+        # An imported history knows its master from the pull.
+        master_url=web_url(store.get_meta("master_url") or store.get_meta("import.master")),
         github_repo=github_repo(store.get_meta("github_repo")),
         build_url_template=build_url_template(store.get_meta("build_url_template")),
-        builder_ids=ids_of() if ids_of is not None else {},
+        builder_ids=store.buildbot_builder_ids(),
     )
 
 

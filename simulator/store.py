@@ -381,6 +381,15 @@ class HistoryStore:
             for name, tags in self.conn.execute("SELECT name, tags FROM builders ORDER BY name")
         ]
 
+    def buildbot_builder_ids(self) -> dict[str, int]:
+        """Builder name -> the id the master gave it, for imported builders."""
+        return {
+            name: int(mid)
+            for name, mid in self.conn.execute(
+                "SELECT name, master_id FROM builders WHERE master_id IS NOT NULL"
+            )
+        }
+
     def count_builds(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM builds").fetchone()[0])
 

@@ -70,7 +70,8 @@ def test_sections_and_numbers(tmp_path: Path) -> None:
     assert "| builders red at the end | 3 (1 caught) |" in md
     # Links to commits and pull requests, from the store's meta.
     assert "(https://github.com/python/cpython/pull/101)" in md
-    assert ctx.build_url("AMD64 Ubuntu", 2) is None  # no Buildbot builder ids stored
+    # Builds link to the master's web UI by the builder ids the store keeps.
+    assert ctx.build_url("AMD64 Ubuntu", 2) == "https://buildbot.example.org/#/builders/10/builds/2"
 
 
 def test_no_links_when_the_history_does_not_say_where(tmp_path: Path) -> None:

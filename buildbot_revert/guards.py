@@ -45,6 +45,7 @@ Everything here is pure: times come in with the builds.
 from __future__ import annotations
 
 import re
+from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -265,26 +266,34 @@ class FailureMemory:
     the very commit a backport carries does not.
     """
 
-    __slots__ = ("_times", "_upto", "_lines")
+    __slots__ = ("_times", "_upto", "_lines", "_horizon")
 
-    def __init__(self) -> None:
-        self._times: dict[str, list[float]] = {}
-        self._upto: dict[str, list[float]] = {}
+    def __init__(self, horizon: float = float("inf")) -> None:
+        # Times live in arrays of doubles: a plugin keeps this memory for
+        # months, and the garbage collector does not walk arrays as it walks
+        # lists of float objects.
+        self._times: dict[str, array[float]] = {}
+        self._upto: dict[str, array[float]] = {}
         self._lines: dict[str, list[str]] = {}
+        # Failures older than this (seconds before the newest) are forgotten.
+        self._horizon = horizon
 
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
-        # Builds arrive in completion order, so each list stays sorted.
+        # Builds arrive in completion order, so each array stays sorted.
         times, upto, lines = self._times, self._upto, self._lines
         for test in failing:
             seen = times.get(test)
             if seen is None:
-                times[test] = [at]
-                upto[test] = [built_upto]
+                times[test] = array("d", (at,))
+                upto[test] = array("d", (built_upto,))
                 lines[test] = [line]
-            else:
-                seen.append(at)
-                upto[test].append(built_upto)
-                lines[test].append(line)
+                continue
+            seen.append(at)
+            upto[test].append(built_upto)
+            lines[test].append(line)
+            if len(seen) > 256 and seen[0] < at - self._horizon:
+                cut = bisect_left(seen, at - self._horizon)
+                del seen[:cut], upto[test][:cut], lines[test][:cut]
 
     def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
         """Whether ``test`` failed, since ``since``, in a build without the change.

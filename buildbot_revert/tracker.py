@@ -159,7 +159,9 @@ class StreakTracker:
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
-        self._failures = FailureMemory()
+        # A failure matters to changes landing up to a window later; keep a
+        # month more for changes that landed a while before their streak.
+        self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
         self._landings = Landings()
         self._flakes = FlakeMemory()
         # revision -> worker -> what its streak failed, for every worker whose

@@ -284,3 +284,15 @@ def test_a_backport_is_not_excused_by_its_original_failing_on_main() -> None:
     events = tracker.feed_all(sorted(flake + main + branch, key=lambda b: b.completed_at))
     reasons = {e.builder: e.reason.value for e in events if isinstance(e, Verdict)}
     assert reasons["b-3.13"] == "failing-before"
+
+
+def test_failure_memory_forgets_beyond_its_horizon() -> None:
+    from buildbot_revert.guards import FailureMemory
+
+    memory = FailureMemory(horizon=1000.0)
+    for i in range(600):
+        memory.record(["test_os"], float(i * 10), float(i * 10), "main")
+    # Recent failures are still known; those far past the horizon are gone.
+    assert memory.failed_without("test_os", {"main": 5990.0}, since=5000.0)
+    # Only what is within the horizon of the newest failure is kept.
+    assert min(memory._times["test_os"]) >= 5990.0 - 1000.0 - 256 * 10

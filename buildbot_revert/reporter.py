@@ -65,6 +65,8 @@ class RevertReporter(service.BuildbotService):
         self._lock = defer.DeferredLock()
         self._replayed: set[int] = set()
         self._builder_ids: dict[str, int] = {}
+        # Builders the selection (tags, regex) lets propose; others are evidence.
+        self._watched: set[str] = set()
         self._pending_loop: task.LoopingCall | None = None
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
@@ -218,7 +220,7 @@ class RevertReporter(service.BuildbotService):
         try:
             yield self.ledger.create()
             proposed = yield self.ledger.revisions()
-            self.tracker = StreakTracker(self.settings.policy, proposed=proposed)
+            self.tracker = self._new_tracker(proposed)
             rows = yield self.gatherer.recent_builds(self.settings.startup_builds)
             replayed = 0
             for row in rows:
@@ -237,7 +239,16 @@ class RevertReporter(service.BuildbotService):
         except Exception as exc:
             log.err(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
-                self.tracker = StreakTracker(self.settings.policy)
+                self.tracker = self._new_tracker(())
+
+    def _new_tracker(self, proposed: Any) -> StreakTracker:
+        assert self.settings is not None
+        # Every builder is fed: the ones outside the selection are evidence
+        # for the guards (what fails where, which workers agree), exactly as
+        # the simulator replays them; only the selected ones may propose.
+        return StreakTracker(
+            self.settings.policy, proposed=proposed, watched=self._watched.__contains__
+        )
 
     def _schedule_pending(self) -> None:
         settings = self.settings
@@ -273,8 +284,12 @@ class RevertReporter(service.BuildbotService):
     def _gather(self, msg: dict[str, Any]) -> Any:
         assert self.gatherer is not None and self.settings is not None
         builder = yield self.gatherer.builder(msg["builderid"])
-        if builder is None or not self.settings.watches(builder.name, builder.tags):
+        if builder is None:
             return None
+        if self.settings.watches(builder.name, builder.tags):
+            self._watched.add(builder.name)
+        else:
+            self._watched.discard(builder.name)
         self._builder_ids[builder.name] = msg["builderid"]
         build = yield self.gatherer.build(msg)
         return build
@@ -291,7 +306,8 @@ class RevertReporter(service.BuildbotService):
             if build is None:
                 return
             for event in self.tracker.feed(build):
-                if isinstance(event, Streak):
+                # Builders outside the selection only lend their evidence.
+                if isinstance(event, Streak) or event.builder not in self._watched:
                     continue
                 self.verdicts.append(event)
                 del self.verdicts[:-1000]

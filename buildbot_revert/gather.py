@@ -33,6 +33,7 @@ from .records import (
     failed_steps,
     is_failed_step,
     log_text,
+    stdio_log,
     tail_window,
 )
 
@@ -155,7 +156,11 @@ class Gatherer:
 
     def _remember(self, change: Mapping[str, Any]) -> _Known:
         parents = change.get("parent_changeids") or ()
-        known = _Known(change_from_dict(change), _line(change), parents[0] if parents else None)
+        known = _Known(
+            change_from_dict(change),
+            blamelist.change_line(change),
+            parents[0] if parents else None,
+        )
         self._changes[change["changeid"]] = known
         if len(self._changes) > _CHANGE_CACHE:
             self._changes.popitem(last=False)
@@ -184,13 +189,10 @@ class Gatherer:
                 )
                 .where(br.c.id == brid)
             )
-            tips: dict[str, int] = {}
-            for row in conn.execute(q).fetchall():
-                line = blamelist.line_key(
-                    row.repository or "", row.branch, row.codebase or "", row.project or ""
-                )
-                tips[line] = max(row.changeid, tips.get(line, row.changeid))
-            return tips
+            return blamelist.newest_per_line(
+                (blamelist.change_line(row._mapping), row.changeid)
+                for row in conn.execute(q).fetchall()
+            )
 
         return self.master.db.pool.do(thd)
 
@@ -258,12 +260,7 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        wanted = {
-            line: (previous[line], tip)
-            for line, tip in tips.items()
-            if line in previous and tip > previous[line]
-        }
-        ranges = yield self._between(wanted)
+        ranges = yield self._between(blamelist.ranges(previous, tips))
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
@@ -284,8 +281,8 @@ class Gatherer:
     @defer.inlineCallbacks
     def _stdio_tail(self, stepid: int) -> Any:
         logs = yield self.master.data.get(("steps", stepid, "logs"))
-        log = next((x for x in logs or () if x.get("slug") == "stdio"), None)
-        if log is None or log.get("type") == "d":
+        log = stdio_log(logs or ())
+        if log is None:
             return None
         offset, limit = tail_window(int(log.get("num_lines") or 0), self.log_lines)
         if limit <= 0:
@@ -296,12 +293,3 @@ class Gatherer:
         if chunk is None:
             return None
         return log_text(chunk.get("content") or "", log.get("type") or "s")
-
-
-def _line(change: Mapping[str, Any]) -> str:
-    return blamelist.line_key(
-        change.get("repository") or "",
-        change.get("branch"),
-        change.get("codebase") or "",
-        change.get("project") or "",
-    )

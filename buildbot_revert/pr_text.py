@@ -122,10 +122,7 @@ def revert_body(ctx: RevertContext) -> str:
 def reverted_comment(ctx: RevertContext, revert_url: str, revert_number: int) -> str:
     """The comment on the culprit PR once the revert is open."""
     return (
-        f"{MARKER}\n"
-        f"{mention(ctx.author_login)}, this change seems to have broken the build:\n\n"
-        f"{_builds_list(ctx.builds)}\n"
-        f"{_evidence(ctx)}\n"
+        f"{_opening(ctx)}"
         f"A revert is proposed in {markdown.link(f'#{revert_number}', revert_url)}. "
         "If the change is not at fault, please say so there and close it; otherwise "
         "merge the revert and reland the change with a fix.\n"
@@ -135,11 +132,7 @@ def reverted_comment(ctx: RevertContext, revert_url: str, revert_number: int) ->
 def warning_comment(ctx: RevertContext, grace_period: float) -> str:
     """The comment that opens a grace period."""
     return (
-        f"{MARKER}\n"
-        f"{mention(ctx.author_login)}, this change seems to have broken the build:\n\n"
-        f"{_builds_list(ctx.builds)}\n"
-        f"{_evidence(ctx)}\n"
-        f"**Why:** {markdown.text(ctx.explanation)}.\n\n"
+        f"{_opening(ctx)}**Why:** {markdown.text(ctx.explanation)}.\n\n"
         f"If these builders are still red in {_duration(grace_period)}, a revert pull "
         "request will be opened. To stop it, fix the build, or comment `/no-revert` here "
         "with the reason.\n"
@@ -149,11 +142,7 @@ def warning_comment(ctx: RevertContext, grace_period: float) -> str:
 def notice_comment(ctx: RevertContext, why: str) -> str:
     """A comment that proposes no revert PR (mode ``comment``, daily cap)."""
     return (
-        f"{MARKER}\n"
-        f"{mention(ctx.author_login)}, this change seems to have broken the build:\n\n"
-        f"{_builds_list(ctx.builds)}\n"
-        f"{_evidence(ctx)}\n"
-        f"**Why:** {markdown.text(ctx.explanation)}.\n\n"
+        f"{_opening(ctx)}**Why:** {markdown.text(ctx.explanation)}.\n\n"
         f"No revert pull request is opened ({markdown.text(why)}). Please take a look: "
         "fix the build or revert the change.\n"
     )
@@ -166,12 +155,19 @@ def manual_comment(ctx: RevertContext, reason: str, files: Sequence[str] = ()) -
         shown = ", ".join(markdown.code(f) for f in files[:20])
         listed = f"\nFiles that changed since: {shown}.\n"
     return (
+        f"{_opening(ctx)}"
+        f"A revert could not be prepared automatically ({markdown.text(reason)}).{listed}\n"
+        "**A manual revert is needed**, or a fix.\n"
+    )
+
+
+def _opening(ctx: RevertContext) -> str:
+    """Every comment on the culprit PR opens alike: who, which builds, what they share."""
+    return (
         f"{MARKER}\n"
         f"{mention(ctx.author_login)}, this change seems to have broken the build:\n\n"
         f"{_builds_list(ctx.builds)}\n"
         f"{_evidence(ctx)}\n"
-        f"A revert could not be prepared automatically ({markdown.text(reason)}).{listed}\n"
-        "**A manual revert is needed**, or a fix.\n"
     )
 
 

@@ -25,6 +25,12 @@ When a grace period ends (:func:`after_grace`): the builder went green
 (stand down), someone objected or added the opt-out label (withdraw), a
 revert already exists (adopt or respect it), the daily cap is reached (keep
 waiting), otherwise file.
+
+Which ledger rows the periodic check takes up again (:func:`due`): a row
+GitHub failed on (``proposed``) by the master that claimed it, once
+:data:`RETRY_AFTER` has passed since its last attempt; a waiting row
+(``pending``) by any master once its grace period is due (filing it is a
+compare-and-set in the ledger, so only one master files).
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from .grace import GraceDecision
 
 # Our comments and PRs carry this marker; comments holding it are never objections.
 MARKER_PREFIX = "<!-- buildbot-revert"
+# A row left ``proposed`` (GitHub failed) is retried after this many seconds.
+RETRY_AFTER = 300.0
 
 
 class Step(StrEnum):
@@ -84,7 +92,7 @@ def plan(facts: Facts) -> Plan:
         return Plan(Step.RECORD, "dry-run: decided and recorded, nothing done on GitHub")
     if not facts.has_pull:
         return Plan(Step.SKIP, "no merged pull request maps to this revision")
-    if facts.opt_out_label is not None and facts.opt_out_label in facts.labels:
+    if _opted_out(facts):
         return Plan(
             Step.SKIP, f"the pull request carries the opt-out label {facts.opt_out_label!r}"
         )
@@ -111,7 +119,7 @@ def after_grace(decision: GraceDecision, facts: Facts, objected: bool) -> Plan:
         return Plan(Step.WAIT, "the grace period is not over")
     if objected:
         return Plan(Step.WITHDRAW, "someone objected on the pull request")
-    if facts.opt_out_label is not None and facts.opt_out_label in facts.labels:
+    if _opted_out(facts):
         return Plan(
             Step.WITHDRAW, f"the pull request got the opt-out label {facts.opt_out_label!r}"
         )
@@ -133,6 +141,36 @@ def objected(comments: Iterable[tuple[str, str]], words: Iterable[str]) -> bool:
         if any(p in text for p in phrases):
             return True
     return False
+
+
+def revert_state(state: str | None, merged: bool = False) -> RevertState:
+    """What a revert PR found on GitHub means (``state`` None: none was found).
+
+    Closed without merging is a human's "no": it is never filed again.
+    """
+    if state is None:
+        return RevertState.NONE
+    if merged:
+        return RevertState.MERGED
+    if state == "closed":
+        return RevertState.CLOSED
+    return RevertState.OPEN
+
+
+def due(state: str, mine: bool, updated_at: float, due_at: float | None, now: float) -> bool:
+    """Whether the periodic check acts on a ledger row now (see the rules above).
+
+    ``mine``: this master claimed the row.
+    """
+    if state == "proposed":
+        return mine and now - updated_at >= RETRY_AFTER
+    if state == "pending":
+        return due_at is None or now >= due_at
+    return False
+
+
+def _opted_out(facts: Facts) -> bool:
+    return facts.opt_out_label is not None and facts.opt_out_label in facts.labels
 
 
 def _existing(state: RevertState) -> Plan | None:

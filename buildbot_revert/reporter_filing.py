@@ -29,8 +29,6 @@ from .ledger import Entry, Ledger
 from .verdicts import Reason, Verdict
 
 _DAY = 86400.0
-# A row left ``proposed`` (GitHub failed) is retried after this long.
-RETRY_AFTER = 300.0
 
 
 class Filer:
@@ -109,7 +107,7 @@ class Filer:
                 f"{verdict.explanation}"
             )
             return await self.ledger.get(revision)
-        await self._act(revision, first=True)
+        await self._act(revision)
         return await self.ledger.get(revision)
 
     # -- the periodic check -----------------------------------------------------
@@ -120,22 +118,18 @@ class Filer:
             return
         now = self.clock.seconds()
         for entry in await self.ledger.entries(("pending", "proposed")):
-            if entry.master != self.master_name and entry.state == "proposed":
-                continue
-            if entry.state == "proposed" and now - entry.updated_at < RETRY_AFTER:
-                continue
-            if entry.state == "pending" and entry.due_at is not None and now < entry.due_at:
-                continue
-            await self._act(entry.revision, first=entry.state == "proposed")
+            mine = entry.master == self.master_name
+            if actions.due(entry.state, mine, entry.updated_at, entry.due_at, now):
+                await self._act(entry.revision)
 
     # -- acting -----------------------------------------------------------------
 
-    async def _act(self, revision: str, *, first: bool) -> None:
+    async def _act(self, revision: str) -> None:
         if revision in self._busy:
             return
         self._busy.add(revision)
         try:
-            await self._act_once(revision, first=first)
+            await self._act_once(revision)
         except GitHubError as exc:
             # The client redacts secrets from its messages.
             log.msg(f"buildbot-revert: GitHub failed for {revision[:12]}: {exc}")
@@ -156,7 +150,7 @@ class Filer:
         finally:
             self._busy.discard(revision)
 
-    async def _act_once(self, revision: str, *, first: bool) -> None:
+    async def _act_once(self, revision: str) -> None:
         assert self.client is not None
         entry = await self.ledger.get(revision)
         if entry is None:
@@ -191,12 +185,7 @@ class Filer:
             labels = pull.labels
             found = await self.client.find_revert_pull(revision, pull)
             if found is not None:
-                if found.merged:
-                    existing = RevertState.MERGED
-                elif found.state == "closed":
-                    existing = RevertState.CLOSED
-                else:
-                    existing = RevertState.OPEN
+                existing = actions.revert_state(found.state, found.merged)
         filed = await self.ledger.filed_since(self.clock.seconds() - _DAY)
         return Facts(
             mode=self.settings.mode.value,
@@ -287,7 +276,10 @@ class Filer:
             )
             return
         revert = outcome.pull
-        if outcome.how == "existing" and revert.state == "closed" and not revert.merged:
+        if (
+            outcome.how == "existing"
+            and actions.revert_state(revert.state, revert.merged) is RevertState.CLOSED
+        ):
             await self.ledger.transition(
                 revision,
                 ("filing",),

@@ -14,6 +14,8 @@ from treq.client import HTTPClient
 from twisted.internet import reactor, threads
 from twisted.web.client import Agent, HTTPConnectionPool
 
+from buildbot_revert import actions
+from buildbot_revert.actions import RevertState
 from buildbot_revert.config import parse_settings
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.ledger import Ledger
@@ -277,3 +279,36 @@ async def test_the_token_never_reaches_a_pr_a_comment_or_an_error(github, ledger
     )
     assert entry.state == "proposed" and "GitHub error" in entry.detail
     assert wrong not in entry.detail and DEFAULT_TOKEN not in entry.detail
+
+
+# -- the decisions the filer asks of the pure core ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "merged", "expected"),
+    [
+        (None, False, RevertState.NONE),
+        ("open", False, RevertState.OPEN),
+        ("closed", True, RevertState.MERGED),
+        ("closed", False, RevertState.CLOSED),
+    ],
+)
+def test_a_found_revert_pr_is_read_as_none_open_merged_or_refused(state, merged, expected):
+    assert actions.revert_state(state, merged) is expected
+
+
+def test_the_periodic_check_retries_only_its_own_failed_rows_and_only_after_a_while():
+    now = 10_000.0
+    waited = now - actions.RETRY_AFTER
+    assert actions.due("proposed", True, waited, None, now)
+    assert not actions.due("proposed", True, waited + 1, None, now)
+    # Another master claimed it: that master retries it.
+    assert not actions.due("proposed", False, waited, None, now)
+
+
+def test_the_periodic_check_takes_up_a_waiting_row_when_its_grace_is_due_on_any_master():
+    assert actions.due("pending", False, 0.0, 500.0, 500.0)
+    assert not actions.due("pending", True, 0.0, 500.5, 500.0)
+    assert actions.due("pending", True, 0.0, None, 500.0)
+    for settled in ("filing", "filed", "skipped", "withdrawn", "closed", "recorded"):
+        assert not actions.due(settled, True, 0.0, None, 1e9)

@@ -20,6 +20,7 @@ PostgreSQL database, ``env`` reaches the master process.  Use the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +37,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from twisted.internet import threads
+
+from buildbot_revert.ledger import Runner
 
 
 class BuilderSpec(NamedTuple):
@@ -480,12 +484,13 @@ for name, tags, sleep, stable in BUILDERS:
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 
 
-def create_postgres_database(prefix: str = "bbharness") -> str:
+def create_postgres_database(prefix: str = "bbharness", *, required: bool = False) -> str:
     """Create an empty PostgreSQL database (trust auth) and return its URL.
 
     For two masters sharing one database; drop it with
     :func:`drop_postgres_database`.  Raises ``pytest.skip`` when no
-    PostgreSQL answers on 127.0.0.1:5432.
+    PostgreSQL answers on 127.0.0.1:5432, unless ``required`` (then the
+    connection error fails the test: CI starts PostgreSQL for those).
     """
     import uuid
 
@@ -494,6 +499,8 @@ def create_postgres_database(prefix: str = "bbharness") -> str:
     try:
         conn = psycopg2.connect(f"{POSTGRES}/postgres", connect_timeout=5)
     except psycopg2.OperationalError as exc:
+        if required:
+            raise
         pytest.skip(f"no PostgreSQL on 127.0.0.1:5432 ({exc})")
     conn.autocommit = True
     with conn.cursor() as cur:
@@ -514,27 +521,47 @@ def drop_postgres_database(url: str) -> None:
     conn.close()
 
 
-@pytest.fixture
-def postgres_db_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for the test, dropped afterwards."""
-    url = create_postgres_database()
+@contextlib.contextmanager
+def postgres_database(prefix: str = "bbharness", *, required: bool = False) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database (as :func:`create_postgres_database`), then dropped."""
+    url = create_postgres_database(prefix, required=required)
     try:
         yield url
     finally:
         drop_postgres_database(url)
 
 
-@pytest.fixture
-def buildbot_harness(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]:
-    """A factory of started harnesses (keyword arguments as :class:`BuildbotHarness`).
+def engine_runner(engine: Any) -> Runner:
+    """A ledger runner over a SQLAlchemy engine: ``fn(conn, ...)`` in a thread."""
 
-    Each call makes a new harness under ``tmp_path``; all are stopped at the
-    end of the test, whatever happens.
+    def run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        def thd() -> Any:
+            with engine.connect() as conn:
+                return fn(conn, *args, **kwargs)
+
+        return threads.deferToThread(thd)
+
+    return run
+
+
+@pytest.fixture
+def postgres_db_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for the test, dropped afterwards."""
+    with postgres_database() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def harnesses(root: Path) -> Iterator[Callable[..., BuildbotHarness]]:
+    """A factory of started harnesses under ``root``, all stopped on exit.
+
+    Keyword arguments as :class:`BuildbotHarness`; ``start=False`` leaves
+    one to the caller to start.  Stopped whatever happens.
     """
     made: list[BuildbotHarness] = []
 
     def make(name: str = "bb", *, start: bool = True, **kwargs: Any) -> BuildbotHarness:
-        harness = BuildbotHarness(tmp_path / name, **kwargs)
+        harness = BuildbotHarness(root / name, **kwargs)
         made.append(harness)
         if start:
             harness.start()
@@ -545,3 +572,10 @@ def buildbot_harness(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]
     finally:
         for harness in reversed(made):
             harness.close()
+
+
+@pytest.fixture
+def buildbot_harness(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]:
+    """A factory of started harnesses under ``tmp_path`` (see :func:`harnesses`)."""
+    with harnesses(tmp_path) as make:
+        yield make

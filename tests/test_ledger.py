@@ -2,43 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
-import psycopg2
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
 from buildbot_revert.ledger import Ledger
-
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
-
-
-def _runner(engine: sa.Engine):
-    def run(fn, *args, **kwargs):
-        def thd():
-            with engine.connect() as conn:
-                return fn(conn, *args, **kwargs)
-
-        return threads.deferToThread(thd)
-
-    return run
+from tests.buildbot_harness import engine_runner, postgres_database
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database, dropped after the test."""
-    name = f"bbrevert_{uuid.uuid4().hex[:10]}"
-    conn = psycopg2.connect(dbname="postgres", **PG)
-    conn.autocommit = True
-    conn.cursor().execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
-    finally:
-        conn.cursor().execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.close()
+    with postgres_database("bbrevert", required=True) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -58,7 +37,7 @@ def claim(ledger: Ledger, rev: str, builder: str = "B", master: str = "m1", now:
 
 @pytest_twisted.inlineCallbacks
 def test_a_revision_is_claimed_once(engine):
-    ledger = Ledger(_runner(engine))
+    ledger = Ledger(engine_runner(engine))
     yield ledger.create()
     yield ledger.create()  # idempotent: every master creates it on start
     assert (yield claim(ledger, "abc"))
@@ -73,7 +52,7 @@ def test_two_ledgers_on_one_database_racing_for_one_revision_get_one_winner(engi
     # Two masters: two ledgers, two connection pools, one database.
     other = sa.create_engine(engine.url)
     try:
-        a, b = Ledger(_runner(engine)), Ledger(_runner(other))
+        a, b = Ledger(engine_runner(engine)), Ledger(engine_runner(other))
         yield a.create()
         results = yield defer.gatherResults(
             [
@@ -90,7 +69,7 @@ def test_two_ledgers_on_one_database_racing_for_one_revision_get_one_winner(engi
 
 @pytest_twisted.inlineCallbacks
 def test_transitions_are_compare_and_set(engine):
-    ledger = Ledger(_runner(engine))
+    ledger = Ledger(engine_runner(engine))
     yield ledger.create()
     yield claim(ledger, "abc")
     assert (yield ledger.transition("abc", ("proposed",), state="pending", due_at=500.0))

@@ -11,15 +11,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg2
 import pytest
 import sqlalchemy as sa
 
-from tests.buildbot_harness import BuildbotHarness, BuilderSpec
+from tests.buildbot_harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
 from tests.github_standin import DEFAULT_TOKEN, GitHubStandIn, running
 
 LABEL = ":hammer: test-with-buildbots"
@@ -28,7 +26,6 @@ BUILDERS = (
     BuilderSpec("fast-macos", ("stable", "tier-2")),
 )
 AUTHOR = "Ada Lovelace <ada@example.org>"
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
 
 
 @pytest.fixture
@@ -40,32 +37,14 @@ def github() -> Iterator[GitHubStandIn]:
 @pytest.fixture
 def masters(tmp_path) -> Iterator:
     """A factory of started harnesses, all stopped at the end of the test."""
-    made: list[BuildbotHarness] = []
-
-    def make(name: str = "bb", **kwargs) -> BuildbotHarness:
-        harness = BuildbotHarness(tmp_path / name, **kwargs)
-        made.append(harness)
-        harness.start()
-        return harness
-
-    try:
+    with harnesses(tmp_path) as make:
         yield make
-    finally:
-        for harness in reversed(made):
-            harness.close()
 
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    name = f"bbrevert_e2e_{uuid.uuid4().hex[:10]}"
-    conn = psycopg2.connect(dbname="postgres", **PG)
-    conn.autocommit = True
-    conn.cursor().execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
-    finally:
-        conn.cursor().execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.close()
+    with postgres_database("bbrevert_e2e", required=True) as url:
+        yield url
 
 
 def reporter_config(github: GitHubStandIn, root: Path, mode: str, poller: str = "") -> str:

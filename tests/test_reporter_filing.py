@@ -11,7 +11,7 @@ import pytest
 import pytest_twisted
 import sqlalchemy as sa
 from treq.client import HTTPClient
-from twisted.internet import reactor, threads
+from twisted.internet import reactor
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert import actions
@@ -23,6 +23,7 @@ from buildbot_revert.model import Change, FailedStep
 from buildbot_revert.reporter_filing import Filer
 from buildbot_revert.tracker import StreakTracker
 from buildbot_revert.verdicts import Reason, Verdict
+from tests.buildbot_harness import engine_runner
 from tests.builds_dsl import builds
 from tests.github_standin import (
     DEFAULT_TOKEN,
@@ -49,15 +50,7 @@ def github():
 @pytest.fixture
 def ledger(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-
-    def run(fn, *args, **kwargs):
-        def thd():
-            with engine.connect() as conn:
-                return fn(conn, *args, **kwargs)
-
-        return threads.deferToThread(thd)
-
-    yield Ledger(run)
+    yield Ledger(engine_runner(engine))
     engine.dispose()
 
 
@@ -172,15 +165,7 @@ async def test_a_revert_closed_by_a_human_is_not_filed_again(github, ledger, tmp
     github.close_pull(revert.number)
     # A fresh database (the ledger was lost): GitHub itself says it was closed.
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'fresh.sqlite'}")
-
-    def run(fn, *a, **k):
-        def thd():
-            with engine.connect() as conn:
-                return fn(conn, *a, **k)
-
-        return threads.deferToThread(thd)
-
-    fresh = Ledger(run)
+    fresh = Ledger(engine_runner(engine))
     await fresh.create()
     before = len(writes(github))
     entry = await make_filer(github, fresh, FastClock(reactor)).handle(revert_verdict(change))

@@ -520,41 +520,28 @@ class GitHubStandIn:
         ``(pr_number, merge_sha)``.
         """
         with self.lock:
-            number = next(self._numbers)
-            base_sha = self.head()
-            tree = self._apply(self.commits[base_sha].tree, files)
-            head_sha = self._store_commit(tree, [base_sha], title, author_login)
-            head_ref = head_ref or f"{author_login}/pr-{number}"
-            self.refs[f"refs/heads/{head_ref}"] = head_sha
+            number = self.add_open_pr(title, author_login, files, body, head_ref=head_ref)
+            pull = self.pulls[number]
             message = f"{title} (#{number})" + (f"\n\n{body}" if body else "")
-            merge_sha = self._store_commit(tree, [base_sha], message, author_login)
+            tree = self.commits[pull.head_sha].tree
+            merge_sha = self._store_commit(tree, [pull.base_sha], message, author_login)
             self.refs[f"refs/heads/{self.default_branch}"] = merge_sha
-            now = _iso(next(self._clock))
-            self.pulls[number] = Pull(
-                number,
-                self._node_id("PR", number),
-                title,
-                body or None,
-                author_login,
-                head_ref,
-                head_sha,
-                self.default_branch,
-                base_sha,
-                state="closed",
-                merged=True,
-                merge_commit_sha=merge_sha,
-                labels=list(labels),
-                created_at=now,
-                updated_at=now,
-                closed_at=now,
-                merged_at=now,
-            )
+            pull.state = "closed"
+            pull.merged = True
+            pull.merge_commit_sha = merge_sha
+            pull.labels = list(labels)
+            pull.updated_at = pull.closed_at = pull.merged_at = _iso(next(self._clock))
             for label in labels:
                 self._label_id(label)
             return number, merge_sha
 
     def add_open_pr(
-        self, title: str, author_login: str, files: dict[str, str | None], body: str = ""
+        self,
+        title: str,
+        author_login: str,
+        files: dict[str, str | None],
+        body: str = "",
+        head_ref: str | None = None,
     ) -> int:
         """Open (not merge) a PR from a new branch; return its number."""
         with self.lock:
@@ -562,7 +549,7 @@ class GitHubStandIn:
             base_sha = self.head()
             tree = self._apply(self.commits[base_sha].tree, files)
             head_sha = self._store_commit(tree, [base_sha], title, author_login)
-            head_ref = f"{author_login}/pr-{number}"
+            head_ref = head_ref or f"{author_login}/pr-{number}"
             self.refs[f"refs/heads/{head_ref}"] = head_sha
             now = _iso(next(self._clock))
             self.pulls[number] = Pull(

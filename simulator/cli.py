@@ -58,6 +58,12 @@ def default_history() -> Path:
     """The shipped 2024 history, generated on first use."""
     from .generator import ensure_shipped_history
 
+    if not SHIPPED_HISTORY.exists():
+        # Twenty silent seconds look like a hang; say what is happening.
+        click.echo(
+            "simulate: generating the shipped 2024 history (first run only, about 20 s)...",
+            err=True,
+        )
     return ensure_shipped_history(SHIPPED_HISTORY)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from buildbot_revert.guards import ALL_GUARDS
-from buildbot_revert.model import FailedStep, Result
+from buildbot_revert.model import Build, FailedStep, Result
 from buildbot_revert.policy import GUARD_NAMES, Policy
 from buildbot_revert.tracker import StreakTracker
 from buildbot_revert.verdicts import Reason, Verdict
@@ -158,30 +158,31 @@ def test_every_guard_is_a_verdict_reason() -> None:
     assert {g.value for g in ALL_GUARDS} <= {r.value for r in Reason}
 
 
-def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> None:
-    from buildbot_revert.model import Build
+# A builder with four isolated failures behind it: flaky under STRICT.
+STRICT = Policy(flaky_threshold=3)
+FLAKY_PAST = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
 
+
+def flaky_builder_on(builder: str, worker: str, tail: str, start: float) -> list[Build]:
+    """FLAKY_PAST then ``tail`` on ``builder``, run by ``worker``; ``b`` is the culprit."""
     culprit = change("b", when=1_700_000_000.0)
-    flaky_past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+    seq = builds(FLAKY_PAST + tail, builder=builder, start=start, changes={"b": culprit}, logs=LOGS)
+    return [b._replace(worker=worker) for b in seq]
 
-    def on(builder: str, worker: str, tail: str, start: float) -> list[Build]:
-        seq = builds(
-            flaky_past + tail, builder=builder, start=start, changes={"b": culprit}, logs=LOGS
-        )
-        return [b._replace(worker=worker) for b in seq]
 
+def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> None:
+    on = flaky_builder_on
     # Two flaky builders on two workers both fail test_os from change b on.
     one = on("one", "w1", " F:b@os F@os F@os", 1_700_000_000.0)
     two = on("two", "w2", " F:b@os F@os F@os", 1_700_000_100.0)
-    strict = Policy(flaky_threshold=3)
-    tracker = StreakTracker(strict)
+    tracker = StreakTracker(STRICT)
     events = tracker.feed_all(sorted(one + two, key=lambda b: b.completed_at))
     reasons = [(e.builder, e.reason.value) for e in events if isinstance(e, Verdict)]
     assert reasons[-2:] == [("one", "flaky-builder"), ("two", "revert")]
 
     # The same two builders on ONE worker corroborate nothing.
     same = on("two", "w1", " F:b@os F@os F@os", 1_700_000_100.0)
-    tracker = StreakTracker(strict)
+    tracker = StreakTracker(STRICT)
     events = tracker.feed_all(sorted(one + same, key=lambda b: b.completed_at))
     assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
         "flaky-builder",
@@ -191,7 +192,7 @@ def test_corroboration_from_another_worker_overrides_flaky_builder_only() -> Non
     # Generic failures are never attributed, however many workers agree.
     g1 = on("one", "w1", " F:b@generic F@generic F@generic", 1_700_000_000.0)
     g2 = on("two", "w2", " F:b@generic F@generic F@generic", 1_700_000_100.0)
-    tracker = StreakTracker(strict)
+    tracker = StreakTracker(STRICT)
     events = tracker.feed_all(sorted(g1 + g2, key=lambda b: b.completed_at))
     assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
         "generic-failure",
@@ -240,19 +241,10 @@ def test_environment_tests_are_not_blamed_on_unrelated_changes() -> None:
 def test_corroboration_needs_the_same_failure() -> None:
     # Two flaky builders whose streaks start on change b by coincidence,
     # failing different tests: they do not vouch for each other.
-    from buildbot_revert.model import Build
-
-    culprit = change("b", when=1_700_000_000.0)
-    past = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
-    strict = Policy(flaky_threshold=3)
-
-    def on(builder: str, worker: str, tail: str, start: float) -> list[Build]:
-        seq = builds(past + tail, builder=builder, start=start, changes={"b": culprit}, logs=LOGS)
-        return [b._replace(worker=worker) for b in seq]
-
+    on = flaky_builder_on
     one = on("one", "w1", " F:b@os F@os F@os", 1_700_000_000.0)
     two = on("two", "w2", " F:b@ssl F@ssl F@ssl", 1_700_000_100.0)
-    tracker = StreakTracker(strict)
+    tracker = StreakTracker(STRICT)
     events = tracker.feed_all(sorted(one + two, key=lambda b: b.completed_at))
     assert [e.reason.value for e in events if isinstance(e, Verdict)][-2:] == [
         "flaky-builder",

@@ -483,10 +483,13 @@ def pull_into(
     except OSError as exc:
         raise PullError(f"{path.parent}: cannot create the directory ({exc.strerror})") from None
     fresh = not path.exists() or path.stat().st_size == 0
-    store = HistoryStore(path, create=fresh)
-    try:
-        with BuildbotAPI(url, concurrency=concurrency) as api:
+    with BuildbotAPI(url, concurrency=concurrency) as api:
+        # Ask the master first: an unreachable or foreign URL must not leave
+        # an empty history file behind.
+        api.check()
+        store = HistoryStore(path, create=fresh)
+        try:
             stats = pull(api, store, **options)
-    finally:
-        store.close()
+        finally:
+            store.close()
     return path, stats

@@ -34,16 +34,22 @@ checks run in this order, and the first that fails names the reason:
    last green build, up to the first failing build) must be exactly one;
 3. ``culprit-is-revert``: never revert a revert;
 4. ``culprit-too-old``: the change landed too long before the N-th failure;
-5. the evidence guards, in order (see :mod:`.guards`): ``infra``,
+5. ``not-watched``: the builder is fed for its evidence only (outside the
+   plugin's or the simulator's selection) and never proposes;
+6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``failing-before``,
-   ``environment-test``, ``flaky-builder``;
-6. ``already-proposed``: another builder already had this revision
+   ``environment-test``, ``flaky-builder``; the two that only doubt
+   (failing-before, flaky-builder) give way when builders on several
+   workers fail the same tests from the same change (corroboration);
+7. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
-7. otherwise ``revert``.
+8. otherwise ``revert``.
 
-To serve the guards, the tracker reads a failure signature off every FAILURE
-build it is fed (:mod:`.signatures`), remembers when each test was seen
-failing on any builder, and counts each builder's isolated failures.
+To serve the guards, the tracker reads a failure signature off the first N
+FAILURE builds of every streak (:mod:`.signatures`), remembers which tests
+failed where, on which branch and with which changes built, when each
+commit landed on each branch (backports carry their original), and counts
+each builder's isolated failures.
 
 Only the first builder to qualify proposes a revision, so each revision is
 proposed at most once per tracker.  A tracker can be told which revisions

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from buildbot_revert.verdicts import Reason
 
 from .blindspots import red_hours, window_end
-from .confirm import FIXED_IN_PLACE, REVERTED
+from .confirm import REVERTED
 from .markdown_report import MAX_ROWS, months_of
 from .report import iso
 from .report_context import ReportContext
@@ -192,9 +192,7 @@ def _proposals_table(ctx: ReportContext) -> str:
     proposals = ctx.result.proposals()
     if not proposals:
         return "<p>None.</p>"
-    wrong = set(ctx.evaluation.false_positive_revisions) if ctx.evaluation else None
-    confirmed = {c.revision: c.how for c in ctx.confirmation.items} if ctx.confirmation else {}
-    check_header = "labels say" if wrong is not None else "history says (estimate)"
+    check_header = ctx.check_header
     rows = [
         "<table id=proposals><tr><th>filed</th><th>change</th><th>PR</th><th>author</th>"
         f"<th>title</th><th>builds</th><th>{check_header}</th></tr>"
@@ -208,12 +206,7 @@ def _proposals_table(ctx: ReportContext) -> str:
             else text(b)
             for b in p.builders
         )
-        if wrong is not None:
-            check = "wrong" if req.revision in wrong else "right"
-        else:
-            check = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}.get(
-                confirmed.get(req.revision, ""), "unconfirmed"
-            )
+        check = ctx.check(req.revision)
         rows.append(
             f"<tr><td>{_day(req.filed_at)}</td>"
             f"<td><code>{_a(req.revision[:10], ctx.commit_url(req.revision))}</code></td>"

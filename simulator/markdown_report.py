@@ -17,7 +17,7 @@ from buildbot_revert.markdown import link as md_link
 from buildbot_revert.markdown import text as escape
 
 from .blindspots import blind_spots, red_hours, window_end
-from .confirm import FIXED_IN_PLACE, REVERTED
+from .confirm import REVERTED
 from .evaluation import Evaluation
 from .replay import ReplayResult
 from .report import iso
@@ -117,13 +117,11 @@ def _proposals(ctx: ReportContext) -> list[str]:
     proposals = ctx.result.proposals()
     if not proposals:
         return ["", "## Proposed reverts", "", "None."]
-    wrong = set(ctx.evaluation.false_positive_revisions) if ctx.evaluation else None
-    confirmed = {c.revision: c.how for c in ctx.confirmation.items} if ctx.confirmation else {}
     out = [
         "",
         "## Proposed reverts",
         "",
-        "| filed | change | PR | author | title | builds | " + _check_header(ctx) + " |",
+        "| filed | change | PR | author | title | builds | " + ctx.check_header + " |",
         "|---|---|---|---|---|---|---|",
     ]
     for p in proposals[:MAX_ROWS]:
@@ -140,12 +138,7 @@ def _proposals(ctx: ReportContext) -> list[str]:
             ctx.build_url(req.builder, req.build_number),
         )
         more = f" +{len(p.builders) - 1} more" if len(p.builders) > 1 else ""
-        if wrong is not None:
-            check = "wrong" if req.revision in wrong else "right"
-        else:
-            check = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}.get(
-                confirmed.get(req.revision, ""), "unconfirmed"
-            )
+        check = ctx.check(req.revision)
         out.append(
             f"| {_day(req.filed_at)} | {rev} | {pr} | {escape(change.author)} "
             f"| {escape(change.title)} | {first}{more} | {check} |"
@@ -153,10 +146,6 @@ def _proposals(ctx: ReportContext) -> list[str]:
     if len(proposals) > MAX_ROWS:
         out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
     return out
-
-
-def _check_header(ctx: ReportContext) -> str:
-    return "labels say" if ctx.evaluation is not None else "history says (estimate)"
 
 
 def _blind_spots(ctx: ReportContext) -> list[str]:

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from .blindspots import BlindSpots, blind_spots
-from .confirm import Confirmation, confirm
+from .confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
 from .evaluation import Evaluation
 from .replay import ReplayResult
 from .store import HistoryStore
 from .sweep import SweepResult
+
+# How the history itself confirms a proposed revert (see confirm.py).
+_CHECKS = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}
 
 # Buildbot's web UI addresses builds by builder id and build number.
 DEFAULT_BUILD_URL = "{master}/#/builders/{builderid}/builds/{number}"
@@ -52,6 +55,18 @@ class ReportContext:
             builder=quote(builder, safe=""),
             number=int(number),
         )
+
+    @property
+    def check_header(self) -> str:
+        """The heading of the column that says whether a revert was right."""
+        return "labels say" if self.evaluation is not None else "history says (estimate)"
+
+    def check(self, revision: str) -> str:
+        """Whether proposing ``revision`` was right: by the labels, else estimated."""
+        if self.evaluation is not None:
+            return "wrong" if revision in self.evaluation.false_positive_revisions else "right"
+        how = {c.revision: c.how for c in self.confirmation.items} if self.confirmation else {}
+        return _CHECKS.get(how.get(revision, ""), "unconfirmed")
 
     def pr_url(self, number: int | None) -> str | None:
         if number is None or not self.github_repo:

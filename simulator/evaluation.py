@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from buildbot_revert.guards import Guard
 from buildbot_revert.verdicts import Reason
 
 from .replay import ReplayResult
@@ -163,8 +164,6 @@ class GuardRow:
 
 def guard_table(result: ReplayResult, labels: Labels | None) -> list[GuardRow]:
     """Per guard: how many streaks it declined, and what that cost or saved."""
-    from buildbot_revert.guards import Guard
-
     causes = labels.build_causes if labels is not None else None
     rows = []
     for guard in Guard:

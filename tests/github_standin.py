@@ -10,7 +10,7 @@ Bearer`` tokens.  The server runs in its own thread (a stdlib
 
 It keeps the state a revert needs -- one repository with commits, trees,
 blobs, refs, pull requests, issue comments and labels -- and it holds itself
-to GitHub's published descriptions in ``shared/github-api/``:
+to GitHub's published descriptions, vendored in ``tests/github_api/``:
 
 * every REST response body is validated against the documented response
   schema of the operation (OpenAPI 3.0 ``nullable`` translated to JSON
@@ -38,7 +38,6 @@ import fnmatch
 import hashlib
 import itertools
 import json
-import os
 import re
 import socket
 import threading
@@ -56,7 +55,6 @@ import graphql
 import jsonschema
 from twisted.internet.interfaces import IDelayedCall
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TOKEN = "ghp_standinTOKEN0123456789abcdefSECRET"
 BOT_LOGIN = "buildbot-revert-bot"
 SECONDARY_RATE_LIMIT_MESSAGE = (
@@ -66,17 +64,8 @@ SECONDARY_RATE_LIMIT_MESSAGE = (
 DOCS = "https://docs.github.com/rest"
 
 
-def shared_dir() -> Path:
-    """Where ``shared/`` lives: beside the clone in CI, or ``$BUILDBOT_REVERT_SHARED``."""
-    beside = REPO_ROOT.parent / "shared"
-    if (beside / "github-api").is_dir():
-        return beside
-    env = os.environ.get("BUILDBOT_REVERT_SHARED")
-    if env and (Path(env) / "github-api").is_dir():
-        return Path(env)
-    raise RuntimeError(
-        f"GitHub API descriptions not found at {beside}/github-api; set BUILDBOT_REVERT_SHARED"
-    )
+# GitHub's published descriptions, vendored with their licences (see its README).
+API_DESCRIPTIONS = Path(__file__).resolve().parent / "github_api"
 
 
 # --------------------------------------------------------------------------
@@ -107,7 +96,7 @@ def _nullable_to_jsonschema(node: Any) -> Any:
 
 @cache
 def _openapi() -> dict[str, Any]:
-    with open(shared_dir() / "github-api" / "rest-subset.openapi.json", encoding="utf-8") as f:
+    with open(API_DESCRIPTIONS / "rest-subset.openapi.json", encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -125,7 +114,7 @@ def graphql_schema() -> graphql.GraphQLSchema:
     fields implementing non-deprecated interface fields, which graphql-core 3.3
     rejects as an invalid *schema*; documents are still validated against it.
     """
-    sdl = (shared_dir() / "github-api" / "schema.graphql").read_text(encoding="utf-8")
+    sdl = (API_DESCRIPTIONS / "schema.graphql").read_text(encoding="utf-8")
     return graphql.build_schema(sdl, assume_valid_sdl=True, assume_valid=True)
 
 

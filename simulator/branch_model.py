@@ -1,7 +1,7 @@
 """The maintained branches of the shipped history: when they live, what lands on them.
 
 buildbot.python.org creates a builder for ``main`` and for each maintained
-branch (calibration.md, "CPython's fleet"), and a branch's builder runs on the
+branch (docs/calibration.md, "CPython's fleet"), and a branch's builder runs on the
 same worker as its ``main`` sibling, sharing its build slots.  This module
 says which branches exist when, how many of ``main``'s changes are backported
 to each, when the backports land, which builders each branch has and what

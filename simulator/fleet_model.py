@@ -1,7 +1,7 @@
 """The builder fleet of the shipped history: CPython's buildbots, modelled.
 
 The group sizes (stable/unstable x tier) are the ones of buildbot.python.org's
-``master/custom/builders.py`` (see ``/work/shared/calibration.md``); the names
+``master/custom/builders.py`` (see ``docs/calibration.md``); the names
 follow its platform mix: a base platform (``AMD64 Fedora Stable``,
 ``s390x RHEL8``, ``ARM64 macOS``...) times build variants (``Refleaks``,
 ``LTO + PGO``, ``NoGIL``, ``Clang Installed``, ``Asan``...).  Everything the
@@ -19,7 +19,7 @@ import random
 import re
 from dataclasses import dataclass
 
-# (stable, tier) -> builder names.  Sizes: calibration.md, "CPython's fleet".
+# (stable, tier) -> builder names.  Sizes: docs/calibration.md, "CPython's fleet".
 FLEET: dict[tuple[bool, int | None], tuple[str, ...]] = {
     (True, 1): (
         "AMD64 Debian root",
@@ -277,7 +277,7 @@ def _compiler(name: str, os_name: str) -> str:
 
 
 def _base_minutes(name: str, os_name: str, arch: str) -> float:
-    # Assumptions (calibration.md only gives 16-18 min for a tier-1 LTO
+    # Assumptions (docs/calibration.md only gives 16-18 min for a tier-1 LTO
     # builder): fast machines 12-35 min, emulators and small boards hours.
     base = {
         "linux": 16.0,
@@ -308,7 +308,7 @@ def _spec(name: str, stable: bool, tier: int | None, rng: random.Random) -> Buil
     installed = "Installed" in words
     minutes = _base_minutes(name, os_name, arch) * rng.uniform(0.85, 1.2)
     # An LTO build links longer but, being non-debug, tests faster: real
-    # "AMD64 RHEL8 LTO" builds took 16 and 18 minutes (calibration.md), the
+    # "AMD64 RHEL8 LTO" builds took 16 and 18 minutes (docs/calibration.md), the
     # same as a plain Linux build here.
     if "PGO" in words:
         minutes *= 1.8
@@ -364,7 +364,7 @@ def _spec(name: str, stable: bool, tier: int | None, rng: random.Random) -> Buil
         sanitizer=sanitizer,
         installed=installed,
         duration_s=minutes * 60.0,
-        # calibration.md: treeStableTimer 30 s, one hour for refleak builders.
+        # docs/calibration.md: treeStableTimer 30 s, one hour for refleak builders.
         tree_stable_timer=3600 if refleak else 30,
         flake_rate=flake,
         warn_rate=flake * rng.uniform(1.0, 2.0),

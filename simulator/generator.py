@@ -8,7 +8,7 @@ Theory of operation
 2. **Breakages.**  A few percent of changes break one builder, a family of
    builders (Windows, s390x, refleak, NoGIL...) or many.  Each is fixed later
    by a revert or a fix-forward, after a delay drawn from real revert delays
-   (calibration.md); the fix is a new change inserted into the stream.  A
+   (docs/calibration.md); the fix is a new change inserted into the stream.  A
    breakage is a half-open range of *revisions* ``[culprit, fix)``: a build is
    broken by it when its source stamp lies inside.
 3. **Environment.**  Per worker: offline periods, infrastructure faults (git,
@@ -78,10 +78,10 @@ DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-
 # log horizon applied, logs older than 180 days before that are gone.
 EXPORT_DELAY_S = 3 * 86400
 PROGRESS_EVERY = 10_000
-LOG_HORIZON_S = 180 * 86400  # calibration.md: JanitorConfigurator(logHorizon=180 days)
+LOG_HORIZON_S = 180 * 86400  # docs/calibration.md: JanitorConfigurator(logHorizon=180 days)
 
 # Hours from a commit to the commit that reverted it: the deciles of 187
-# reverts in 2024 (calibration.md); the 0 % and 100 % ends are assumptions.
+# reverts in 2024 (docs/calibration.md); the 0 % and 100 % ends are assumptions.
 _DELAY_QUANTILES = (
     (0.0, 0.15),
     (0.1, 1.0),

@@ -418,7 +418,7 @@ def test_ensure_shipped_history_regenerates_only_other_versions(tmp_path: Path) 
 def test_fleet_matches_the_calibrated_group_sizes() -> None:
     fleet = build_fleet(random.Random(1))
     groups = Counter((s.stable, s.tier) for s in fleet)
-    # calibration.md, "CPython's fleet": 19+3, 38, 25, 12+1 stable; 9, 19, 16, 14+1 unstable.
+    # docs/calibration.md, "CPython's fleet": 19+3, 38, 25, 12+1 stable; 9, 19, 16, 14+1 unstable.
     assert groups == {
         (True, 1): 22,
         (True, 2): 38,

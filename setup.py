@@ -9,12 +9,18 @@ setup(
         "A Buildbot reporter that proposes revert pull requests for changes that "
         "clearly broke a builder, and a simulator that backtests the policy."
     ),
+    # Loaded into Buildbot (GPLv2): see LICENSE.
+    license="GPL-2.0-or-later",
+    license_files=["LICENSE"],
     python_requires=">=3.11",
     packages=find_packages(
         include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
     ),
     install_requires=[
         "click>=8.1",
+        # Where the shipped history and pulled histories live per user
+        # (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA% on Windows).
+        "platformdirs>=3",
         "sqlite-utils>=3.36",
     ],
     extras_require={
@@ -36,6 +42,8 @@ setup(
             "jsonschema>=4.21",
             "psycopg2-binary>=2.9",
             "ruff>=0.6",
+            "mypy>=1.10",
+            "import-linter>=2.0",
         ],
     },
     entry_points={

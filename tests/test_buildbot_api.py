@@ -9,11 +9,6 @@ and records the requests it saw so the tests can check the query strings.
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -28,99 +23,12 @@ from simulator.buildbot_api import (
     parse_builder,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "buildbot.python.org"
-
-ROOT = {"rootlinks": [{"name": n} for n in ("builders", "builds", "buildrequests",
-                                            "buildsets", "changes", "workers")],
-        "meta": {"total": 6}}  # fmt: skip
-
-
-def fixture(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-Route = Callable[[str, list[tuple[str, str]]], tuple[int, bytes] | None]
-
-
-class Server:
-    """An HTTP server on 127.0.0.1 answering through ``route``; keeps a request log."""
-
-    def __init__(self, route: Route) -> None:
-        self.route = route
-        self.seen: list[tuple[str, list[tuple[str, str]]]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                parts = urlsplit(self.path)
-                query = parse_qsl(parts.query, keep_blank_values=True)
-                outer.seen.append((parts.path, query))
-                answer = outer.route(parts.path, query)
-                if answer is None:  # drop the connection without answering
-                    self.close_connection = True
-                    self.wfile.flush()
-                    self.connection.close()
-                    return
-                status, body = answer
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Route], Server]]:
-    servers: list[Server] = []
-
-    def make(route: Route) -> Server:
-        servers.append(Server(route))
-        return servers[-1]
-
-    yield make
-    for s in servers:
-        s.close()
-
-
-def python_org(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
-    """buildbot.python.org's recorded answers, under its ``/all`` prefix."""
-    if path == "/all/api/v2":
-        return 200, json.dumps(ROOT).encode()
-    if path == "/all/api/v2/builders":
-        return 200, fixture("builders.json")
-    if path == "/all/api/v2/builders/3/builds":
-        return 200, fixture("failure.json")
-    if path == "/all/api/v2/builders/1623/builds":
-        return 200, fixture("no-builds.json")
-    if path == "/all/api/v2/builds":
-        return 200, fixture("success.json")
-    return 404, b'{"error": "Invalid path"}'
-
 
 def fast(url: str, **kwargs: object) -> BuildbotAPI:
     return BuildbotAPI(url, timeout=2.0, backoff=0.01, **kwargs)  # type: ignore[arg-type]
 
 
-def test_recorded_responses_parse(serve) -> None:
+def test_recorded_responses_parse(serve, python_org) -> None:
     server = serve(python_org)
     with fast(server.url + "/all/") as api:
         api.check()
@@ -144,16 +52,16 @@ def test_recorded_responses_parse(serve) -> None:
         assert parse_build(green).complete_at - parse_build(green).started_at == 957
 
 
-def test_every_fixture_parses_with_the_record_types() -> None:
-    for d in json.loads(fixture("builders.json"))["builders"]:
+def test_every_fixture_parses_with_the_record_types(recorded) -> None:
+    for d in json.loads(recorded("builders.json"))["builders"]:
         assert parse_builder(d).name == d["name"]
     for name in ("failure.json", "success.json", "no-builds.json"):
-        for d in json.loads(fixture(name))["builds"]:
+        for d in json.loads(recorded(name))["builds"]:
             b = parse_build(d)
             assert b.number == d["number"] and b.buildrequestid == d["buildrequestid"]
 
 
-def test_filters_and_order_name_their_fields(serve) -> None:
+def test_filters_and_order_name_their_fields(serve, python_org) -> None:
     server = serve(python_org)
     with fast(server.url + "/all/api/v2") as api:
         api.collection(
@@ -191,7 +99,7 @@ def test_not_an_url() -> None:
         api_url("buildbot.python.org")
 
 
-def test_retries_5xx_and_dropped_connections(serve) -> None:
+def test_retries_5xx_and_dropped_connections(serve, python_org) -> None:
     failures = iter([(502, b"bad gateway"), None, (503, b"busy")])
 
     def flaky(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes] | None:

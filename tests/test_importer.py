@@ -29,7 +29,6 @@ from simulator.buildbot_api import (
 )
 from simulator.importer import PullError, _Changes, default_history_path, pull, select_builders
 from simulator.store import HistoryStore
-from tests.test_buildbot_api import python_org, serve  # noqa: F401  (fixture)
 
 
 def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: str = "main",
@@ -172,7 +171,7 @@ def test_default_history_is_per_master(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert default_history_path("http://127.0.0.1:8010/") != a
 
 
-def test_refuses_a_history_not_pulled_from_this_master(serve, tmp_path: Path) -> None:  # noqa: F811
+def test_refuses_a_history_not_pulled_from_this_master(serve, python_org, tmp_path: Path) -> None:
     server = serve(python_org)
     generated = HistoryStore(tmp_path / "generated.sqlite", create=True)
     with generated.transaction():

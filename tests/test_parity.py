@@ -27,6 +27,9 @@ from simulator.store import HistoryStore
 from tests.buildbot_harness import free_port
 from tests.reporter_master import InProcessMaster
 
+# Starts real Buildbot masters: skipped by the quick loop, run by CI.
+pytestmark = pytest.mark.live
+
 BUILDERS = [
     ("AMD64 Debian", ["stable", "tier-1"]),
     ("ARM64 macOS", ["stable", "tier-2"]),

@@ -26,6 +26,9 @@ from simulator.importer import pull
 from simulator.store import HistoryStore
 from tests.buildbot_harness import BuildbotHarness
 
+# Starts real Buildbot masters: skipped by the quick loop, run by CI.
+pytestmark = pytest.mark.live
+
 FAST = ["fast-linux", "fast-macos"]
 SLOW = "slow-refleaks"
 

@@ -20,6 +20,9 @@ import sqlalchemy as sa
 from tests.buildbot_harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
 from tests.github_standin import DEFAULT_TOKEN, GitHubStandIn, running
 
+# Starts real Buildbot masters: skipped by the quick loop, run by CI.
+pytestmark = pytest.mark.live
+
 LABEL = ":hammer: test-with-buildbots"
 BUILDERS = (
     BuilderSpec("fast-linux", ("stable", "tier-1")),

@@ -1,0 +1,137 @@
+"""Fixtures shared by the test modules, and the test run's own reporting.
+
+* ``serve``: a small threaded HTTP server on 127.0.0.1 answering through a
+  route function and keeping a log of the requests it saw;
+* ``python_org``: the route that answers with the response bodies recorded
+  from buildbot.python.org (``tests/fixtures/buildbot.python.org/``);
+* ``recorded``: those bodies by file name.
+
+Tests that start a real Buildbot master (in-process or as a process) carry the
+``live`` marker, so ``pytest -m 'not live'`` is the quick loop while working;
+CI runs them all.  Tests skipped for a missing tool are named in the summary,
+so a skip never passes for a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "buildbot.python.org"
+
+ROOT = {"rootlinks": [{"name": n} for n in ("builders", "builds", "buildrequests",
+                                            "buildsets", "changes", "workers")],
+        "meta": {"total": 6}}  # fmt: skip
+
+
+def _recorded(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+Route = Callable[[str, list[tuple[str, str]]], tuple[int, bytes] | None]
+
+
+class Server:
+    """An HTTP server on 127.0.0.1 answering through ``route``; keeps a request log."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        self.seen: list[tuple[str, list[tuple[str, str]]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                query = parse_qsl(parts.query, keep_blank_values=True)
+                outer.seen.append((parts.path, query))
+                answer = outer.route(parts.path, query)
+                if answer is None:  # drop the connection without answering
+                    self.close_connection = True
+                    self.wfile.flush()
+                    self.connection.close()
+                    return
+                status, body = answer
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Route], Server]]:
+    servers: list[Server] = []
+
+    def make(route: Route) -> Server:
+        servers.append(Server(route))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def _python_org(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
+    """buildbot.python.org's recorded answers, under its ``/all`` prefix."""
+    if path == "/all/api/v2":
+        return 200, json.dumps(ROOT).encode()
+    if path == "/all/api/v2/builders":
+        return 200, _recorded("builders.json")
+    if path == "/all/api/v2/builders/3/builds":
+        return 200, _recorded("failure.json")
+    if path == "/all/api/v2/builders/1623/builds":
+        return 200, _recorded("no-builds.json")
+    if path == "/all/api/v2/builds":
+        return 200, _recorded("success.json")
+    return 404, b'{"error": "Invalid path"}'
+
+
+@pytest.fixture
+def python_org() -> Route:
+    """buildbot.python.org's recorded answers, under its ``/all`` prefix."""
+    return _python_org
+
+
+@pytest.fixture
+def recorded() -> Callable[[str], bytes]:
+    """A recorded buildbot.python.org response body, by file name."""
+    return _recorded
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say plainly which tests did not run for want of a tool, and how to get it."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    terminalreporter.section("not run on this machine")
+    for report in skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        terminalreporter.write_line(f"SKIPPED {report.nodeid}: {reason}")
+    terminalreporter.write_line(
+        "Install what they need as .ci/run does (e.g. `apt-get install chromium`) to run them."
+    )

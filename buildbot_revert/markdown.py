@@ -14,6 +14,11 @@ page, hide text in HTML, link to ``javascript:``, ping arbitrary people
   fence longer than any backtick run in the text, so nothing breaks out;
 * :func:`link` for URLs we built ourselves: http(s) only.
 
+Each of them first applies :func:`strip_controls` (so does the HTML report):
+control characters and bidirectional formatting characters are dropped, so
+that text can neither drive a terminal nor display in another order than
+the one it is read in.
+
 The one intended mention, the culprit's author, is made with :func:`mention`,
 which accepts only a valid GitHub login.  Pure: no I/O.
 """
@@ -32,12 +37,28 @@ _CLOSING = re.compile(
     r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(\s*:?\s+)(?=[\w./-]*#\d|https?://)", re.I
 )
 _LINE_START = re.compile(r"^(\s*)(#{1,6}(?=\s|$)|[+=-]|\d+[.)])", re.M)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# Control characters (C0 but tab and newline, DEL, C1) and the bidirectional
+# formatting characters (the Arabic letter mark, LRM/RLM, the embeddings and
+# overrides U+202A-U+202E, the isolates U+2066-U+2069): they can drive a
+# terminal, or show text in another order than it is read ("Trojan Source").
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but \t and \n, DEL, C1
+    r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidi marks, embeddings, isolates
+)
+
+
+def strip_controls(value: str) -> str:
+    """Untrusted ``value`` without control or bidi formatting characters.
+
+    Tabs and newlines stay (callers decide what a line is); ``\\r`` goes.
+    The one filter for every report and PR body, Markdown or HTML.
+    """
+    return _CONTROL.sub("", value)
 
 
 def text(value: str, *, multiline: bool = False) -> str:
     """Escape untrusted prose for a Markdown body (one line unless ``multiline``)."""
-    value = _CONTROL.sub("", value.replace("\r\n", "\n").replace("\t", " "))
+    value = strip_controls(value.replace("\r\n", "\n").replace("\t", " "))
     if not multiline:
         value = " ".join(value.split("\n"))
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -63,7 +84,7 @@ def mention(login: str) -> str:
 
 def code(value: str) -> str:
     """Untrusted text as inline code (mentions and HTML are inert inside code)."""
-    value = " ".join(_CONTROL.sub("", value).splitlines())
+    value = " ".join(strip_controls(value).splitlines())
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
@@ -72,7 +93,7 @@ def code(value: str) -> str:
 
 def code_block(value: str, language: str = "") -> str:
     """Untrusted lines (log excerpts) as a fenced block nothing can escape."""
-    value = _CONTROL.sub("", value.replace("\r\n", "\n").replace("\t", "    "))
+    value = strip_controls(value.replace("\r\n", "\n").replace("\t", "    "))
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * max(3, longest + 1)
     language = re.sub(r"[^\w+-]", "", language)

@@ -77,6 +77,36 @@ def test_control_and_bidi_characters_are_dropped():
     assert markdown.text("a\x00b\x1bc\u202ed") == "abcd"
 
 
+# Every character the helpers must drop: C0 but tab and newline, DEL, C1,
+# and the bidirectional marks, embeddings, overrides and isolates.
+DROPPED = (
+    [chr(c) for c in range(0x20) if chr(c) not in "\t\n"]
+    + [chr(c) for c in range(0x7F, 0xA0)]
+    + ["\u061c", "\u200e", "\u200f"]
+    + [chr(c) for c in range(0x202A, 0x202F)]
+    + [chr(c) for c in range(0x2066, 0x206A)]
+)
+
+
+def test_strip_controls_drops_control_and_bidi_characters_only():
+    assert markdown.strip_controls("".join(DROPPED)) == ""
+    assert (
+        markdown.strip_controls("a\tb\nc\u200bd é 名 \U0001f600")
+        == "a\tb\nc\u200bd é 名 \U0001f600"
+    )
+    title = "gh-1: \u202eexe.txt\u202c \u2067x\u2069 \x07\x9b31m\u200f"
+    assert markdown.strip_controls(title) == "gh-1: exe.txt x 31m"
+    for helper in (markdown.text, markdown.code, markdown.code_block):
+        out = helper(title)
+        assert not set(out) & set(DROPPED), helper
+
+
+@given(st.text())
+def test_no_helper_lets_a_control_or_bidi_character_through(value):
+    for out in (markdown.text(value), markdown.code(value), markdown.code_block(value)):
+        assert not set(out) & set(DROPPED)
+
+
 def test_inline_code_fence_outgrows_the_text():
     assert markdown.code("x") == "`x`"
     assert markdown.code("a `` b") == "```a `` b```"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # (stable, tier) -> builder names.  Sizes: docs/calibration.md, "CPython's fleet".
 FLEET: dict[tuple[bool, int | None], tuple[str, ...]] = {
@@ -404,7 +405,7 @@ def build_fleet(rng: random.Random, limit: int | None = None) -> list[BuilderSpe
     return fleet
 
 
-def _replace(spec: BuilderSpec, **changes: float) -> BuilderSpec:
+def _replace(spec: BuilderSpec, **changes: Any) -> BuilderSpec:
     from dataclasses import replace
 
     return replace(spec, **changes)

@@ -67,13 +67,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from buildbot_revert.model import Builder, Change, FailedStep, Result
-from simulator import branch_model, log_tails, worker_schedule
+from simulator import branch_model, log_tails, paths, worker_schedule
 from simulator.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.fleet_model import BuilderSpec, build_fleet
 from simulator.store import HistoryStore, peek_meta
 
 GENERATOR_VERSION = "4"
-DEFAULT_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
 EXPORT_DELAY_S = 3 * 86400
@@ -590,7 +589,7 @@ def _episodes(
     cap_h: float,
 ) -> list[tuple[float, float]]:
     years = (end - start) / (365 * 86400)
-    out = []
+    out: list[tuple[float, float]] = []
     t = start
     while True:
         t += rng.expovariate(per_year / (365 * 86400)) if per_year > 0 else end
@@ -1329,8 +1328,8 @@ def _write(
                     cid = ids[rec.cause_change] if rec.cause_change is not None else None
                     labels.append((done, rec.cause, cid))
                 rev = rec.last - 1
-                for b, lo, hi in builder_breakages.get(rec.builder, ()):
-                    key = (b.id, rec.builder)
+                for breakage, lo, hi in builder_breakages.get(rec.builder, ()):
+                    key = (breakage.id, rec.builder)
                     if lo <= rev < hi and rec.result == Result.FAILURE:
                         broken_at.setdefault(key, rec.completed)
                     elif rev >= hi and key in broken_at:
@@ -1340,14 +1339,14 @@ def _write(
                     batch = ([], [], [], [])
                     if progress is not None:
                         progress(done, len(records))
-            for (b_id, builder), when in sorted(broken_at.items()):
-                b = breakages[b_id]
+            for (b_id, broken_builder), when in sorted(broken_at.items()):
+                culprit = breakages[b_id].culprit
                 store.add_breakage(
-                    change_ids[b.culprit.branch][b.culprit.index],
-                    builder_ids[builder],
+                    change_ids[culprit.branch][culprit.index],
+                    builder_ids[broken_builder],
                     when,
-                    fixed_at.get((b_id, builder)),
-                    b.fixed_by,
+                    fixed_at.get((b_id, broken_builder)),
+                    breakages[b_id].fixed_by,
                 )
                 labelled += 1
             meta = {
@@ -1359,8 +1358,8 @@ def _write(
                 "window_end": _iso(end),
                 "log_horizon_applied": "true" if log_horizon else "false",
             }
-            for key, value in meta.items():
-                store.set_meta(key, value)
+            for name, value in meta.items():
+                store.set_meta(name, value)
     finally:
         store.close()
     return GenerationStats(
@@ -1391,25 +1390,34 @@ def _as_change(c: ChangeRec) -> Change:
 
 
 def ensure_shipped_history(
-    path: Path = DEFAULT_HISTORY,
+    path: Path | None = None,
     *,
     days: int | None = None,
     builders: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """The shipped history at ``path``, generated first if it is not there yet.
 
-    A history made by another version of this generator is made again (it is
-    a cache of :func:`generate`); a file that is not a generated history is
-    left alone for the caller to report.  ``days`` and ``builders`` are for
-    tests, as in :func:`generate`.
+    ``path`` defaults to :func:`simulator.paths.shipped_history`, in the
+    user's data directory: never beside the code, which may be a read-only
+    site-packages.  A history made by another version of this generator is
+    made again (it is a cache of :func:`generate`); a file that is not a
+    generated history is left alone for the caller to report.  ``days`` and
+    ``builders`` are for tests, and ``progress`` is passed on, as in
+    :func:`generate`.
     """
-    path = Path(path)
+    path = Path(path) if path is not None else paths.shipped_history()
     # An old version is replaced by the atomic rename at the end of
     # generate(), never deleted first: a replay reading it meanwhile keeps
     # a complete file.
-    if not path.exists() or _generated_by_other_version(path):
-        generate(path, days=days, builders=builders)
+    if needs_generating(path):
+        generate(path, days=days, builders=builders, progress=progress)
     return path
+
+
+def needs_generating(path: Path) -> bool:
+    """Whether :func:`ensure_shipped_history` would (re)generate ``path``."""
+    return not path.exists() or _generated_by_other_version(path)
 
 
 def _generated_by_other_version(path: Path) -> bool:

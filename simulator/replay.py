@@ -140,11 +140,11 @@ def replay_builds(
         if events:
             for event in events:
                 if since is None or event.started_at >= since:
-                    (verdicts if isinstance(event, Verdict) else streaks).append(event)
+                    _keep(event, verdicts, streaks)
     end = selection.until if selection.until is not None else last
     for event in tracker.finish(end if end is not None else 0.0):
         if event.builder in kept and (since is None or event.started_at >= since):
-            (verdicts if isinstance(event, Verdict) else streaks).append(event)
+            _keep(event, verdicts, streaks)
     result.builds = count
     result.first_build_at = first
     result.last_build_at = last
@@ -154,3 +154,11 @@ def replay_builds(
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     builders, builds = select_builds(store, selection)
     return replay_builds(builds, policy, selection, builders)
+
+
+def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
+    """File a tracker event under verdicts or streak openings."""
+    if isinstance(event, Verdict):
+        verdicts.append(event)
+    else:
+        streaks.append(event)

@@ -187,9 +187,9 @@ class HistoryStore:
         with self.transaction():
             for name, spec in _TABLES.items():
                 if not self.db[name].exists():
-                    self.db[name].create(**spec)
+                    self.db.table(name).create(**spec)
             for table, columns, unique in _INDEXES:
-                self.db[table].create_index(columns, unique=unique, if_not_exists=True)
+                self.db.table(table).create_index(columns, unique=unique, if_not_exists=True)
             existing = self.get_meta("schema_version")
             if existing is None:
                 self.set_meta("schema_version", str(SCHEMA_VERSION))

@@ -25,13 +25,34 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from buildbot_revert.guards import Guard
-from buildbot_revert.verdicts import Reason
+from buildbot_revert.verdicts import Reason, Streak
 
 from .replay import ReplayResult
 from .store import Labels
 
 DEFAULT_MERGE_DELAY = 2 * 3600.0
 _HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Missed:
+    """An attributable breakage the policy did not propose, and why not.
+
+    Told by the first streak (by start) that made the change attributable:
+    its builder, and the verdict the policy gave there.
+    """
+
+    revision: str
+    author: str
+    title: str
+    pr_number: int | None
+    builder: str
+    first_failing_build: int
+    started_at: float
+    # Builders whose streak made the change attributable, this one included.
+    builders: int
+    reason: str
+    explanation: str
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,8 @@ class Evaluation:
     merge_delay_hours: float
     false_positive_revisions: tuple[str, ...]
     missed_revisions: tuple[str, ...]
+    # The same changes as ``missed_revisions``, told for the reports, by date.
+    missed_breakages: tuple[Missed, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -88,7 +111,8 @@ def evaluate(
     if result.selection.until is not None:
         window_end = result.selection.until
 
-    attributable: set[str] = set()
+    # revision -> the streaks that make it attributable
+    attributable: dict[str, list[Streak]] = defaultdict(list)
     n = result.policy.failures
     culprits = labels.build_culprits
     for streak in result.streaks:
@@ -100,7 +124,7 @@ def evaluate(
             rev = streak.blamelist[0].revision
             caused = all(culprits.get((b.builder, b.number)) == rev for b in streak.failing[:n])
             if streak.builder in broke.get(rev, ()) and caused:
-                attributable.add(rev)
+                attributable[rev].append(streak)
 
     tp = fp = 0
     saved = 0.0
@@ -118,8 +142,8 @@ def evaluate(
         for fixed_at in broke[rev].values():
             end = window_end if fixed_at is None else fixed_at
             saved += max(0.0, end - landed)
-    missed = sorted(attributable - proposed)
-    caught = len(attributable & proposed)
+    missed = sorted(attributable.keys() - proposed)
+    caught = len(attributable.keys() & proposed)
     total = tp + fp
     return Evaluation(
         true_positives=tp,
@@ -133,7 +157,31 @@ def evaluate(
         merge_delay_hours=merge_delay / _HOUR,
         false_positive_revisions=tuple(false_revs),
         missed_revisions=tuple(missed),
+        missed_breakages=tuple(
+            sorted((_missed(attributable[rev]) for rev in missed), key=_by_date)
+        ),
     )
+
+
+def _missed(streaks: list[Streak]) -> Missed:
+    first = min(streaks, key=lambda s: (s.started_at, s.builder))
+    change = first.blamelist[0]
+    return Missed(
+        change.revision,
+        change.author,
+        change.title,
+        change.pr_number,
+        first.builder,
+        first.first_failing_build,
+        first.started_at,
+        len({s.builder for s in streaks}),
+        first.verdict.reason.value,
+        first.verdict.explanation,
+    )
+
+
+def _by_date(missed: Missed) -> tuple[float, str]:
+    return (missed.started_at, missed.revision)
 
 
 # The build-label causes that mean "not the change's fault".

@@ -5,13 +5,18 @@ stylesheet from anywhere, and a Content-Security-Policy that forbids the
 page to fetch anything, so the file shows the same offline, in a mail
 attachment or years later.  Charts: proposed reverts per month, the verdict
 breakdown, red hours per builder, and a timeline of red streaks coloured by
-verdict.  Tables: the proposed reverts with links to their builds, commits
-and pull requests when the history knows where those live, the blind spots,
-the confirmation estimates, and, after a sweep, the comparison table.
+verdict.  Tables: the summary with the confirmation estimates (and why they
+differ from the labels), what each evidence guard declined, cost and saved,
+the proposed reverts with links to their builds, commits and pull requests
+when the history knows where those live, the breakages the policy missed,
+the blind spots, and, after a sweep, the comparison table.  Everything comes
+from the :class:`ReportContext`, as for the Markdown report.
 
 Every piece of text from the history (titles, authors, builder names) goes
-through :func:`text`: HTML-escaped, and with ``@`` defused so that text
-copied out of the page cannot ping anybody either.
+through :func:`text`: control and bidirectional formatting characters
+dropped (:func:`buildbot_revert.markdown.strip_controls`), HTML-escaped, and
+with ``@`` defused so that text copied out of the page cannot ping anybody
+either.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from buildbot_revert.markdown import strip_controls
 from buildbot_revert.verdicts import Reason
 
 from .blindspots import red_hours, window_end
 from .confirm import REVERTED
-from .markdown_report import MAX_ROWS, months_of
+from .markdown_report import MAX_ROWS, guards_intro, missed_intro, months_of
 from .report import iso
 from .report_context import ReportContext
 from .sweep import SweepResult, legend, table_rows
@@ -69,7 +75,7 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 
 def text(value: object) -> str:
     """Untrusted text, safe inside HTML elements and attributes."""
-    return html.escape(str(value), quote=True).replace("@", "@\u200b")
+    return html.escape(strip_controls(str(value)), quote=True).replace("@", "@\u200b")
 
 
 def colours(reasons: Sequence[str]) -> dict[str, str]:
@@ -111,8 +117,10 @@ def render_html(ctx: ReportContext) -> str:
             f"Red streaks of the builders red the longest (at most {TIMELINE_BUILDERS}), "
             "coloured by verdict; a black triangle marks each revert pull request when filed.",
         ),
+        *_guards(ctx),
         "<h2>Proposed reverts</h2>",
         _proposals_table(ctx),
+        *_missed(ctx),
         "<h2>Blind spots</h2>",
         _blind_spots(ctx),
     ]
@@ -185,7 +193,66 @@ def _summary(ctx: ReportContext) -> str:
         "green build, when the first failing build holds exactly one change.</p>"
     )
     cells = "".join(f"<tr><th>{text(k)}</th><td class=n>{text(v)}</td></tr>" for k, v in rows)
-    return f"{policy}<table id=summary>{cells}</table>"
+    note = ctx.precision_note
+    note_html = f"<p class=note id=precision-note>{text(note)}</p>" if note else ""
+    return f"{policy}<table id=summary>{cells}</table>{note_html}"
+
+
+def _guards(ctx: ReportContext) -> list[str]:
+    rows = ctx.guards
+    if not rows:
+        return []
+    labelled = any(row.breakages is not None for row in rows)
+    head = "<tr><th>guard</th><th>on</th><th class=n>declined</th>"
+    if labelled:
+        head += "<th class=n>cost: real breakages</th><th class=n>saved: flakes or infra</th>"
+    out = [f"<p>{text(guards_intro(ctx, labelled))}</p><table id=guards>{head}</tr>"]
+    for row in rows:
+        cells = (
+            f"<tr><td><code>{text(row.guard)}</code></td><td>{'yes' if row.enabled else 'no'}"
+            f"</td><td class=n>{row.declined:,}</td>"
+        )
+        if labelled:
+            cells += (
+                f"<td class=n>{row.breakages or 0:,}</td>"
+                f"<td class=n>{row.flakes_or_infra or 0:,}</td>"
+            )
+        out.append(cells + "</tr>")
+    out.append("</table>")
+    return ["<h2>Evidence guards</h2>", "".join(out)]
+
+
+def _missed(ctx: ReportContext) -> list[str]:
+    ev = ctx.evaluation
+    if ev is None:
+        return []
+    out = [f"<p>{text(missed_intro(ev, ctx.result.policy.failures))}</p>"]
+    if ev.missed_breakages:
+        out.append(
+            "<table id=missed><tr><th>broke</th><th>change</th><th>PR</th><th>author</th>"
+            "<th>title</th><th>builds</th><th>verdict</th></tr>"
+        )
+        for m in ev.missed_breakages[:MAX_ROWS]:
+            pr = _a(f"#{m.pr_number}", ctx.pr_url(m.pr_number)) if m.pr_number else ""
+            first = _a(
+                f"{m.builder} #{m.first_failing_build}",
+                ctx.build_url(m.builder, m.first_failing_build),
+            )
+            more = f" +{m.builders - 1} more" if m.builders > 1 else ""
+            out.append(
+                f"<tr><td>{_day(m.started_at)}</td>"
+                f"<td><code>{_a(m.revision[:10], ctx.commit_url(m.revision))}</code></td>"
+                f"<td>{pr}</td><td>{text(m.author)}</td><td>{text(m.title)}</td>"
+                f"<td>{first}{more}</td>"
+                f"<td><code>{text(m.reason)}</code>: {text(m.explanation)}</td></tr>"
+            )
+        out.append("</table>")
+        if len(ev.missed_breakages) > MAX_ROWS:
+            out.append(
+                f"<p class=note>… and {len(ev.missed_breakages) - MAX_ROWS} more "
+                "(see the JSON).</p>"
+            )
+    return ["<h2>Missed breakages</h2>", "".join(out)]
 
 
 def _proposals_table(ctx: ReportContext) -> str:
@@ -299,7 +366,7 @@ def _verdict_chart(ctx: ReportContext, palette: dict[str, str]) -> str:
 
 def _red_hours_chart(ctx: ReportContext, palette: dict[str, str]) -> str:
     end = window_end(ctx.result)
-    per: dict[str, Counter[str]] = defaultdict(Counter)
+    per: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for s in ctx.result.streaks:
         per[s.builder][s.verdict.reason.value] += red_hours(s, end)
     top = sorted(per.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:BUILDER_BARS]
@@ -332,8 +399,8 @@ def _timeline_chart(ctx: ReportContext, palette: dict[str, str]) -> str:
             )
         out.append(f'<text x="{left - 6}" y="{y + row_h - 3}" text-anchor="end">{_short(b)}</text>')
     for s in result.streaks:
-        i = index.get(s.builder)
-        if i is None:
+        row = index.get(s.builder)
+        if row is None:
             continue
         x0 = left + (max(s.started_at, start) - start) * scale
         x1 = left + (min(s.ended_at if s.ended_at is not None else end, end) - start) * scale
@@ -343,16 +410,16 @@ def _timeline_chart(ctx: ReportContext, palette: dict[str, str]) -> str:
             f", {s.builds} failing builds, {reason}"
         )
         out.append(
-            f'<rect x="{x0:.1f}" y="{top + i * row_h + 2}" width="{max(1.0, x1 - x0):.1f}" '
+            f'<rect x="{x0:.1f}" y="{top + row * row_h + 2}" width="{max(1.0, x1 - x0):.1f}" '
             f'height="{row_h - 4}" fill="{palette.get(reason, "#777")}">'
             f"<title>{text(tip)}</title></rect>"
         )
     for p in result.proposals():
-        i = index.get(p.request.builder)
-        if i is None:
+        row = index.get(p.request.builder)
+        if row is None:
             continue
         x = left + (p.request.filed_at - start) * scale
-        y = top + i * row_h
+        y = top + row * row_h
         out.append(
             f'<path d="M{x - 4:.1f},{y - 1} h8 l-4,6 z" fill="#000">'
             f"<title>{text('revert of ' + p.request.revision[:10] + ' filed ')}"

@@ -1,16 +1,19 @@
 """The Markdown rendering of a replay, for pasting into a policy discussion.
 
-It renders on GitHub: summary, proposed reverts per month, the verdict
-breakdown, the proposed reverts with links to their builds and pull
-requests, the blind spots, the confirmation estimates and, after a sweep,
-the comparison table.  Commit titles, authors and builder names are
-untrusted: they are escaped so that they can neither break a table, inject
-markup, nor ping anybody when the report is pasted on GitHub.
+It renders on GitHub: summary (with the confirmation estimates and why they
+differ from the labels), proposed reverts per month, the verdict breakdown,
+what each evidence guard declined, cost and saved, the proposed reverts with
+links to their builds and pull requests, the breakages the policy missed,
+the blind spots and, after a sweep, the comparison table.  Everything comes
+from the :class:`ReportContext`, computed once for every format.  Commit
+titles, authors and builder names are untrusted: they are escaped so that
+they can neither break a table, inject markup or control characters, nor
+ping anybody when the report is pasted on GitHub.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import UTC, datetime
 
 from buildbot_revert.markdown import link as md_link
@@ -35,7 +38,9 @@ def render_markdown(
     out = _summary(ctx)
     out += _per_month(ctx)
     out += _verdicts(ctx)
+    out += _guards(ctx)
     out += _proposals(ctx)
+    out += _missed(ctx)
     out += _blind_spots(ctx)
     if ctx.sweep is not None:
         out += ["", *render_sweep_markdown(ctx.sweep, heading="##").splitlines()]
@@ -76,6 +81,9 @@ def _summary(ctx: ReportContext) -> list[str]:
         ]
     red_end = len(ctx.blind.red_at_end)
     out.append(f"| builders red at the end | {red_end} ({ctx.blind.caught_at_end} caught) |")
+    note = ctx.precision_note
+    if note is not None:
+        out += ["", note]
     return out
 
 
@@ -94,7 +102,7 @@ def _per_month(ctx: ReportContext) -> list[str]:
 def _verdicts(ctx: ReportContext) -> list[str]:
     end = window_end(ctx.result)
     streaks: Counter[str] = Counter()
-    hours: Counter[str] = Counter()
+    hours: dict[str, float] = defaultdict(float)
     builders: dict[str, set[str]] = {}
     for s in ctx.result.streaks:
         reason = s.verdict.reason.value
@@ -110,6 +118,89 @@ def _verdicts(ctx: ReportContext) -> list[str]:
     ]
     for reason, n in sorted(streaks.items(), key=lambda kv: (-kv[1], kv[0])):
         out.append(f"| `{reason}` | {n:,} | {len(builders[reason])} | {hours[reason]:,.0f} |")
+    return out
+
+
+def _guards(ctx: ReportContext) -> list[str]:
+    rows = ctx.guards
+    if not rows:
+        return []
+    labelled = any(row.breakages is not None for row in rows)
+    out = ["", "## Evidence guards", "", guards_intro(ctx, labelled), ""]
+    if labelled:
+        out += [
+            "| guard | on | declined | cost: real breakages | saved: flakes or infra |",
+            "|---|---|---:|---:|---:|",
+        ]
+    else:
+        out += ["| guard | on | declined |", "|---|---|---:|"]
+    for row in rows:
+        line = f"| `{row.guard}` | {'yes' if row.enabled else 'no'} | {row.declined:,} |"
+        if labelled:
+            line += f" {row.breakages or 0:,} | {row.flakes_or_infra or 0:,} |"
+        out.append(line)
+    return out
+
+
+def guards_intro(ctx: ReportContext, labelled: bool) -> str:
+    """The sentence above the guards' table (plain text, for every format)."""
+    intro = (
+        f"Red streaks that met the rule ({ctx.result.policy.failures} failing builds after a "
+        "green build, the first holding one change) but that an evidence guard declined as "
+        "no proof against the change"
+    )
+    if labelled:
+        intro += (
+            "; by the labels, what each guard cost (declined streaks whose first failing "
+            "build was a real breakage) and saved (it was a flake or an infrastructure fault)"
+        )
+    return intro + "."
+
+
+def missed_intro(ev: Evaluation, failures: int) -> str:
+    """The sentence above the missed breakages (plain text, for every format)."""
+    intro = (
+        f"Attributable breakages the policy did not propose (labels): {ev.missed} of "
+        f"{ev.attributable}. A breakage is attributable when, on a builder it broke, a red "
+        "streak began after a green build, its first failing build held exactly that change "
+        f"and its first {failures} failing builds all failed because of it; the verdict is "
+        "the policy's on the first such streak."
+    )
+    unseen = ev.breakages - ev.attributable
+    if unseen:
+        intro += (
+            f" The other {unseen:,} of the {ev.breakages:,} labelled breakages in the window "
+            "were not attributable: no rule that blames a single change could see them."
+        )
+    return intro
+
+
+def _missed(ctx: ReportContext) -> list[str]:
+    ev = ctx.evaluation
+    if ev is None:
+        return []
+    out = ["", "## Missed breakages", "", missed_intro(ev, ctx.result.policy.failures)]
+    if not ev.missed_breakages:
+        return out
+    out += [
+        "",
+        "| broke | change | PR | author | title | builds | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in ev.missed_breakages[:MAX_ROWS]:
+        pr = _link(f"PR {m.pr_number}", ctx.pr_url(m.pr_number)) if m.pr_number else ""
+        first = _link(
+            f"{m.builder} #{m.first_failing_build}",
+            ctx.build_url(m.builder, m.first_failing_build),
+        )
+        more = f" +{m.builders - 1} more" if m.builders > 1 else ""
+        out.append(
+            f"| {_day(m.started_at)} | {_link(m.revision[:10], ctx.commit_url(m.revision))} "
+            f"| {pr} | {escape(m.author)} | {escape(m.title)} | {first}{more} "
+            f"| `{m.reason}`: {escape(m.explanation)} |"
+        )
+    if len(ev.missed_breakages) > MAX_ROWS:
+        out += ["", f"… and {len(ev.missed_breakages) - MAX_ROWS} more (see the JSON report)."]
     return out
 
 

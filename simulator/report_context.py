@@ -1,9 +1,10 @@
 """Everything the Markdown and HTML reports show, gathered in one place.
 
 The rich reports need more than the replay: the blind spots, the
-confirmation estimates, and where to link (the master's URL, the GitHub
-repository), which the history file records in its ``meta`` table.
-Gathering it here keeps the renderers free of store access.
+confirmation estimates, the evidence guards' table, and where to link (the
+master's URL, the GitHub repository), which the history file records in its
+``meta`` table.  Gathering it here keeps the renderers free of store access,
+and each number computed once, by the code the JSON report uses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from urllib.parse import quote, urlsplit
 
 from .blindspots import BlindSpots, blind_spots
 from .confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
-from .evaluation import Evaluation
+from .evaluation import Evaluation, GuardRow, guard_table
 from .replay import ReplayResult
 from .store import HistoryStore
 from .sweep import SweepResult
@@ -39,6 +40,9 @@ class ReportContext:
     # Buildbot's own builder ids (not the store's), for links.
     builder_ids: dict[str, int] = field(default_factory=dict)
     sweep: SweepResult | None = None
+    # What each evidence guard declined, and on labelled histories what that
+    # cost or saved (``guard_table``, as in the JSON); empty: not gathered.
+    guards: list[GuardRow] = field(default_factory=list)
 
     def build_url(self, builder: str, number: int) -> str | None:
         """A link to the build on its master, or ``None`` when unknown."""
@@ -68,6 +72,31 @@ class ReportContext:
         how = {c.revision: c.how for c in self.confirmation.items} if self.confirmation else {}
         return _CHECKS.get(how.get(revision, ""), "unconfirmed")
 
+    @property
+    def precision_note(self) -> str | None:
+        """Why the estimated precision differs from the labelled one (plain text)."""
+        conf = self.confirmation
+        if conf is None or not conf.items:
+            return None
+        fixed = conf.count(FIXED_IN_PLACE)
+        here = (
+            f" (here {fixed} of the {len(conf.items)} were fixed in the same files instead)"
+            if fixed
+            else ""
+        )
+        estimates = (
+            "the strict one counts a proposal right only if a later commit reverts that "
+            "change, so it runs low wherever breakages are fixed forward or their reverts go "
+            f"unrecorded{here}, and the loose one also counts a fix to the same files in the "
+            "build that turned the builder green, which can be a coincidence, so it runs high."
+        )
+        if self.evaluation is None:
+            return "The estimates use no labels, only the history itself: " + estimates
+        return (
+            "The labelled precision compares each proposed revert with the history's ground "
+            "truth, while the estimates use no labels, only the history itself: " + estimates
+        )
+
     def pr_url(self, number: int | None) -> str | None:
         if number is None or not self.github_repo:
             return None
@@ -80,14 +109,25 @@ class ReportContext:
 
 
 def gather(
-    store: HistoryStore, result: ReplayResult, evaluation: Evaluation | None
+    store: HistoryStore,
+    result: ReplayResult,
+    evaluation: Evaluation | None,
+    guards: list[GuardRow] | None = None,
 ) -> ReportContext:
-    """Read what the reports need from the store, next to the replay."""
+    """Read what the reports need from the store, next to the replay.
+
+    ``guards`` is the evidence guards' table when the caller already has it
+    (as it does for the JSON report); otherwise it is computed here, with the
+    labels when there is an ``evaluation``.
+    """
     proposers = sorted({b for p in result.proposals() for b in p.builders})
     confirmation = None
     if proposers:
         builds = store.iter_builds(result.selection.since, result.selection.until, proposers)
         confirmation = confirm(result, store.changes_by_id().values(), builds)
+    if guards is None:
+        labels = store.labels() if evaluation is not None and store.has_labels() else None
+        guards = guard_table(result, labels)
     return ReportContext(
         result,
         evaluation,
@@ -98,6 +138,7 @@ def gather(
         github_repo=github_repo(store.get_meta("github_repo")),
         build_url_template=build_url_template(store.get_meta("build_url_template")),
         builder_ids=store.buildbot_builder_ids(),
+        guards=guards,
     )
 
 

@@ -133,7 +133,7 @@ def render_sweep_html(sweep: SweepResult) -> str:
     """A page holding just the sweep's comparison table and its chart."""
     body = [
         "<h1>Policy sweep</h1>",
-        f"<p>{sweep.builds:,} builds, {_day(sweep.window_start)} to {_day(sweep.window_end)}; "
+        f"<p>{sweep.builds:,} builds, {_day(sweep.first_build_at)} to {_day(sweep.last_build_at)}; "
         f"{len(sweep.rows)} combinations from {sweep.replays} replays.</p>",
         _figure("chart-sweep", _sweep_chart(sweep), "Revert pull requests per year."),
         sweep_table(sweep),

@@ -281,7 +281,7 @@ def render_sweep_markdown(sweep: SweepResult, heading: str = "#") -> str:
     out = [
         f"{heading} Policy sweep",
         "",
-        f"{sweep.builds:,} builds, {_day(sweep.window_start)} to {_day(sweep.window_end)}; "
+        f"{sweep.builds:,} builds, {_day(sweep.first_build_at)} to {_day(sweep.last_build_at)}; "
         f"{len(sweep.rows)} combinations from {sweep.replays} replays.",
         "",
         "| " + " | ".join(header) + " |",

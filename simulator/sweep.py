@@ -12,6 +12,11 @@ Each combination yields one :class:`SweepRow`: reverts (and reverts per
 year), precision and recall when the history has labels, red hours saved,
 and how many proposed reverts stood down because every builder that asked
 for them recovered within the grace period.
+
+The JSON rendering holds ``schema_version``, ``sweep`` (the swept keys),
+``window`` and ``builds`` (as in the main JSON report: ``since``/``until`` as
+asked, the first and last build, builds of the reported builders in the
+window), ``labelled``, ``replays`` and one entry per combination in ``rows``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ from buildbot_revert.verdicts import Reason, Verdict
 from .evaluation import DEFAULT_MERGE_DELAY, evaluate
 from .replay import ReplayResult, Selection, replay_builds, select_builds
 from .store import HistoryStore, Labels
+
+# The sweep JSON's own version, under the key the main report uses.  Its
+# window says ``since``/``until`` as asked and the first and last build, as
+# the main report's does; from version 1 on, keys are only ever added.
+SCHEMA_VERSION = 1
 
 _YEAR = 365.25 * 86400.0
 _HOUR = 3600.0
@@ -180,9 +190,14 @@ class SweepRow:
 class SweepResult:
     keys: tuple[str, ...]
     rows: tuple[SweepRow, ...]
+    # Counted as a replay counts them (``summary.builds`` of the main JSON):
+    # builds of the reported builders in the window, not the warm-up.
     builds: int
-    window_start: float | None
-    window_end: float | None
+    # The window as asked (``None``: open), and the first and last build in it.
+    since: float | None
+    until: float | None
+    first_build_at: float | None
+    last_build_at: float | None
     labelled: bool
     replays: int
     workers: int
@@ -191,8 +206,14 @@ class SweepResult:
         from .report import iso
 
         return {
+            "schema_version": SCHEMA_VERSION,
             "sweep": list(self.keys),
-            "window": {"start": iso(self.window_start), "end": iso(self.window_end)},
+            "window": {
+                "since": iso(self.since),
+                "until": iso(self.until),
+                "first_build_at": iso(self.first_build_at),
+                "last_build_at": iso(self.last_build_at),
+            },
             "builds": self.builds,
             "labelled": self.labelled,
             "replays": self.replays,
@@ -323,19 +344,37 @@ def run_sweep(
                 on_done(len(done))
     finally:
         _SHARED.clear()
-    first = builds[0].completed_at if builds else None
-    last = builds[-1].completed_at if builds else None
+    count, first, last = _in_window(builds, builders, selection)
     keys = tuple(k for k, _ in combos[0].settings) if combos else ()
     return SweepResult(
         keys,
         tuple(r for r in rows if r is not None),
-        len(builds),
-        selection.since if selection.since is not None else first,
-        selection.until if selection.until is not None else last,
+        count,
+        selection.since,
+        selection.until,
+        first,
+        last,
         labels is not None,
         len(tasks),
         procs,
     )
+
+
+def _in_window(
+    builds: Sequence[Build], builders: Sequence[Builder], selection: Selection
+) -> tuple[int, float | None, float | None]:
+    """How many builds a replay reports, and its first and last (see replay_builds)."""
+    kept = {b.name for b in builders}
+    since = selection.since
+    count = 0
+    first = last = None
+    for build in builds:
+        if build.builder in kept and (since is None or build.completed_at >= since):
+            if first is None:
+                first = build.completed_at
+            last = build.completed_at
+            count += 1
+    return count, first, last
 
 
 def _worker_signals() -> None:

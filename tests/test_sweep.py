@@ -10,6 +10,7 @@ import pytest
 from buildbot_revert.grace import GraceDecision, GraceError, Qualified, decide, outcome
 from buildbot_revert.policy import Policy
 from simulator.replay import Selection, replay, select_builds
+from simulator.report import to_json
 from simulator.store import HistoryStore
 from simulator.sweep import (
     SweepError,
@@ -21,7 +22,7 @@ from simulator.sweep import (
     sweep_report,
 )
 
-from .reports_fixtures import DAY, make_history
+from .reports_fixtures import DAY, T0, make_history
 
 # -- the grace period (pure core) ----------------------------------------------
 
@@ -147,8 +148,30 @@ def test_parallel_sweep_matches_one_replay_per_combination(store: HistoryStore) 
 
 def test_reverts_per_year_scale_with_the_window(store: HistoryStore) -> None:
     sweep = _sweep(store, ["failures=3"], workers=1)
-    days = (sweep.window_end - sweep.window_start) / DAY
+    # No --since/--until: the window runs from the first build to the last.
+    assert sweep.since is None and sweep.until is None
+    days = (sweep.last_build_at - sweep.first_build_at) / DAY
     assert sweep.rows[0].reverts_per_year == pytest.approx(3 * 365.25 / days)
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [Selection(), Selection(T0 + 5 * DAY), Selection(T0 + 2 * DAY, T0 + 12 * DAY)],
+    ids=["open", "since", "since-until"],
+)
+def test_sweep_json_names_its_window_as_the_main_report_does(
+    store: HistoryStore, selection: Selection
+) -> None:
+    axes = parse_axes(["failures=3"])
+    doc = json.loads(sweep_report(store, Policy(), selection, axes, "json", workers=1))
+    main = to_json(replay(store, Policy(), selection), None)
+    assert doc["schema_version"] == main["schema_version"] == 1
+    assert list(doc)[0] == list(main)[0] == "schema_version"
+    assert doc["window"] == main["window"]
+    assert set(doc["window"]) == {"since", "until", "first_build_at", "last_build_at"}
+    # Builds are counted as the replay counts them: the warm-up month before
+    # --since feeds the tracker but is not part of the window.
+    assert doc["builds"] == main["summary"]["builds"]
 
 
 def test_sweep_report_formats(store: HistoryStore) -> None:

@@ -152,7 +152,10 @@ def guards_intro(ctx: ReportContext, labelled: bool) -> str:
     if labelled:
         intro += (
             "; by the labels, what each guard cost (declined streaks whose first failing "
-            "build was a real breakage) and saved (it was a flake or an infrastructure fault)"
+            "build was a real breakage, counted per streak: another builder may still have "
+            "caught the change, and the missed breakages below are those none caught) and "
+            "saved (declined streaks whose first failing build was a flake or an "
+            "infrastructure fault)"
         )
     return intro + "."
 
@@ -170,7 +173,10 @@ def missed_intro(ev: Evaluation, failures: int) -> str:
     if unseen:
         intro += (
             f" The other {unseen:,} of the {ev.breakages:,} labelled breakages in the window "
-            "were not attributable: no rule that blames a single change could see them."
+            "were not attributable (on every builder they broke, the builder had never been "
+            "green, the first failing build held other changes too, fewer than "
+            f"{failures} builds failed, or not all of the first {failures} failed because of "
+            "them): this rule could not have proposed them."
         )
     return intro
 

@@ -46,9 +46,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,6 +58,7 @@ from buildbot_revert import blamelist
 from buildbot_revert.model import Build, Builder, FailedStep, Result
 from buildbot_revert.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 
+from . import paths
 from .buildbot_api import (
     BUILD_FIELDS,
     BuildbotAPI,
@@ -449,8 +448,9 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
 def default_history_path(url: str) -> Path:
     """The per-master history file in the user's cache directory.
 
-    ``$XDG_CACHE_HOME`` (or ``~/.cache``) on Unix, ``~/Library/Caches`` on
-    macOS, ``%LOCALAPPDATA%`` on Windows; the name says which master it holds.
+    That is :func:`simulator.paths.cache_dir` (``~/.cache/buildbot-revert``
+    on Linux, honouring ``$XDG_CACHE_HOME``); the name says which master the
+    file holds.
     """
     from .buildbot_api import api_url
 
@@ -459,13 +459,7 @@ def default_history_path(url: str) -> Path:
     host = parts.hostname or "master"
     readable = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{host}{parts.path.removesuffix('/api/v2')}")
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "buildbot-revert" / f"{readable.strip('_')}-{digest}.sqlite"
+    return paths.cache_dir() / f"{readable.strip('_')}-{digest}.sqlite"
 
 
 def pull_into(
@@ -473,23 +467,64 @@ def pull_into(
 ) -> tuple[Path, PullStats]:
     """Pull ``url`` into ``history`` (default: the per-master cache file), creating it.
 
-    ``options`` are :class:`Importer`'s, as for :func:`pull`.
+    ``options`` are :class:`Importer`'s, as for :func:`pull`.  A pull that
+    fails before it stored a build leaves nothing behind that it made: not
+    the file, not the directories it created for it.
     """
     path = history if history is not None else default_history_path(url)
-    if path.exists() and path.is_dir():
+    if path.is_dir():
         raise PullError(f"{path}: is a directory, not a history file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PullError(f"{path.parent}: cannot create the directory ({exc.strerror})") from None
-    fresh = not path.exists() or path.stat().st_size == 0
     with BuildbotAPI(url, concurrency=concurrency) as api:
         # Ask the master first: an unreachable or foreign URL must not leave
-        # an empty history file behind.
+        # a directory or an empty history file behind.
         api.check()
-        store = HistoryStore(path, create=fresh)
+        made = _make_directories(path.parent)
+        existed = path.exists()
+        fresh = not existed or path.stat().st_size == 0
+        store: HistoryStore | None = None
         try:
+            store = HistoryStore(path, create=fresh)
             stats = pull(api, store, **options)
-        finally:
-            store.close()
+        except BaseException:
+            discard = fresh and (store is None or not store.count_builds())
+            if store is not None:
+                store.close()
+            if discard:
+                _remove(path, existed, made)
+            raise
+        store.close()
     return path, stats
+
+
+def _make_directories(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; return those created, outermost first."""
+    missing = []
+    for d in (directory, *directory.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    missing.reverse()
+    made = []
+    try:
+        for d in missing:
+            try:
+                d.mkdir()
+            except FileExistsError:
+                continue  # made meanwhile by someone else: not ours to remove
+            made.append(d)
+    except OSError as exc:
+        _remove(None, True, made)
+        raise PullError(f"{directory}: cannot create the directory ({exc.strerror})") from None
+    return made
+
+
+def _remove(path: Path | None, existed: bool, made: list[Path]) -> None:
+    """Undo a pull that stored nothing: the file it created, then its new directories."""
+    if path is not None and not existed:
+        for leftover in (path, path.with_name(path.name + "-journal")):
+            leftover.unlink(missing_ok=True)
+    for d in reversed(made):
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # something else was put there meanwhile: not ours to remove

@@ -1,9 +1,11 @@
 """The ``simulate`` command: a thin click layer over the simulator library.
 
-It translates flags into a :class:`~buildbot_revert.policy.Policy` and a
-:class:`~simulator.replay.Selection`, runs the replay, and renders the
-report.  Every user error (a bad date, a missing or foreign history file, a
-bad regular expression) becomes one line on stderr and exit status 2.
+It translates flags into a :class:`~buildbot_revert.policy.Policy`, a grace
+period and a :class:`~simulator.replay.Selection`, runs the replay, and
+renders the report.  Every user error (a bad date, a missing or foreign
+history file, a bad regular expression, a place it cannot write) becomes one
+line on stderr and exit status 2, and is found before the slow part starts
+whenever it can be.
 """
 
 from __future__ import annotations
@@ -13,23 +15,39 @@ import os
 import re
 import sys
 import tempfile
+import time
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
+from click.core import ParameterSource
 
+from buildbot_revert.config import Settings
 from buildbot_revert.policy import GUARD_NAMES, Policy, PolicyError
 
+from . import paths
 from .evaluation import evaluate, guard_table
 from .progress import replay_with_progress
-from .replay import Selection
-from .report import render_text, to_json
+from .replay import ReplayResult, Selection
+from .report import iso, render_text, to_json
 from .report_context import gather
 from .store import HistoryError, HistoryStore
-from .sweep import SweepError, parse_axes, sweep_report
+from .sweep import SweepError, apply_grace, parse_axes, parse_duration, sweep_report
 
-SHIPPED_HISTORY = Path(__file__).resolve().parent.parent / "history" / "cpython-2024.sqlite"
+# The defaults live with the settings they belong to: the policy's in
+# buildbot_revert.policy, the reporter's grace period in buildbot_revert.config.
+DEFAULT_POLICY = Policy()
+DEFAULT_GRACE = cast(float, next(f.default for f in fields(Settings) if f.name == "grace_period"))
+
+
+def __getattr__(name: str) -> Any:
+    # ``SHIPPED_HISTORY`` (benchmarks/ import it) depends on the environment
+    # ($BUILDBOT_REVERT_DATA), so it is worked out when asked for.
+    if name == "SHIPPED_HISTORY":
+        return paths.shipped_history()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CLIError(click.ClickException):
@@ -39,6 +57,11 @@ class CLIError(click.ClickException):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"simulate: error: {self.format_message()}", err=True, file=file)
+
+
+def warn(message: str) -> None:
+    """One line on stderr that does not stop the command."""
+    click.echo(f"simulate: warning: {message}", err=True)
 
 
 def parse_when(value: str | None, flag: str) -> float | None:
@@ -54,17 +77,53 @@ def parse_when(value: str | None, flag: str) -> float | None:
     return when.timestamp()
 
 
-def default_history() -> Path:
-    """The shipped 2024 history, generated on first use."""
-    from .generator import ensure_shipped_history
+def parse_flag_duration(value: str | None, flag: str) -> float | None:
+    """A duration flag, read by the parser ``--sweep`` uses (``24h``, ``7d``...)."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except SweepError as exc:
+        raise CLIError(f"{flag}: {exc}") from None
 
-    if not SHIPPED_HISTORY.exists():
-        # Twenty silent seconds look like a hang; say what is happening.
-        click.echo(
-            "simulate: generating the shipped 2024 history (first run only, about 20 s)...",
-            err=True,
+
+def check_writable(directory: Path) -> None:
+    """Raise ``OSError`` unless a file can be made in ``directory`` (created if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, probe = tempfile.mkstemp(dir=directory, prefix=".buildbot-revert-probe-")
+    os.close(fd)
+    os.unlink(probe)
+
+
+def default_history() -> Path:
+    """The shipped 2024 history in the user's data directory, generated on first use."""
+    from .generator import ensure_shipped_history, needs_generating
+
+    path = paths.shipped_history()
+    if not needs_generating(path):
+        # A current history is only read: a read-only data directory is fine.
+        return path
+
+    def cannot(exc: OSError) -> CLIError:
+        return CLIError(
+            f"{path.parent}: cannot write the shipped history there ({exc.strerror}); "
+            f"set {paths.DATA_ENV} to a writable directory, or pass --history FILE"
         )
-    return ensure_shipped_history(SHIPPED_HISTORY)
+
+    # Find out before twenty seconds of generating, not after.
+    try:
+        check_writable(path.parent)
+    except OSError as exc:
+        raise cannot(exc) from None
+    # Twenty silent seconds look like a hang; say what is happening.
+    click.echo(
+        f"simulate: generating the shipped 2024 history into {path} (once, about 20 s)...",
+        err=True,
+    )
+    try:
+        return ensure_shipped_history(path)
+    except OSError as exc:
+        raise cannot(exc) from None
 
 
 def open_history(path: Path | None) -> HistoryStore:
@@ -74,13 +133,25 @@ def open_history(path: Path | None) -> HistoryStore:
         raise CLIError(str(exc)) from None
 
 
+def check_output(output: Path | None) -> None:
+    """Fail now, not after the replay, when the report could not be written."""
+    if output is None:
+        return
+    try:
+        fd, probe = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
+
+
 def write_output(text: str, output: Path | None) -> None:
     """Print, or write the file whole (never half a report on disk)."""
     if output is None:
         click.echo(text, nl=False)
         return
     try:
-        fd, tmp = tempfile.mkstemp(dir=output.parent or Path("."), prefix=f".{output.name}.")
+        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         # mkstemp makes the file private; a report is as readable as any file.
@@ -92,22 +163,83 @@ def write_output(text: str, output: Path | None) -> None:
         raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
 
 
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the option was on the command line (not left at its default)."""
+    return ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+
+
+def refuse_options_before_subcommand(ctx: click.Context) -> None:
+    """``simulate --since D pull URL`` would drop --since: say so instead."""
+    misplaced = [p.opts[0] for p in ctx.command.params if p.name and given(ctx, p.name)]
+    if misplaced:
+        sub = ctx.invoked_subcommand
+        raise CLIError(
+            f"{', '.join(misplaced)} given before {sub!r} would be ignored; "
+            f"give {sub}'s options after it (simulate {sub} URL [OPTIONS], "
+            f"see simulate {sub} --help)"
+        )
+
+
+def _default_grace_text() -> str:
+    return "0, file at once" if not DEFAULT_GRACE else f"{DEFAULT_GRACE / 3600:g}h"
+
+
+def _default_age_text() -> str:
+    age = DEFAULT_POLICY.max_culprit_age
+    return "no limit" if age is None else f"{age / 3600:g}h"
+
+
+FORMAT_HELP = (
+    "text: a summary for a terminal; json: the documented, stable report schema; "
+    "markdown: a report to paste into an issue or pull request; html: one self-contained "
+    "page with charts (needs --output)."
+)
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--since", help="First day to replay (YYYY-MM-DD, UTC).")
-@click.option("--until", help="Day after the last one to replay (YYYY-MM-DD, UTC).")
+@click.version_option(
+    package_name="buildbot-revert",
+    prog_name="simulate",
+    message="%(prog)s (buildbot-revert) %(version)s",
+)
+@click.option("--since", metavar="DATE", help="First day to replay (YYYY-MM-DD, UTC).")
+@click.option("--until", metavar="DATE", help="Day after the last one to replay (YYYY-MM-DD, UTC).")
 @click.option(
     "--history",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="History file (default: the shipped 2024 CPython-shaped history).",
+    help="History file. Default: the shipped 2024 CPython-shaped history, generated on "
+    f"first use (about 20 s) into the directory ${paths.DATA_ENV} names, else into the "
+    "per-user data directory (~/.local/share/buildbot-revert on Linux).",
 )
-@click.option("--builders", "builders_re", help="Only builders whose name matches this regex.")
-@click.option("--tags", help="Only builders carrying all these tags (comma-separated).")
+@click.option(
+    "--builders",
+    "builders_re",
+    metavar="REGEX",
+    help="Only builders whose name matches this regex.",
+)
+@click.option(
+    "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
+)
 @click.option(
     "--failures",
     type=int,
-    default=3,
+    metavar="N",
+    default=DEFAULT_POLICY.failures,
     show_default=True,
     help="Consecutive failing builds before a revert is proposed.",
+)
+@click.option(
+    "--grace",
+    metavar="DURATION",
+    help="Grace period: comment on the culprit first, and file the revert only if the "
+    "builder is still red this long after (e.g. 30m, 24h, 7d; as the plugin's "
+    f"grace_period). Default: {_default_grace_text()}.",
+)
+@click.option(
+    "--max-culprit-age",
+    metavar="DURATION",
+    help="Decline to revert changes that landed longer ago than this before the streak "
+    f"qualified (e.g. 24h, 7d). Default: {_default_age_text()}.",
 )
 @click.option(
     "--without-guard",
@@ -122,8 +254,15 @@ def write_output(text: str, output: Path | None) -> None:
     type=click.Choice(["text", "json", "markdown", "html"]),
     default="text",
     show_default=True,
+    help=FORMAT_HELP,
 )
-@click.option("--output", type=click.Path(path_type=Path, dir_okay=False), help="Write here.")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the report to FILE instead of stdout: checked before the replay starts, "
+    "written whole at the end (never half a report).",
+)
 @click.option(
     "--sweep",
     "sweeps",
@@ -147,6 +286,8 @@ def main(
     builders_re: str | None,
     tags: str | None,
     failures: int,
+    grace: str | None,
+    max_culprit_age: str | None,
     fmt: str,
     output: Path | None,
     master: str | None,
@@ -155,23 +296,30 @@ def main(
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
+        refuse_options_before_subcommand(ctx)
         return
     selection = make_selection(since, until, builders_re, tags)
-    if master is not None:
-        history, _ = pull_master(master, history, selection)
-    guards = frozenset() if "all" in without_guards else GUARD_NAMES - set(without_guards)
-    try:
-        policy = Policy(failures=failures, guards=guards)
-    except PolicyError as exc:
-        raise CLIError(f"--failures: {exc}") from None
+    grace_s = parse_flag_duration(grace, "--grace")
+    age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
+    policy = make_policy(failures, age_s, without_guards)
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
+    check_output(output)
+    if sweeps:
+        sweeps = settings_as_axes(ctx, sweeps, grace)
+    if master is not None:
+        history, _ = pull_master(master, history, selection)
     if sweeps:
         run_sweep_command(history, policy, selection, sweeps, fmt, output)
         return
     store = open_history(history)
     try:
         result = replay_with_progress(store, policy, selection)
+        if grace_s:
+            # As the sweep scores a grace period: the reverts actually filed.
+            result, _ = apply_grace(result, grace_s)
+        if result.builds == 0:
+            warn(empty_window(store, result))
         labels = store.labels() if store.has_labels() else None
         evaluation = evaluate(result, labels) if labels is not None else None
         guard_rows = guard_table(result, labels)
@@ -191,6 +339,92 @@ def main(
     else:
         text = render_text(result, evaluation, guard_rows)
     write_output(text, output)
+
+
+def make_policy(
+    failures: int, max_culprit_age: float | None, without_guards: tuple[str, ...]
+) -> Policy:
+    guards = frozenset() if "all" in without_guards else GUARD_NAMES - set(without_guards)
+    try:
+        policy = DEFAULT_POLICY.with_changes(failures=failures, guards=guards)
+    except PolicyError as exc:
+        raise CLIError(f"--failures: {exc}") from None
+    if max_culprit_age is None:
+        return policy
+    try:
+        return policy.with_changes(max_culprit_age=max_culprit_age)
+    except PolicyError as exc:
+        raise CLIError(f"--max-culprit-age: {exc}") from None
+
+
+def settings_as_axes(
+    ctx: click.Context, sweeps: tuple[str, ...], grace: str | None
+) -> tuple[str, ...]:
+    """The sweep specs, with --grace as a one-value axis; a setting both given and swept
+    is an error.
+
+    --failures and --max-culprit-age reach the sweep through its base policy;
+    the grace period has no such way in, so it becomes ``grace=VALUE``.
+    """
+    try:
+        swept = {axis.key for axis in parse_axes(sweeps)}
+    except SweepError as exc:
+        raise CLIError(f"--sweep: {exc}") from None
+    for key in ("failures", "grace", "max-culprit-age"):
+        if key in swept and given(ctx, key.replace("-", "_")):
+            raise CLIError(f"--{key} and --sweep {key}=... both given: use one of them")
+    if grace is not None:
+        return (*sweeps, f"grace={grace}")
+    return sweeps
+
+
+def empty_window(store: HistoryStore, result: ReplayResult) -> str:
+    """Why the report is empty, in one line, with what the history covers."""
+    if not result.builders:
+        return (
+            f"no builder matches --builders/--tags (the history has "
+            f"{len(store.builders())} builders): the report is empty"
+        )
+    since, until = result.selection.since, result.selection.until
+    if since is not None and until is not None:
+        window = f"between {_day(since)} and {_day(until)}"
+    elif since is not None:
+        window = f"from {_day(since)}"
+    elif until is not None:
+        window = f"before {_day(until)}"
+    else:
+        window = "in the history"
+    if since is not None and since > time.time():
+        window += " (in the future)"
+    first, last = history_span(store)
+    covers = ""
+    if first is not None and last is not None:
+        covers = f"; the history covers {_day(first)} to {_day(last)}"
+    elif last is not None:
+        covers = f"; the history was pulled up to {_day(last)}"
+    return f"no builds {window}{covers}: the report is empty"
+
+
+def history_span(store: HistoryStore) -> tuple[float | None, float | None]:
+    """What the history's meta data says it covers (cheap; ``None`` when it does not say)."""
+    start = store.get_meta("warmup_start")
+    end = store.get_meta("window_end")
+    if start is not None and end is not None:
+        try:
+            return float(start), datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None, None
+    synced = store.get_meta("import.synced")
+    try:
+        positions = json.loads(synced) if synced else {}
+    except ValueError:
+        positions = {}
+    values = [v for v in positions.values() if isinstance(v, int | float)]
+    return None, max(values) if values else None
+
+
+def _day(ts: float) -> str:
+    return (iso(ts) or "")[:10]
 
 
 def run_sweep_command(
@@ -271,12 +505,30 @@ def pull_master(
 @click.option(
     "--history",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="History file to create or update (default: per-master file in the cache dir).",
+    help="History file to create or update (default: a per-master file in the user's cache "
+    "directory, ~/.cache/buildbot-revert on Linux). Nothing is created if the pull fails "
+    "before it stores a build.",
 )
-@click.option("--since", help="Pull builds completed from this day (YYYY-MM-DD, UTC).")
-@click.option("--builders", "builders_re", help="Only builders whose name matches this regex.")
-@click.option("--tags", help="Only builders carrying all these tags (comma-separated).")
-@click.option("--concurrency", type=click.IntRange(1, 32), default=4, show_default=True)
+@click.option(
+    "--since", metavar="DATE", help="Pull builds completed from this day (YYYY-MM-DD, UTC)."
+)
+@click.option(
+    "--builders",
+    "builders_re",
+    metavar="REGEX",
+    help="Only builders whose name matches this regex.",
+)
+@click.option(
+    "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 32),
+    metavar="N",
+    default=4,
+    show_default=True,
+    help="Requests to the master in flight at once; lower it for a busy master.",
+)
 def pull_command(
     url: str,
     history: Path | None,

@@ -26,7 +26,7 @@ from buildbot.data import resultspec
 from twisted.internet import defer
 
 from . import blamelist
-from .model import Build, Builder, Change, Result
+from .model import Build, Builder, Change, FailedStep, Result
 from .records import (
     change_from_dict,
     epoch,
@@ -99,7 +99,7 @@ class Gatherer:
         changes, after = yield self._blamelist(previous, tips)
         self._tips[build["builderid"]] = after
         result = int(build["results"]) if build.get("results") is not None else _FAILURE
-        steps: tuple = ()
+        steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
             steps = yield self._failed_steps(build["buildid"])
         worker = yield self._worker(build.get("workerid"))

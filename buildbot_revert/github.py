@@ -112,7 +112,14 @@ class RevertOutcome(NamedTuple):
 class HTTPClient(Protocol):
     """The part of ``treq.HTTPClient`` this module uses."""
 
-    def request(self, method: str, url: str, **kwargs: Any) -> defer.Deferred[Any]: ...
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[bytes | str, bytes | str] | None = None,
+        data: bytes | None = None,
+    ) -> defer.Deferred[Any]: ...
 
 
 def revert_marker(sha: str) -> str:
@@ -257,7 +264,8 @@ class GitHubClient:
         return [_comment_from_rest(c) for c in raw]
 
     async def rate_limit(self) -> dict[str, Any]:
-        return await self._get("/rate_limit")
+        limits: dict[str, Any] = await self._get("/rate_limit")
+        return limits
 
     async def find_revert_pull(
         self, sha: str, original: PullRequest | None = None
@@ -416,7 +424,8 @@ class GitHubClient:
 
         async def look_ref() -> dict[str, Any] | None:
             try:
-                return await self._get(f"{repo}/git/ref/heads/{branch}")
+                ref: dict[str, Any] = await self._get(f"{repo}/git/ref/heads/{branch}")
+                return ref
             except GitHubError as exc:
                 if exc.status == 404:
                     return None
@@ -507,13 +516,13 @@ class GitHubClient:
         """
         await self._write_lock.acquire()
         try:
-            gap = self._last_write + self._write_interval - self._clock.seconds()
+            gap = self._last_write + self._write_interval - self._now()
             if gap > 0:
                 await self._sleep(gap)
             try:
                 result = await self._request(method, self._url(path), body, write=True, look=look)
             finally:
-                self._last_write = self._clock.seconds()
+                self._last_write = self._now()
         finally:
             self._write_lock.release()
         return result.value if isinstance(result, _Found) else result.body
@@ -568,7 +577,7 @@ class GitHubClient:
             await self._sleep(wait)
 
     def _backoff_for(self, attempt: int) -> float:
-        return min(self._backoff * 2 ** (attempt - 1), self._max_backoff)
+        return min(self._backoff * 2.0 ** (attempt - 1), self._max_backoff)
 
     def _rate_limit_wait(
         self, reply: _Reply, secondary_backoff: float
@@ -582,26 +591,26 @@ class GitHubClient:
         if reply.headers.get("x-ratelimit-remaining") == "0":
             reset = reply.headers.get("x-ratelimit-reset", "")
             if reset.isdigit():
-                return max(float(reset) - self._clock.seconds(), 0.0) + 1.0, False
+                return max(float(reset) - self._now(), 0.0) + 1.0, False
             return secondary_backoff, False
         if "rate limit" in _message(reply.body).lower():
             return secondary_backoff, True
         return None
 
     async def _send_once(self, method: str, url: str, body: Any) -> _Reply:
-        headers = {
+        headers: dict[bytes | str, bytes | str] = {
             "Authorization": f"Bearer {self.__token}",
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
             "User-Agent": USER_AGENT,
         }
-        kwargs: dict[str, Any] = {"headers": headers}
+        data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
-            kwargs["data"] = json.dumps(body).encode()
+            data = json.dumps(body).encode()
 
         async def exchange() -> _Reply:
-            response = await self._http.request(method, url, **kwargs)
+            response = await self._http.request(method, url, headers=headers, data=data)
             raw = await treq.content(response)
             return _Reply(response.code, _lower_headers(response.headers), _parse_json(raw))
 
@@ -611,6 +620,11 @@ class GitHubClient:
 
     async def _sleep(self, seconds: float) -> None:
         await task.deferLater(self._clock, seconds, lambda: None)
+
+    def _now(self) -> float:
+        # IReactorTime declares seconds() zope-style, without self; mypy without
+        # the mypy-zope plugin takes it for a function an instance cannot call.
+        return self._clock.seconds()  # type: ignore[misc]
 
 
 # ---------------------------------------------------------------------- parsing

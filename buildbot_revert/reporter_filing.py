@@ -97,7 +97,7 @@ class Filer:
         )
         if not won:
             log.msg(f"buildbot-revert: {revision[:12]} is already in the ledger; not acting again")
-            return await self.ledger.get(revision)
+            return await self._entry(revision)
         self._contexts[revision] = self.context(verdict)
         if self.settings.mode is Mode.DRY_RUN:
             await self.ledger.transition(revision, ("proposed",), state="recorded", updated_at=now)
@@ -106,9 +106,13 @@ class Filer:
                 f"({request.builder} builds {list(request.failing_builds)}): "
                 f"{verdict.explanation}"
             )
-            return await self.ledger.get(revision)
+            return await self._entry(revision)
         await self._act(revision)
-        return await self.ledger.get(revision)
+        return await self._entry(revision)
+
+    async def _entry(self, revision: str) -> Entry | None:
+        entry: Entry | None = await self.ledger.get(revision)
+        return entry
 
     # -- the periodic check -----------------------------------------------------
 

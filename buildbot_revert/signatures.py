@@ -409,11 +409,11 @@ def _scan_regrtest(text: str, found: set[str]) -> int | None:
         for offset, line in _lines_with(text, tokens, span_start):
             if marker_re.match(line) is None:
                 continue
-            name = _running_before(text, offset, span_start)
-            if name is None:
+            running = _running_before(text, offset, span_start)
+            if running is None:
                 rank = max(rank, marker_rank)
-            elif _keeps(name, filter_by):
-                found.add(name)
+            elif _keeps(running, filter_by):
+                found.add(running)
                 rank = max(rank, marker_rank)
     return rank
 

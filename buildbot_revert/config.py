@@ -6,16 +6,24 @@
 Buildbot, so it is tested as plain Python; the reporter calls it from
 ``checkConfig`` and turns the error into Buildbot's ``config.error``.
 
+Misspelled keywords are caught by :func:`parse_arguments`, which names the
+bad one, suggests the nearest option and lists them all (:data:`OPTIONS`).
+
 The token is the one setting this module never looks into: it is usually a
 renderable (``util.Secret('github_token')`` or ``util.Interpolate(...)``)
-that only the master can render, and it must never reach a message.  It is
-kept as an opaque object and checked only for presence.
+that only the master can render, or a plain string the ``master.cfg`` read
+from its own settings file, and it must never reach a message.  It is kept
+as an opaque object; :func:`describe_token` names it in messages by the
+secret it refers to, never by its value, and :func:`rendered_token` checks
+what the master rendered.
 """
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -26,6 +34,9 @@ _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\
 _URL_RE = re.compile(r"https?://[^\s/]+(?::\d+)?(?:/[^\s]*)?\Z")
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_OPT_OUT_LABEL = "skip-auto-revert"
+DEFAULT_OBJECTION_WORDS = ("/no-revert", "do not revert", "don't revert")
+# ``%(secret:NAME)s`` or ``%(secret:NAME:-default)s`` in a util.Interpolate.
+_INTERPOLATED_SECRET_RE = re.compile(r"%\(secret:([^:)]+)")
 
 
 class SettingsError(ValueError):
@@ -68,7 +79,7 @@ class Settings:
     # The lines of each failing step's stdio log handed to the core.
     log_lines: int = 300
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
-    objection_words: tuple[str, ...] = ("/no-revert", "do not revert", "don't revert")
+    objection_words: tuple[str, ...] = DEFAULT_OBJECTION_WORDS
 
     @property
     def owner(self) -> str:
@@ -99,6 +110,32 @@ def _label(name: str, value: Any) -> str:
     return value
 
 
+def _phrases(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    words: tuple[Any, ...] = ()
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        words = tuple(value)
+    # A blank phrase would be "in" every comment: each would count as an objection.
+    if not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise SettingsError(
+            f"{name} must be a non-empty list of non-empty phrases, e.g. ['/no-revert']"
+        )
+    return words
+
+
+def _token(token: Any) -> Any:
+    """The token as given, or None when there is none (an empty string is none)."""
+    if token is None or hasattr(token, "getRenderingFor"):
+        return token
+    if not isinstance(token, str):
+        raise SettingsError(
+            "token must be a string or a renderable such as util.Secret('github_token'), "
+            f"not {type(token).__name__}"
+        )
+    return token if token.strip() else None
+
+
 def parse_settings(
     repo: Any = None,
     token: Any = None,
@@ -117,6 +154,7 @@ def parse_settings(
     draft: Any = False,
     startup_builds: Any = 2000,
     log_lines: Any = 300,
+    objection_words: Any = DEFAULT_OBJECTION_WORDS,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     if not isinstance(repo, str) or not _REPO_RE.match(repo):
@@ -128,6 +166,7 @@ def parse_settings(
     except ValueError:
         choices = ", ".join(m.value for m in Mode)
         raise SettingsError(f"mode must be one of {choices}, not {mode!r:.40}") from None
+    token = _token(token)
     if mode_value is not Mode.DRY_RUN and token is None:
         raise SettingsError(
             f"mode {mode_value.value!r} needs a token, e.g. token=util.Secret('github_token')"
@@ -182,6 +221,7 @@ def parse_settings(
     for name, value, low in (("startup_builds", startup_builds, 0), ("log_lines", log_lines, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise SettingsError(f"{name} must be a whole number of at least {low}")
+    objections = _phrases("objection_words", objection_words)
 
     return Settings(
         repo=repo,
@@ -198,4 +238,91 @@ def parse_settings(
         draft=draft,
         startup_builds=startup_builds,
         log_lines=log_lines,
+        objection_words=objections,
     )
+
+
+# Every argument ``RevertReporter`` takes (besides Buildbot's ``name``), in order.
+OPTIONS: tuple[str, ...] = tuple(inspect.signature(parse_settings).parameters)
+# The ones that may be given by position.
+POSITIONAL: tuple[str, ...] = tuple(
+    name
+    for name, p in inspect.signature(parse_settings).parameters.items()
+    if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+)
+
+
+def check_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, also: Iterable[str] = ()
+) -> None:
+    """Raise :class:`SettingsError` for arguments :func:`parse_settings` cannot take.
+
+    A misspelled keyword is named with the nearest option, and every option
+    is listed (``also`` adds names the caller takes itself, e.g. ``name``),
+    instead of Python's "unexpected keyword argument".
+    """
+    unknown = [k for k in kwargs if k not in OPTIONS]
+    if unknown:
+        known = sorted({*OPTIONS, *also})
+        hints = []
+        for key in unknown:
+            near = difflib.get_close_matches(key, known, n=1)
+            hints.append(f"{key!r:.60}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        noun = "option" if len(unknown) == 1 else "options"
+        raise SettingsError(
+            f"unknown {noun} {', '.join(hints)}; the options are: {', '.join(known)}"
+        )
+    if len(args) > len(POSITIONAL):
+        raise SettingsError(
+            f"takes at most {len(POSITIONAL)} positional arguments ({', '.join(POSITIONAL)}), "
+            f"not {len(args)}; pass the others by keyword"
+        )
+    twice = [name for name in POSITIONAL[: len(args)] if name in kwargs]
+    if twice:
+        raise SettingsError(f"{twice[0]} is given twice, by position and by keyword")
+
+
+def parse_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, also: Iterable[str] = ()
+) -> Settings:
+    """:func:`check_arguments`, then :func:`parse_settings`: how master.cfg's arguments are read."""
+    check_arguments(args, kwargs, also=also)
+    return parse_settings(*args, **kwargs)
+
+
+def describe_token(token: Any) -> str:
+    """How messages name the token: by the secret it refers to, never by its value."""
+    secret = getattr(token, "secret_name", None)
+    if isinstance(secret, str):
+        return f"the GitHub token secret {secret!r}"
+    fmtstring = getattr(token, "fmtstring", None)
+    if isinstance(fmtstring, str):
+        names = sorted(set(_INTERPOLATED_SECRET_RE.findall(fmtstring)))
+        if names:
+            quoted = ", ".join(repr(n) for n in names)
+            return f"the GitHub token secret{'s' if len(names) > 1 else ''} {quoted}"
+        return "the GitHub token (an Interpolate)"
+    if hasattr(token, "getRenderingFor"):
+        return f"the GitHub token (a {type(token).__name__})"
+    return "the GitHub token"
+
+
+def rendered_token(value: Any) -> str:
+    """The token the master rendered, checked: a non-empty string without inner spaces.
+
+    Surrounding white space (a secret file's newline) is dropped.  Raises
+    :class:`SettingsError`, whose text never holds the value, when it is unusable.
+    """
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("ascii")
+        except UnicodeDecodeError:
+            raise SettingsError("it is bytes that are not ASCII text") from None
+    if not isinstance(value, str):
+        raise SettingsError(f"it is a {type(value).__name__}, not a string")
+    token = value.strip()
+    if not token:
+        raise SettingsError("it is empty")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise SettingsError("it holds spaces or control characters")
+    return token

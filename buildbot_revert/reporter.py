@@ -14,6 +14,15 @@ On start it creates its ledger table if needed, seeds the tracker with the
 revisions the ledger already holds, and replays the master's recent builds
 through the tracker (acting on nothing), so a restart loses no streak.
 
+The GitHub token is rendered here, on every (re)configuration, and only when
+the mode needs it (``comment`` or ``revert``): a dry run starts without one.
+A token that cannot be rendered (say the secret is missing) is one line in
+the log naming the secret, never a traceback and never the value; the
+reporter then decides and logs as usual but does nothing on GitHub until a
+later (re)configuration renders the token.  (A restart is the sure way:
+Buildbot reconfigures ``c['services']`` before ``c['secretsProviders']``,
+and ``SecretInAFile`` reads its files only when its arguments change.)
+
 Example (``master.cfg``)::
 
     from buildbot.plugins import reporters, util
@@ -26,7 +35,7 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any, ClassVar
+from typing import Any
 
 from buildbot import config as bb_config
 from buildbot.util import service
@@ -36,7 +45,14 @@ from twisted.python import log
 from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from .config import Mode, Settings, SettingsError, parse_settings
+from .config import (
+    Mode,
+    Settings,
+    SettingsError,
+    describe_token,
+    parse_arguments,
+    rendered_token,
+)
 from .gather import Gatherer
 from .github import GitHubClient
 from .ledger import Ledger
@@ -47,12 +63,14 @@ from .verdicts import Reason, Streak, Verdict
 FINISHED = ("builds", None, "finished")
 
 
-class RevertReporter(service.BuildbotService):
+# Buildbot ships no type information, so BuildbotService is Any to mypy.
+class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     """Proposes revert pull requests for changes that clearly broke a builder."""
 
     name = "RevertReporter"
-    # Buildbot renders these (util.Secret, util.Interpolate) before reconfigService.
-    secrets: ClassVar[list[str]] = ["token"]
+    # No ``secrets = ["token"]``: Buildbot would render the token before every
+    # reconfigService, even in dry-run, and a missing secret would stop the
+    # master with a traceback.  reconfigService renders it (_render_token).
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.settings: Settings | None = None
@@ -80,16 +98,30 @@ class RevertReporter(service.BuildbotService):
         if name is not None:
             self.name = name
         try:
-            parse_settings(*args, **kwargs)
+            parse_arguments(args, kwargs, also=("name",))
         except SettingsError as exc:
             bb_config.error(f"RevertReporter: {exc}")
-        except TypeError as exc:
-            bb_config.error(f"RevertReporter: {exc}")
+
+    def getConfigDict(self) -> dict[str, Any]:
+        """Buildbot's record of the arguments, without the token.
+
+        Buildbot logs it when a reconfiguration fails; a token given as a
+        plain string must not reach the log that way.
+        """
+        config = dict(super().getConfigDict())
+        args = list(config.get("args") or ())
+        if len(args) > 1 and args[1] is not None:
+            args[1] = _HIDDEN
+        kwargs = dict(config.get("kwargs") or {})
+        if kwargs.get("token") is not None:
+            kwargs["token"] = _HIDDEN
+        config["args"], config["kwargs"] = tuple(args), kwargs
+        return config
 
     @defer.inlineCallbacks
     def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.pop("name", None)
-        settings = parse_settings(*args, **kwargs)
+        settings = parse_arguments(args, kwargs)
         self.settings = settings
         if self.gatherer is None:
             self.gatherer = Gatherer(self.master, settings.log_lines)
@@ -99,18 +131,33 @@ class RevertReporter(service.BuildbotService):
         if self.ledger is None:
             self.ledger = Ledger(self.master.db.pool.do)
         client = None
-        if settings.mode is not Mode.DRY_RUN:
-            client = self._client(settings, settings.token)
-        self.filer = Filer(
-            settings,
-            self.ledger,
-            client,
-            clock=self._reactor(),
-            master_name=self._master_name(),
-            build_url=self._build_url,
-            is_red=self._is_red,
-            master_url=self._web_url(),
-        )
+        if settings.mode is Mode.DRY_RUN:
+            log.msg(
+                f"buildbot-revert: {settings.repo}, mode 'dry-run': verdicts are logged and "
+                "proposed reverts recorded in the master's database; nothing is done on GitHub"
+            )
+        else:
+            token = yield self._render_token(settings)
+            if token is not None:
+                client = self._client(settings, token)
+                log.msg(
+                    f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
+                    f"acting on GitHub with {describe_token(settings.token)}"
+                )
+        # Without a client a mode that acts on GitHub has no hands: verdicts
+        # are still logged, nothing is filed or recorded.
+        self.filer = None
+        if settings.mode is Mode.DRY_RUN or client is not None:
+            self.filer = Filer(
+                settings,
+                self.ledger,
+                client,
+                clock=self._reactor(),
+                master_name=self._master_name(),
+                build_url=self._build_url,
+                is_red=self._is_red,
+                master_url=self._web_url(),
+            )
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
@@ -121,12 +168,37 @@ class RevertReporter(service.BuildbotService):
     def _reactor(self) -> Any:
         return getattr(self.master, "reactor", None) or _global_reactor()
 
-    def _client(self, settings: Settings, token: Any) -> GitHubClient:
+    @defer.inlineCallbacks
+    def _render_token(self, settings: Settings) -> Any:
+        """The token as a string, or None after one line in the log saying why not.
+
+        Neither the line nor anything else here ever holds the token's value.
+        """
+        what = describe_token(settings.token)
+        try:
+            value = yield self.renderSecrets(settings.token)
+        except Exception as exc:
+            problem = f"could not be rendered: {_one_line(exc)}"
+        else:
+            try:
+                return rendered_token(value)
+            except SettingsError as exc:
+                problem = f"is unusable: {exc}"
+        log.msg(
+            f"buildbot-revert: {what} {problem}; mode {settings.mode.value!r} needs it, "
+            "so nothing is done on GitHub until it is supplied and the master restarted"
+        )
+        return None
+
+    def _client(self, settings: Settings, token: str) -> GitHubClient:
         reactor = self._reactor()
         if self._http_pool is None:
-            self._http_pool = HTTPConnectionPool(reactor, persistent=True)
-        http = HTTPClient(Agent(reactor, pool=self._http_pool))
-        return GitHubClient(http, settings.api_url, settings.repo, str(token), clock=reactor)
+            # twisted.web.client has no annotations for HTTPConnectionPool and Agent.
+            self._http_pool = HTTPConnectionPool(reactor, persistent=True)  # type: ignore[no-untyped-call]
+        # Agent implements IAgent, which mypy cannot see without the zope plugin.
+        agent = Agent(reactor, pool=self._http_pool)  # type: ignore[no-untyped-call]
+        http = HTTPClient(agent)  # type: ignore[arg-type]
+        return GitHubClient(http, settings.api_url, settings.repo, token, clock=reactor)
 
     def _master_name(self) -> str:
         name = getattr(self.master, "name", None) or ""
@@ -206,7 +278,8 @@ class RevertReporter(service.BuildbotService):
         yield self._lock.run(lambda: None)
         yield defer.DeferredList(list(self._filing))
         if self._http_pool is not None:
-            yield self._http_pool.closeCachedConnections()
+            # twisted.web.client has no annotations for HTTPConnectionPool.
+            yield self._http_pool.closeCachedConnections()  # type: ignore[no-untyped-call]
         if self._froze_heap:
             # Whatever this master leaves behind can be collected again.
             self._froze_heap = False
@@ -230,14 +303,14 @@ class RevertReporter(service.BuildbotService):
                         self.tracker.feed(build)
                         replayed += 1
                 except Exception as exc:  # one bad build must not stop the replay
-                    log.err(exc, "buildbot-revert: could not replay a build")
+                    _log_failure(exc, "buildbot-revert: could not replay a build")
                 self._replayed.add(row["buildid"])
             log.msg(
                 f"buildbot-revert: replayed {replayed} recent build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )
         except Exception as exc:
-            log.err(exc, "buildbot-revert: could not rebuild the tracker")
+            _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
 
@@ -253,6 +326,8 @@ class RevertReporter(service.BuildbotService):
     def _schedule_pending(self) -> None:
         settings = self.settings
         if settings is None or not self.running or settings.mode is Mode.DRY_RUN:
+            return
+        if self.filer is None:
             return
         if self._pending_loop is not None and self._pending_loop.running:
             return
@@ -272,7 +347,7 @@ class RevertReporter(service.BuildbotService):
             if self.filer is not None:
                 yield defer.Deferred.fromCoroutine(self.filer.check_pending())
         except Exception as exc:
-            log.err(exc, "buildbot-revert: checking pending reverts failed")
+            _log_failure(exc, "buildbot-revert: checking pending reverts failed")
 
     # -- events ---------------------------------------------------------------------
 
@@ -315,10 +390,17 @@ class RevertReporter(service.BuildbotService):
                     f"buildbot-revert: {event.builder} streak from build "
                     f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
                 )
-                if event.reason is Reason.REVERT and self.filer is not None:
-                    self._file(event)
+                if event.reason is Reason.REVERT:
+                    if self.filer is not None:
+                        self._file(event)
+                    else:
+                        revision = event.request.revision if event.request else "?"
+                        log.msg(
+                            f"buildbot-revert: not acting on {revision[:12]}: "
+                            "no usable GitHub token (see the line about it above)"
+                        )
         except Exception as exc:
-            log.err(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
+            _log_failure(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
 
     def _file(self, verdict: Verdict) -> None:
         """Act on a REVERT verdict in the background: GitHub may take minutes."""
@@ -329,9 +411,30 @@ class RevertReporter(service.BuildbotService):
         def done(result: Any) -> None:
             self._filing.discard(d)
             if isinstance(result, Failure):
-                log.err(result, f"buildbot-revert: filing {verdict.suspect} failed")
+                _log_failure(result, f"buildbot-revert: filing {verdict.suspect} failed")
 
         d.addBoth(done)
+
+
+_HIDDEN = "<the GitHub token, hidden>"
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one short line (a KeyError's without its quotes)."""
+    # util.Interpolate renders its parts with gatherResults: the cause is inside.
+    while isinstance(exc, defer.FirstError) and exc.subFailure.value is not None:
+        exc = exc.subFailure.value
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = exc.args[0]
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())[:300]
+
+
+def _log_failure(failure: BaseException | Failure, why: str) -> None:
+    """``log.err`` with a traceback, for errors that are bugs or surprises."""
+    # twisted.python.log.err has no annotations.
+    log.err(failure, why)  # type: ignore[no-untyped-call]
 
 
 def _global_reactor() -> Any:

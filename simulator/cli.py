@@ -323,7 +323,9 @@ def main(
         labels = store.labels() if store.has_labels() else None
         evaluation = evaluate(result, labels) if labels is not None else None
         guard_rows = guard_table(result, labels)
-        context = gather(store, result, evaluation) if fmt in ("markdown", "html") else None
+        context = (
+            gather(store, result, evaluation, guard_rows) if fmt in ("markdown", "html") else None
+        )
     finally:
         store.close()
     if fmt == "json":

@@ -61,6 +61,12 @@ class ReplayResult:
     last_build_at: float | None = None
     verdicts: list[Verdict] = field(default_factory=list)
     streaks: list[Streak] = field(default_factory=list)
+    # Seconds between qualifying and filing, when a grace period was applied
+    # (``sweep.apply_grace``); the revisions it stood down (every qualifying
+    # builder green by the deadline) or left waiting at the window's end.
+    grace: float = 0.0
+    stood_down: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()
 
     def proposals(self) -> list[Proposal]:
         """The proposed reverts, one per revision, in the order filed."""

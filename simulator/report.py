@@ -40,6 +40,7 @@ def to_json(
                 None if policy.max_culprit_age is None else policy.max_culprit_age / 3600
             ),
             "guards": sorted(policy.guards),
+            "grace_hours": result.grace / 3600,
         },
         "window": {
             "since": iso(result.selection.since),
@@ -52,6 +53,10 @@ def to_json(
             "builders": len(result.builders),
             "streaks": len(result.streaks),
             "reverts": len(proposals),
+            # Proposals the grace period stood down, or left waiting at the
+            # end; by_reason still counts them as "revert" streaks.
+            "stood_down": len(result.stood_down),
+            "pending": len(result.pending),
             "by_reason": result.by_reason(),
         },
         "reverts": [
@@ -102,6 +107,7 @@ def render_text(
         "",
         f"Red streaks: {len(result.streaks):,}",
         f"Revert pull requests that would have been filed: {len(proposals)}",
+        *_grace_lines(result),
         "",
         "Why streaks were or were not answered with a revert:",
     ]
@@ -160,3 +166,14 @@ def _one_line(text: str) -> str:
 
 
 __all__ = ["Reason", "iso", "render_text", "to_json"]
+
+
+def _grace_lines(result: ReplayResult) -> list[str]:
+    """What a grace period changed, when one was applied."""
+    if not result.grace:
+        return []
+    return [
+        f"Grace period of {result.grace / 3600:g} h: {len(result.stood_down)} proposals stood "
+        f"down (every builder green by the deadline), {len(result.pending)} still waiting "
+        "when the history ends."
+    ]

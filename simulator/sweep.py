@@ -251,7 +251,14 @@ def apply_grace(result: ReplayResult, grace: float) -> tuple[ReplayResult, dict[
             assert fate.revert_at is not None
             v = v._replace(request=v.request._replace(filed_at=fate.revert_at))
         verdicts.append(v)
-    return replace(result, verdicts=verdicts), counts
+    graced = replace(
+        result,
+        verdicts=verdicts,
+        grace=grace,
+        stood_down=frozenset(counts["stood_down"]),
+        pending=frozenset(counts["pending"]),
+    )
+    return graced, counts
 
 
 def _window_end(result: ReplayResult) -> float | None:

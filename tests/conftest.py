@@ -15,6 +15,7 @@ so a skip never passes for a pass.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +23,11 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+
+# The shipped history the tests generate goes into this clone's history/
+# (ignored by git), never into the user's data directory; set the variable
+# to share one generated year between clones.
+os.environ.setdefault("BUILDBOT_REVERT_DATA", str(Path(__file__).resolve().parents[1] / "history"))
 
 FIXTURES = Path(__file__).parent / "fixtures" / "buildbot.python.org"
 

@@ -277,6 +277,18 @@ def test_a_grace_period_stands_down_the_revert_a_fix_made_unnecessary(history: P
     assert reverts("--history", str(history), "--grace", "48h") == 2
 
 
+def test_a_single_report_says_what_its_grace_period_did(history: Path) -> None:
+    doc = json.loads(run("--history", str(history), "--grace", "48h", "--format", "json").stdout)
+    assert doc["policy"]["grace_hours"] == 48.0
+    assert (doc["summary"]["reverts"], doc["summary"]["stood_down"]) == (2, 1)
+    # The streak still met the rule: its verdict stays, the summary says why no PR.
+    assert doc["summary"]["by_reason"]["revert"] == 3
+    text = run("--history", str(history), "--grace", "48h").stdout
+    assert "Grace period of 48 h: 1 proposals stood down" in text
+    plain = json.loads(run("--history", str(history), "--format", "json").stdout)
+    assert (plain["policy"]["grace_hours"], plain["summary"]["stood_down"]) == (0.0, 0)
+
+
 @pytest.mark.parametrize("age", ["1h", "32h", "39h", "60h"])
 def test_max_culprit_age_gives_the_reverts_the_sweep_counts(history: Path, age: str) -> None:
     (row,) = sweep_rows("--history", str(history), "--sweep", f"max-culprit-age={age}")

@@ -27,6 +27,8 @@ setup(
         # The plugin runs inside a Buildbot master; the simulator does not need one.
         "plugin": [
             "buildbot>=4.0,<5",
+            # The web UI and the REST API `simulate --master` reads.
+            "buildbot-www>=4.0,<5",
             "treq>=23.11",
             "Twisted>=23.10",
         ],

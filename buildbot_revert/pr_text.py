@@ -129,13 +129,13 @@ def reverted_comment(ctx: RevertContext, revert_url: str, revert_number: int) ->
     )
 
 
-def warning_comment(ctx: RevertContext, grace_period: float) -> str:
-    """The comment that opens a grace period."""
+def warning_comment(ctx: RevertContext, grace_period: float, objection: str) -> str:
+    """The comment that opens a grace period; ``objection`` is a phrase that stops it."""
     return (
         f"{_opening(ctx)}**Why:** {markdown.text(ctx.explanation)}.\n\n"
         f"If these builders are still red in {_duration(grace_period)}, a revert pull "
-        "request will be opened. To stop it, fix the build, or comment `/no-revert` here "
-        "with the reason.\n"
+        f"request will be opened. To stop it, fix the build, or comment "
+        f"{markdown.code(objection)} here with the reason.\n"
     )
 
 

@@ -246,7 +246,9 @@ class Filer:
             if entry.state == "pending":
                 await self.ledger.transition(revision, ("pending",), updated_at=now)
                 return
-            body = pr_text.warning_comment(ctx, self.settings.grace_period)
+            body = pr_text.warning_comment(
+                ctx, self.settings.grace_period, self.settings.objection_words[0]
+            )
             comment = await self.client.comment(pull.number, body)
             await self.ledger.transition(
                 revision,

@@ -122,6 +122,8 @@ class _Changes:
             self._index(m, ssid, line)
         self.new: dict[int, ChangeInfo] = {}
         raw = store.get_meta(META_CHANGES)
+        self.low: int | None
+        self.high: int | None
         self.low, self.high = json.loads(raw) if raw else (None, None)
 
     def _index(self, m: int, ssid: int | None, line: str) -> None:

@@ -56,8 +56,10 @@ def test_comments_link_the_revert_or_say_why_there_is_none():
     c = ctx()
     reverted = pr_text.reverted_comment(c, "https://github.com/python/cpython/pull/200", 200)
     assert "[#200](https://github.com/python/cpython/pull/200)" in reverted and "@ada" in reverted
-    warning = pr_text.warning_comment(c, 3600)
-    assert "1 hour(s)" in warning and "/no-revert" in warning
+    warning = pr_text.warning_comment(c, 3600, "/no-revert")
+    assert "1 hour(s)" in warning and "`/no-revert`" in warning
+    # The phrase is the master's own setting, and a setting is shown as code.
+    assert "`` `stop` @here ``" in pr_text.warning_comment(c, 3600, "`stop` @here")
     manual = pr_text.manual_comment(c, "files changed since", ["Lib/a.py"])
     assert "manual revert is needed" in manual and "`Lib/a.py`" in manual
     assert "daily cap" in pr_text.notice_comment(c, "the daily cap of 3 revert PR(s) is reached")

@@ -28,10 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulator.buildbot_api import BuildbotAPI
-from simulator.importer import pull
-from simulator.store import HistoryStore
-from tests.buildbot_harness import BuildbotHarness, BuilderSpec
+from simulator.history.rest_client import BuildbotAPI
+from simulator.history.importer import pull
+from simulator.history.store import HistoryStore
+from testkit.buildbot_harness import BuildbotHarness, BuilderSpec
 
 # (builder, takes every n-th change)
 CADENCE = [(f"fast-{i}", 1) for i in range(4)] + [("medium-0", 2), ("medium-1", 2)]

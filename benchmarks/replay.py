@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from buildbot_revert.policy import Policy
+from buildbot_revert.core.policy import Policy
 from simulator.cli import SHIPPED_HISTORY
-from simulator.replay import Selection, replay
-from simulator.store import HistoryStore
+from simulator.analysis.replay import Selection, replay
+from simulator.history.store import HistoryStore
 
 
 def best_of(runs: int, fn) -> tuple[float, object]:
@@ -39,7 +39,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     if args.history is None:
-        from simulator.generator import ensure_shipped_history
+        from simulator.synthetic.generator import ensure_shipped_history
 
         args.history = ensure_shipped_history(SHIPPED_HISTORY)
     path = args.history

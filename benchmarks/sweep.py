@@ -24,11 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-from buildbot_revert.policy import Policy
+from buildbot_revert.core.policy import Policy
 from simulator.cli import SHIPPED_HISTORY
-from simulator.replay import Selection, replay, select_builds
-from simulator.store import HistoryStore
-from simulator.sweep import combinations, parse_axes, run_sweep
+from simulator.analysis.replay import Selection, replay, select_builds
+from simulator.history.store import HistoryStore
+from simulator.analysis.sweep import combinations, parse_axes, run_sweep
 
 GRACE_SWEEP = ["failures=2,3,4,5", "grace=0h,24h,7d"]
 DISTINCT_SWEEP = ["failures=2,3,4,5", "max-culprit-age=none,24h,7d"]
@@ -68,7 +68,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.history is None:
-        from simulator.generator import ensure_shipped_history
+        from simulator.synthetic.generator import ensure_shipped_history
 
         args.history = ensure_shipped_history(SHIPPED_HISTORY)
     replay_s, builds = single_replay(args.history)

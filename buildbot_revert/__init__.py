@@ -15,7 +15,7 @@ __all__ = ["RevertReporter"]
 
 def __getattr__(name: str) -> Any:
     if name == "RevertReporter":
-        from .reporter import RevertReporter
+        from buildbot_revert.plugin.reporter import RevertReporter
 
         return RevertReporter
     raise AttributeError(f"module 'buildbot_revert' has no attribute {name!r}")

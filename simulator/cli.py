@@ -24,17 +24,17 @@ from typing import IO, Any, cast
 import click
 from click.core import ParameterSource
 
-from buildbot_revert.config import Settings
-from buildbot_revert.policy import GUARD_NAMES, Policy, PolicyError
+from buildbot_revert.plugin.config import Settings
+from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
 
-from . import paths
-from .evaluation import evaluate, guard_table
-from .progress import replay_with_progress
-from .replay import ReplayResult, Selection
-from .report import iso, render_text, to_json
-from .report_context import gather
-from .store import HistoryError, HistoryStore
-from .sweep import SweepError, apply_grace, parse_axes, parse_duration, sweep_report
+from simulator.history import paths
+from simulator.analysis.evaluation import evaluate, guard_table
+from simulator.progress import replay_with_progress
+from simulator.analysis.replay import ReplayResult, Selection
+from simulator.reports.text import iso, render_text, to_json
+from simulator.reports.model import gather
+from simulator.history.store import HistoryError, HistoryStore
+from simulator.analysis.sweep import SweepError, apply_grace, parse_axes, parse_duration, sweep_report
 
 # The defaults live with the settings they belong to: the policy's in
 # buildbot_revert.policy, the reporter's grace period in buildbot_revert.config.
@@ -97,7 +97,7 @@ def check_writable(directory: Path) -> None:
 
 def default_history() -> Path:
     """The shipped 2024 history in the user's data directory, generated on first use."""
-    from .generator import ensure_shipped_history, needs_generating
+    from simulator.synthetic.generator import ensure_shipped_history, needs_generating
 
     path = paths.shipped_history()
     if not needs_generating(path):
@@ -331,11 +331,11 @@ def main(
     if fmt == "json":
         text = json.dumps(to_json(result, evaluation, guard_rows), indent=2) + "\n"
     elif fmt == "markdown":
-        from .markdown_report import render_markdown
+        from simulator.reports.markdown import render_markdown
 
         text = render_markdown(result, evaluation, context)
     elif fmt == "html" and context is not None:
-        from .html_report import render_html
+        from simulator.reports.html import render_html
 
         text = render_html(context)
     else:
@@ -472,9 +472,9 @@ def pull_master(
     url: str, history: Path | None, selection: Selection, concurrency: int = 4
 ) -> tuple[Path, Any]:
     """Pull ``url`` into ``history``, with a progress bar on a terminal."""
-    from . import progress as bars
-    from .buildbot_api import BuildbotAPIError
-    from .importer import PullError, pull_into
+    from simulator import progress as bars
+    from simulator.history.rest_client import BuildbotAPIError
+    from simulator.history.importer import PullError, pull_into
 
     bar: Any = None
 

@@ -14,10 +14,10 @@ from typing import IO, TypeVar
 
 import click
 
-from buildbot_revert.policy import Policy
+from buildbot_revert.core.policy import Policy
 
-from .replay import ReplayResult, Selection, replay_builds, select_builds
-from .store import HistoryStore
+from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
+from simulator.history.store import HistoryStore
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ Builds are ten minutes apart, starting at ``start``.
 
 from __future__ import annotations
 
-from buildbot_revert.model import Build, Change, FailedStep, Result
+from buildbot_revert.core.model import Build, Change, FailedStep, Result
 
 LETTERS = {
     "S": Result.SUCCESS,

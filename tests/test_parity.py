@@ -18,14 +18,14 @@ import pytest
 import pytest_twisted
 from twisted.internet import threads
 
-from buildbot_revert.model import Result
-from buildbot_revert.verdicts import Reason, Verdict
-from simulator.buildbot_api import BuildbotAPI
-from simulator.importer import pull
-from simulator.replay import Selection, replay
-from simulator.store import HistoryStore
-from tests.buildbot_harness import free_port
-from tests.reporter_master import InProcessMaster
+from buildbot_revert.core.model import Result
+from buildbot_revert.core.verdicts import Reason, Verdict
+from simulator.history.rest_client import BuildbotAPI
+from simulator.history.importer import pull
+from simulator.analysis.replay import Selection, replay
+from simulator.history.store import HistoryStore
+from testkit.buildbot_harness import free_port
+from testkit.reporter_master import InProcessMaster
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live

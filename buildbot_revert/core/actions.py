@@ -1,0 +1,185 @@
+"""What the plugin does on GitHub about one proposed revert, decided purely.
+
+The tracker says *that* a change should be reverted.  Whether the plugin then
+comments, files, waits or stays quiet depends on facts the core cannot know:
+the configured mode, what GitHub says about the culprit's pull request (its
+labels, a revert that already exists, objections in its comments) and what
+the ledger says about the last 24 hours.  The reporter fetches those facts;
+this module turns them into one :class:`Plan`, with a sentence that says
+why, so that every path through the reporter is decided (and tested) here.
+
+Rules, in order, for a revision the reporter has just claimed:
+
+1. ``dry-run``: record the decision, touch nothing.
+2. No merged pull request maps to the revision: nothing can be reverted
+   through GitHub's revert button or commented on; record and stop.
+3. The culprit PR carries the opt-out label: honour it.
+4. A revert PR for the revision already exists: if a human closed it
+   without merging, never file again; if it is open or merged, adopt it.
+5. ``comment`` mode: comment on the culprit PR only.
+6. The daily cap is reached: comment, but file nothing.
+7. A grace period is set: comment now, decide again when it ends.
+8. Otherwise: open the revert PR and comment on the culprit with its link.
+
+When a grace period ends (:func:`after_grace`): the builder went green
+(stand down), someone objected or added the opt-out label (withdraw), a
+revert already exists (adopt or respect it), the daily cap is reached (keep
+waiting), otherwise file.
+
+Which ledger rows the periodic check takes up again (:func:`due`): a row
+GitHub failed on (``proposed``) by the master that claimed it, once
+:data:`RETRY_AFTER` has passed since its last attempt; a waiting row
+(``pending``) by any master once its grace period is due (filing it is a
+compare-and-set in the ledger, so only one master files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import NamedTuple
+
+from buildbot_revert.core.grace import GraceDecision
+
+# Our comments and PRs carry this marker; comments holding it are never objections.
+MARKER_PREFIX = "<!-- buildbot-revert"
+# A row left ``proposed`` (GitHub failed) is retried after this many seconds.
+RETRY_AFTER = 300.0
+
+
+class Step(StrEnum):
+    """What the reporter does next about one revision."""
+
+    RECORD = "record"  # dry-run: write the decision down, touch nothing
+    SKIP = "skip"  # nothing to do on GitHub, and never again for this revision
+    ADOPT = "adopt"  # a revert PR already exists and is not closed: note it
+    COMMENT = "comment"  # comment on the culprit PR, and stop there
+    WAIT = "wait"  # comment (first time) and come back when the grace period ends
+    REVERT = "revert"  # open the revert PR, then comment on the culprit
+    WITHDRAW = "withdraw"  # the grace period ended without a revert
+
+
+class Plan(NamedTuple):
+    step: Step
+    why: str
+
+
+class RevertState(StrEnum):
+    """What already exists on GitHub for the revision."""
+
+    NONE = "none"
+    OPEN = "open"
+    MERGED = "merged"
+    CLOSED = "closed"  # closed without merging: a human said no
+
+
+class Facts(NamedTuple):
+    """What the reporter found out before acting."""
+
+    mode: str
+    has_pull: bool
+    labels: tuple[str, ...] = ()
+    opt_out_label: str | None = None
+    existing: RevertState = RevertState.NONE
+    filed_last_day: int = 0
+    daily_cap: int | None = None
+    grace_period: float = 0.0
+
+
+def plan(facts: Facts) -> Plan:
+    """The first step for a revision the reporter has just claimed."""
+    if facts.mode == "dry-run":
+        return Plan(Step.RECORD, "dry-run: decided and recorded, nothing done on GitHub")
+    if not facts.has_pull:
+        return Plan(Step.SKIP, "no merged pull request maps to this revision")
+    if _opted_out(facts):
+        return Plan(
+            Step.SKIP, f"the pull request carries the opt-out label {facts.opt_out_label!r}"
+        )
+    existing = _existing(facts.existing)
+    if existing is not None:
+        return existing
+    if facts.mode == "comment":
+        return Plan(Step.COMMENT, "mode 'comment': comment on the pull request only")
+    if _capped(facts):
+        return Plan(
+            Step.COMMENT,
+            f"the daily cap of {facts.daily_cap} revert PR(s) is reached: comment only",
+        )
+    if facts.grace_period > 0:
+        return Plan(Step.WAIT, "comment first; revert if the builder is still red after grace")
+    return Plan(Step.REVERT, "open the revert pull request")
+
+
+def after_grace(decision: GraceDecision, facts: Facts, objected: bool) -> Plan:
+    """The step once the grace decision for a waiting revision is known."""
+    if decision is GraceDecision.STAND_DOWN:
+        return Plan(Step.WITHDRAW, "the builder went green within the grace period")
+    if decision is GraceDecision.WAIT:
+        return Plan(Step.WAIT, "the grace period is not over")
+    if objected:
+        return Plan(Step.WITHDRAW, "someone objected on the pull request")
+    if _opted_out(facts):
+        return Plan(
+            Step.WITHDRAW, f"the pull request got the opt-out label {facts.opt_out_label!r}"
+        )
+    existing = _existing(facts.existing)
+    if existing is not None:
+        return existing
+    if _capped(facts):
+        return Plan(Step.WAIT, f"the daily cap of {facts.daily_cap} revert PR(s) is reached")
+    return Plan(Step.REVERT, "the builder is still red after the grace period")
+
+
+def objected(comments: Iterable[tuple[str, str]], words: Iterable[str]) -> bool:
+    """Whether any comment (author, body) not written by us holds an objection phrase."""
+    phrases = [w.lower() for w in words]
+    for _author, body in comments:
+        if MARKER_PREFIX in body:
+            continue
+        text = body.lower()
+        if any(p in text for p in phrases):
+            return True
+    return False
+
+
+def revert_state(state: str | None, merged: bool = False) -> RevertState:
+    """What a revert PR found on GitHub means (``state`` None: none was found).
+
+    Closed without merging is a human's "no": it is never filed again.
+    """
+    if state is None:
+        return RevertState.NONE
+    if merged:
+        return RevertState.MERGED
+    if state == "closed":
+        return RevertState.CLOSED
+    return RevertState.OPEN
+
+
+def due(state: str, mine: bool, updated_at: float, due_at: float | None, now: float) -> bool:
+    """Whether the periodic check acts on a ledger row now (see the rules above).
+
+    ``mine``: this master claimed the row.
+    """
+    if state == "proposed":
+        return mine and now - updated_at >= RETRY_AFTER
+    if state == "pending":
+        return due_at is None or now >= due_at
+    return False
+
+
+def _opted_out(facts: Facts) -> bool:
+    return facts.opt_out_label is not None and facts.opt_out_label in facts.labels
+
+
+def _existing(state: RevertState) -> Plan | None:
+    if state is RevertState.CLOSED:
+        return Plan(Step.SKIP, "a revert PR for this change was closed unmerged: not filing again")
+    if state in (RevertState.OPEN, RevertState.MERGED):
+        return Plan(Step.ADOPT, f"a revert PR for this change already exists ({state.value})")
+    return None
+
+
+def _capped(facts: Facts) -> bool:
+    return facts.daily_cap is not None and facts.filed_last_day >= facts.daily_cap

@@ -1,0 +1,338 @@
+"""The evidence guards: is a red streak proof that its one change broke it?
+
+A streak that passes the structural rule (green, then N failures, the first
+holding exactly one change) may still be a flake, an infrastructure fault or
+a failure too generic to tell apart.  The tracker asks these guards in this
+order, each on by default and each with its own verdict reason:
+
+``infra``
+    One of the N failing builds failed for an infrastructure reason (the
+    checkout failed, the worker was lost, the disk is full).  Not caused by
+    a change, but it needs attention.
+``generic-failure``
+    The failures identify nothing (only lines like ``make: *** Error 2``,
+    or no logs at all): a breakage that needs a human, not a revert.
+``inconsistent-failure``
+    The N failing builds do not all share a failure: different tests
+    failing each time is the pattern of flakiness.
+``failing-before``
+    Every test the N builds fail in common (the same cases when they share
+    some, else the same modules) was also seen failing, in the window before
+    the change landed or since, in a build that did not contain the change,
+    on this builder or another, on this branch or another (a backport and
+    its original count as one change): the change is not needed to explain
+    the failure.
+``environment-test``
+    Every test the N builds fail in common exercises something the worker
+    provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
+    network), and the change touched none of the code behind it: an update
+    on the worker is the likelier cause (CPython's #128018 was a worker
+    problem taken for a breaking change).  Which tests, and which paths
+    count as "the code behind it", is configuration; the default is
+    CPython's.
+``flaky-builder``
+    More than a threshold of the builder's recent builds (the last 100 by
+    default) were isolated failures (red, then green at once); compile and
+    link errors are exempt, being deterministic.
+
+Corroboration: when builders on ``Policy.corroboration`` different workers
+fail the same tests from the same single change, the two guards that only
+doubt (failing-before, flaky-builder) give way.
+
+Everything here is pure: times come in with the builds.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+
+from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
+
+
+class Guard(StrEnum):
+    """The guards, named by the verdict reason each gives."""
+
+    INFRA = "infra"
+    GENERIC = "generic-failure"
+    INCONSISTENT = "inconsistent-failure"
+    FAILING_BEFORE = "failing-before"
+    ENVIRONMENT = "environment-test"
+    FLAKY_BUILDER = "flaky-builder"
+
+
+ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
+
+# Guards that doubt one builder's evidence: when builders on several workers
+# fail the same way from the same single change, the doubt no longer holds
+# (a flaky builder, or a test that also failed elsewhere for some other
+# reason, cannot explain several machines breaking at once).  The others say
+# the evidence is not about the change at all (infra, inconsistent failures,
+# the worker's environment), or that it names nothing a human could check
+# (generic failures are never attributed to a change), whatever agrees.
+CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value, Guard.FAILING_BEFORE.value})
+
+# Steps that fetch the source: when they fail, the change never even ran.
+_CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
+# What a log says when the machine, not the code under test, failed.  Plain
+# substrings: the simulator checks every failing build's tails, and a few
+# `in` tests are far cheaper than one regular expression with alternatives.
+_INFRA_MARKERS = (
+    "No space left on device",
+    "worker lost",
+    "slave lost",
+    "Connection to the other side was lost",
+    "Could not resolve host",
+    "fatal: unable to access",
+    "Cannot allocate memory",
+    "Read-only file system",
+)
+
+
+# CPython's tests that depend on the worker's environment, with the path
+# fragments of the code they test: a change touching none of them cannot
+# explain such a test failing on one worker.
+CPYTHON_ENVIRONMENT_TESTS: dict[str, tuple[str, ...]] = {
+    "test_ssl": ("ssl",),
+    "test_hashlib": ("hashlib", "hashopenssl"),
+    "test_sqlite3": ("sqlite",),
+    "test_tkinter": ("tkinter",),
+    "test_ttk": ("tkinter", "ttk"),
+    "test_idle": ("idlelib", "tkinter"),
+    "test_zlib": ("zlib",),
+    "test_bz2": ("bz2",),
+    "test_lzma": ("lzma",),
+    "test_ctypes": ("ctypes",),
+    "test_locale": ("locale",),
+    "test_gdb": ("gdb",),
+    "test_perf_profiler": ("perf",),
+    "test_readline": ("readline",),
+    "test_curses": ("curses",),
+    "test_dbm": ("dbm",),
+    "test_socket": ("socket",),
+    "test_urllib2net": ("urllib",),
+    "test_urllibnet": ("urllib",),
+    "test_timeout": ("socket",),
+}
+
+
+def environment_only(
+    failing: Iterable[str], change: Change, environment: Mapping[str, tuple[str, ...]]
+) -> list[str] | None:
+    """The environment tests that explain the failure without the change, if all are.
+
+    ``failing`` are module-level identifiers.  ``None`` when any failing
+    test is not environment-dependent, when the change touched the code
+    behind one, or when the change's files are unknown (no evidence either
+    way: the guard then stays out of it).
+    """
+    if not change.files:
+        return None
+    # test_ctypes.test_callbacks is test_ctypes as far as the worker goes.
+    tests = sorted({t.split(".", 1)[0] for t in failing})
+    if not tests:
+        return None
+    paths = [f.lower() for f in change.files]
+    for test in tests:
+        fragments = environment.get(test)
+        if fragments is None:
+            return None
+        if any(fragment in path for fragment in fragments for path in paths):
+            return None
+    return tests
+
+
+def is_infra(build: Build) -> bool:
+    """Whether a FAILURE build failed for a reason outside the code under test."""
+    steps = build.failed_steps
+    if not steps:
+        return False
+    if steps[0].name.lower() in _CHECKOUT_STEPS:
+        return True
+    for step in steps:
+        tail = step.log_tail
+        if tail is not None and any(marker in tail for marker in _INFRA_MARKERS):
+            return True
+    return False
+
+
+def signature_of(build: Build) -> Signature:
+    return extract(build.failed_steps)
+
+
+def common_tests(signatures: Sequence[Signature]) -> frozenset[str]:
+    """The test modules (or compile keys) that every signature fails."""
+    common: set[str] | None = None
+    for sig in signatures:
+        mods = modules(sig)
+        common = set(mods) if common is None else common & mods
+    return frozenset(common or ())
+
+
+def failing_ids(signature: Signature) -> frozenset[str]:
+    """Everything a failure names: test modules, cases and compile keys."""
+    return signature.tests | modules(signature)
+
+
+def specific_tests(signatures: Sequence[Signature]) -> frozenset[str]:
+    """What every signature fails, as precisely as they all name it.
+
+    Test cases when the builds share some (a flaky test, or a worker's
+    broken library, fails the very same case each time), else modules.  The
+    precise form keeps a real breakage of one ``test_os`` case from being
+    excused by an unrelated flaky case of ``test_os`` the week before.
+    """
+    common: set[str] | None = None
+    for sig in signatures:
+        ids = cases(sig)
+        common = set(ids) if common is None else common & ids
+    if common:
+        return frozenset(common)
+    return common_tests(signatures)
+
+
+def consistent(signatures: Sequence[Signature]) -> bool:
+    """Whether every failing build shares a failure with the first."""
+    first = signatures[0]
+    return all(same_failure(first, other) for other in signatures[1:])
+
+
+_CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{7,40})\)")
+
+
+def origin_of(change: Change) -> str:
+    """The commit a change carries: the original of a backport, else itself.
+
+    ``git cherry-pick -x`` (and CPython's backport bot) leave "(cherry
+    picked from commit X)" in the message: the same fix, or the same bug,
+    on another branch.
+    """
+    if "cherry picked" in change.message:
+        m = _CHERRY_PICK_RE.search(change.message)
+        if m is not None:
+            return m.group(1)
+    return change.revision
+
+
+class Landings:
+    """When each commit landed on each branch, as the builds show it."""
+
+    __slots__ = ("_seen", "_by_origin")
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._by_origin: dict[str, dict[str, float]] = {}
+
+    def note(self, changes: Sequence[Change]) -> None:
+        seen = self._seen
+        # Called for every build: most hold one change, seen before.
+        if len(changes) == 1 and changes[0].revision in seen:
+            return
+        for change in changes:
+            if change.revision not in seen:
+                seen.add(change.revision)
+                lines = self._by_origin.setdefault(origin_of(change), {})
+                lines[change.branch or ""] = change.when
+
+    def family(self, change: Change) -> dict[str, float]:
+        """Branch -> when ``change`` (or its original, or a sibling backport) landed.
+
+        A backport whose original was never seen landed on ``main`` before
+        anything remembered: every ``main`` build counts as holding it.
+        """
+        origin = origin_of(change)
+        family = dict(self._by_origin.get(origin, {}))
+        family[change.branch or ""] = change.when
+        if origin != change.revision and "main" not in family:
+            family["main"] = float("-inf")
+        return family
+
+
+class FailureMemory:
+    """Which builds failed each test (module, case or compile key), anywhere.
+
+    For each failure it keeps when the build completed, its branch, and the
+    newest change it had built (by landing time; ``inf`` when unknown), so
+    that it can answer: did this test fail in a build that did not hold
+    change C?  On C's own branch, a build holds C when it was built from a
+    change that landed after C; on another branch, when C's original or a
+    backport of it landed there first; a branch C never reached never holds
+    it.  So a flake on ``main`` excuses a backport, but ``main`` failing from
+    the very commit a backport carries does not.
+    """
+
+    __slots__ = ("_times", "_upto", "_lines", "_horizon")
+
+    def __init__(self, horizon: float = float("inf")) -> None:
+        # Times live in arrays of doubles: a plugin keeps this memory for
+        # months, and the garbage collector does not walk arrays as it walks
+        # lists of float objects.
+        self._times: dict[str, array[float]] = {}
+        self._upto: dict[str, array[float]] = {}
+        self._lines: dict[str, list[str]] = {}
+        # Failures older than this (seconds before the newest) are forgotten.
+        self._horizon = horizon
+
+    def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
+        # Builds arrive in completion order, so each array stays sorted.
+        times, upto, lines = self._times, self._upto, self._lines
+        for test in failing:
+            seen = times.get(test)
+            if seen is None:
+                times[test] = array("d", (at,))
+                upto[test] = array("d", (built_upto,))
+                lines[test] = [line]
+                continue
+            seen.append(at)
+            upto[test].append(built_upto)
+            lines[test].append(line)
+            if len(seen) > 256 and seen[0] < at - self._horizon:
+                cut = bisect_left(seen, at - self._horizon)
+                del seen[:cut], upto[test][:cut], lines[test][:cut]
+
+    def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
+        """Whether ``test`` failed, since ``since``, in a build without the change.
+
+        ``family`` maps each branch the change reached to when it landed
+        there (see :meth:`Landings.family`).
+        """
+        seen = self._times.get(test)
+        if not seen:
+            return False
+        upto, lines = self._upto[test], self._lines[test]
+        for i in range(bisect_left(seen, since), len(seen)):
+            landed = family.get(lines[i])
+            if landed is None or seen[i] < landed or upto[i] < landed:
+                return True
+        return False
+
+
+class FlakeMemory:
+    """Each builder's isolated failures (one red build, then green).
+
+    Counted by build, not by time: a builder that runs forty builds a day
+    and one that runs four are judged on the same share of their builds.
+    Each isolated failure is remembered by its position in the builder's
+    sequence of builds.
+    """
+
+    __slots__ = ("_at",)
+
+    def __init__(self) -> None:
+        self._at: dict[str, deque[int]] = {}
+
+    def record(self, builder: str, position: int, keep: int) -> None:
+        positions = self._at.setdefault(builder, deque())
+        positions.append(position)
+        # Forget what no window will look at again.
+        while positions and positions[0] <= position - keep:
+            positions.popleft()
+
+    def count_since(self, builder: str, position: int) -> int:
+        """Isolated failures at or after ``position`` in the builder's builds."""
+        return sum(1 for p in self._at.get(builder, ()) if p >= position)

@@ -1,0 +1,86 @@
+"""The revert policy's settings, shared by the plugin and the simulator.
+
+A :class:`Policy` is plain configuration: how many consecutive failures make
+a streak worth acting on, which results are green and which are neutral, and
+which guards are on.  The rules that use it live in :mod:`.tracker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from buildbot_revert.core.guards import CPYTHON_ENVIRONMENT_TESTS, Guard
+from buildbot_revert.core.model import Result
+
+_DAY = 86400.0
+# The evidence guards (see guards.py), by the verdict reason each gives.
+GUARD_NAMES = frozenset(g.value for g in Guard)
+
+DEFAULT_GREEN = frozenset({Result.SUCCESS, Result.WARNINGS})
+# SKIPPED, EXCEPTION, RETRY and CANCELLED say nothing about the change under
+# test: they neither extend nor break a red streak.
+DEFAULT_NEUTRAL = frozenset({Result.SKIPPED, Result.EXCEPTION, Result.RETRY, Result.CANCELLED})
+
+
+class PolicyError(ValueError):
+    """A policy setting that makes no sense (reported to the user as is)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What it takes for a red streak to earn a revert.
+
+    ``failures`` is N: the streak must reach N consecutive FAILURE builds.
+    ``max_culprit_age`` (seconds, or ``None`` for no limit) declines changes
+    that landed longer ago than that before the N-th failure completed:
+    reverting old changes is rarely clean.
+
+    ``guards`` names the evidence guards that are on (all, by default).
+    ``failing_before_window`` is how far back before a change landed a
+    failure of the same test makes it "failing before"; a builder with more
+    than ``flaky_threshold`` isolated failures among its last
+    ``flaky_builds`` builds is flaky.  When builders on ``corroboration`` different
+    workers fail the same tests from the same single change, the guards that
+    only doubt (failing-before, flaky-builder) give way.
+    """
+
+    failures: int = 3
+    green: frozenset[int] = field(default=DEFAULT_GREEN)
+    neutral: frozenset[int] = field(default=DEFAULT_NEUTRAL)
+    max_culprit_age: float | None = None
+    guards: frozenset[str] = GUARD_NAMES
+    failing_before_window: float = 14 * _DAY
+    flaky_builds: int = 100
+    flaky_threshold: int = 20
+    corroboration: int = 2
+    environment_tests: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False
+    )
+
+    def __post_init__(self) -> None:
+        unknown = set(self.guards) - GUARD_NAMES
+        if unknown:
+            raise PolicyError(
+                f"unknown guard(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(GUARD_NAMES))}"
+            )
+        if self.failing_before_window <= 0 or self.flaky_builds <= 0:
+            raise PolicyError("guard windows must be positive")
+        if self.corroboration < 0 or self.corroboration == 1:
+            raise PolicyError("corroboration is 0 (off) or at least 2 workers")
+        if self.flaky_threshold < 0:
+            raise PolicyError("flaky_threshold cannot be negative")
+        if self.failures < 1:
+            raise PolicyError(f"failures must be at least 1, not {self.failures}")
+        if self.green & self.neutral:
+            raise PolicyError("a result cannot be both green and neutral")
+        if int(Result.FAILURE) in self.green or int(Result.FAILURE) in self.neutral:
+            raise PolicyError("FAILURE is the red result: it cannot be green or neutral")
+        if self.max_culprit_age is not None and self.max_culprit_age <= 0:
+            raise PolicyError("max_culprit_age must be positive")
+
+    def with_changes(self, **changes: Any) -> Policy:
+        """A copy with some settings changed (for sweeps and CLI flags)."""
+        return replace(self, **changes)

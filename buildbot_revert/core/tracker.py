@@ -1,0 +1,461 @@
+"""The streak tracker: the policy's rules, as a pure state machine.
+
+Theory of operation
+===================
+
+The tracker is fed completed builds one at a time, in completion order,
+from any number of builders, and answers each with the events it caused:
+:class:`~.verdicts.Verdict` when a red streak is decided and
+:class:`~.verdicts.Streak` when a red streak is over.  It does no I/O and
+reads no clock: time comes in with the builds.  The plugin feeds it from the
+master's events and the simulator from a history file; both get the same
+answers for the same builds, which is what makes the simulator worth
+believing.
+
+Each builder is in one of two states:
+
+``idle``
+    Not red.  The tracker remembers whether it has ever seen the builder
+    green, and the changes that arrived since the last green build through
+    builds that proved nothing (neutral results: SKIPPED, EXCEPTION, RETRY,
+    CANCELLED).  Those changes were never tested green, so they are suspects
+    too when the builder turns red.
+
+``red``
+    A streak is open.  FAILURE builds extend it; neutral builds are
+    recorded and ignored; the first green build closes it.
+
+A streak is decided exactly once: when its N-th FAILURE completes, or when
+it ends (green, or end of history) before that.  At the N-th failure the
+checks run in this order, and the first that fails names the reason:
+
+1. ``always-red``: no green build was seen before the streak;
+2. ``no-changes`` / ``multiple-changes``: the suspects (changes since the
+   last green build, up to the first failing build) must be exactly one;
+3. ``culprit-is-revert``: never revert a revert;
+4. ``culprit-too-old``: the change landed too long before the N-th failure;
+5. ``not-watched``: the builder is fed for its evidence only (outside the
+   plugin's or the simulator's selection) and never proposes;
+6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
+   ``generic-failure``, ``inconsistent-failure``, ``failing-before``,
+   ``environment-test``, ``flaky-builder``; the two that only doubt
+   (failing-before, flaky-builder) give way when builders on several
+   workers fail the same tests from the same change (corroboration);
+7. ``already-proposed``: another builder already had this revision
+   proposed; this builder is added to that proposal's list;
+8. otherwise ``revert``.
+
+To serve the guards, the tracker reads a failure signature off the first N
+FAILURE builds of every streak (:mod:`.signatures`), remembers which tests
+failed where, on which branch and with which changes built, when each
+commit landed on each branch (backports carry their original), and counts
+each builder's isolated failures.
+
+Only the first builder to qualify proposes a revision, so each revision is
+proposed at most once per tracker.  A tracker can be told which revisions
+were proposed before it started (the plugin's ledger), so a restart never
+proposes one twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from operator import attrgetter
+
+from buildbot_revert.core.guards import CORROBORABLE, FailureMemory, FlakeMemory, Guard, Landings, common_tests, consistent, environment_only, failing_ids, is_infra, signature_of, specific_tests
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.signatures import Signature
+from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+
+Event = Verdict | Streak
+
+_NO_EVENTS: tuple[Event, ...] = ()
+_FAILURE = int(Result.FAILURE)
+_HOUR = 3600.0
+_UNKNOWN = float("inf")
+_WHEN = attrgetter("when")
+
+
+def is_revert(change: Change) -> bool:
+    """Whether the change itself reverts an earlier one (git's wording)."""
+    return change.title.startswith('Revert "') or "This reverts commit " in change.message
+
+
+class _OpenStreak:
+    """A red streak in progress on one builder (mutable; internal)."""
+
+    __slots__ = (
+        "first",
+        "failing",
+        "signatures",
+        "infra",
+        "count",
+        "suspects",
+        "after_green",
+        "verdict",
+        "evidence",
+    )
+
+    def __init__(
+        self,
+        first: Build,
+        suspects: tuple[Change, ...],
+        after_green: bool,
+        signature: Signature | None,
+        infra: bool,
+    ) -> None:
+        self.first = first
+        # The first N failing builds: the evidence, with what they show.
+        self.failing: list[Build] = [first]
+        self.signatures: list[Signature | None] = [signature]
+        self.infra: list[bool] = [infra]
+        self.count = 1
+        self.suspects = suspects
+        self.after_green = after_green
+        self.verdict: Verdict | None = None
+        # What the evidence builds fail in common, once decided.
+        self.evidence: frozenset[str] = frozenset()
+
+
+class _BuilderState:
+    """What the tracker remembers of one builder (mutable; internal)."""
+
+    __slots__ = ("seen_green", "untested", "streak", "built_upto", "builds", "line")
+
+    def __init__(self) -> None:
+        self.seen_green = False
+        # How many builds this builder completed: their positions, for flakes.
+        self.builds = 0
+        # Landing time of the newest change this builder has built.
+        self.built_upto = _UNKNOWN
+        # The branch the builder builds, as its changes say ("" if unknown).
+        self.line = ""
+        # Changes since the last green build that only neutral builds saw.
+        self.untested: list[Change] = []
+        self.streak: _OpenStreak | None = None
+
+
+class StreakTracker:
+    """Tracks every builder's red streaks under one :class:`Policy`."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        proposed: Iterable[str] = (),
+        watched: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.policy = policy or Policy()
+        # Builders whose streaks may propose reverts; the others are fed for
+        # their evidence only (what fails where, which workers agree).
+        self._watched = watched
+        self._green = frozenset(int(r) for r in self.policy.green)
+        self._guards = frozenset(Guard(g) for g in self.policy.guards)
+        self._builders: dict[str, _BuilderState] = {}
+        # A failure matters to changes landing up to a window later; keep a
+        # month more for changes that landed a while before their streak.
+        self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
+        self._landings = Landings()
+        self._flakes = FlakeMemory()
+        # revision -> worker -> what its streak failed, for every worker whose
+        # builder's streak points at the revision alone (see _check).
+        self._pointing: dict[str, dict[str, frozenset[str]]] = {}
+        # revision -> the request that first proposed it (None when it was
+        # proposed before this tracker started).
+        self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
+
+    # -- feeding ------------------------------------------------------------
+
+    def feed(self, build: Build) -> tuple[Event, ...]:
+        """Take one completed build; return the verdicts and streaks it caused."""
+        state = self._builders.get(build.builder)
+        if state is None:
+            state = self._builders[build.builder] = _BuilderState()
+        result = build.result
+        streak = state.streak
+        state.builds += 1
+        changes = build.changes
+        if changes:
+            # Blamelists are not guaranteed to be in landing order.
+            newest = changes[0].when if len(changes) == 1 else max(map(_WHEN, changes))
+            if newest > state.built_upto or state.built_upto == _UNKNOWN:
+                state.built_upto = newest
+            state.line = changes[0].branch or ""
+            self._landings.note(changes)
+        if result in self._green:
+            state.seen_green = True
+            if state.untested:
+                state.untested = []
+            if streak is None:
+                return _NO_EVENTS
+            state.streak = None
+            return self._close(streak, build.completed_at)
+        if result == _FAILURE:
+            if streak is not None and streak.count >= self.policy.failures:
+                # Past the evidence: the streak is decided.  A builder that
+                # stays red keeps failing what it failed, so its common
+                # failures are remembered again without reading the logs:
+                # that halves the signatures a year's replay must extract.
+                streak.count += 1
+                if streak.evidence:
+                    self._failures.record(
+                        streak.evidence, build.completed_at, state.built_upto, state.line
+                    )
+                return _NO_EVENTS
+            signature, infra = self._evidence(build, state)
+            if streak is None:
+                suspects = (*state.untested, *build.changes) if state.untested else build.changes
+                state.untested = []
+                state.streak = _OpenStreak(build, suspects, state.seen_green, signature, infra)
+                if self.policy.failures == 1:
+                    return (self._decide(state.streak, build),)
+                return _NO_EVENTS
+            streak.count += 1
+            streak.failing.append(build)
+            streak.signatures.append(signature)
+            streak.infra.append(infra)
+            if streak.count == self.policy.failures:
+                return (self._decide(streak, build),)
+            return _NO_EVENTS
+        # Neutral: proves nothing either way.  Its changes were not tested,
+        # so they join the suspects of a streak that starts later.
+        if streak is None and build.changes:
+            state.untested.extend(build.changes)
+        return _NO_EVENTS
+
+    def feed_all(self, builds: Iterable[Build]) -> list[Event]:
+        out: list[Event] = []
+        for build in builds:
+            out.extend(self.feed(build))
+        return out
+
+    def finish(self, at: float) -> tuple[Event, ...]:
+        """End of history at time ``at``: report the streaks still open."""
+        events: list[Event] = []
+        for name in sorted(self._builders):
+            state = self._builders[name]
+            if state.streak is not None:
+                events.extend(self._close(state.streak, None, at))
+                state.streak = None
+        return tuple(events)
+
+    @property
+    def proposed(self) -> frozenset[str]:
+        return frozenset(self._proposed)
+
+    def red_builders(self) -> list[str]:
+        return sorted(n for n, s in self._builders.items() if s.streak is not None)
+
+    # -- evidence -----------------------------------------------------------
+
+    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool]:
+        """Read a failing build's signature and remember what it fails."""
+        if not self._guards:
+            return None, False
+        infra = is_infra(build)
+        signature = signature_of(build)
+        if not infra and not signature.generic:
+            self._failures.record(
+                failing_ids(signature), build.completed_at, state.built_upto, state.line
+            )
+        return signature, infra
+
+    # -- deciding -----------------------------------------------------------
+
+    def _close(
+        self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
+    ) -> tuple[Event, ...]:
+        events: list[Event] = []
+        if ended_at is not None and streak.count == 1:
+            # Red once, then green: what a flaky builder does.
+            builder = streak.first.builder
+            # The green build that closes the streak was counted already.
+            position = self._builders[builder].builds - 2
+            self._flakes.record(builder, position, self.policy.flaky_builds)
+        if streak.verdict is None:
+            reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
+            n = self.policy.failures
+            streak.verdict = Verdict(
+                streak.first.builder,
+                streak.first.number,
+                reason,
+                (
+                    f"the builder went green again after {streak.count} failing build(s), "
+                    f"before the {n} the policy waits for"
+                    if ended_at is not None
+                    else f"the history ends after {streak.count} failing build(s), "
+                    f"before the {n} the policy waits for"
+                ),
+                ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
+                streak.suspects[0] if len(streak.suspects) == 1 else None,
+                started_at=streak.first.completed_at,
+            )
+            events.append(streak.verdict)
+        events.append(
+            Streak(
+                streak.first.builder,
+                streak.first.number,
+                streak.first.completed_at,
+                ended_at,
+                streak.count,
+                streak.suspects,
+                streak.verdict,
+                tuple(streak.failing),
+            )
+        )
+        return tuple(events)
+
+    def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
+        reason, explanation = self._check(streak, last)
+        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        sigs = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        common = common_tests(sigs) if sigs else frozenset()
+        # Remembered for the builds past N, which are not read (see feed).
+        streak.evidence = common | specific_tests(sigs) if sigs else frozenset()
+        evidence = tuple(sorted(common))
+        request = None
+        if reason is Reason.REVERT and suspect is not None:
+            request = RevertRequest(
+                suspect,
+                last.builder,
+                streak.first.number,
+                tuple(b.number for b in streak.failing),
+                last.completed_at,
+            )
+            self._proposed[suspect.revision] = request
+        streak.verdict = Verdict(
+            last.builder,
+            streak.first.number,
+            reason,
+            explanation,
+            last.completed_at,
+            suspect,
+            request,
+            evidence,
+            streak.first.completed_at,
+        )
+        return streak.verdict
+
+    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str]:
+        n = self.policy.failures
+        if not streak.after_green:
+            return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
+        suspects = streak.suspects
+        if not suspects:
+            return (
+                Reason.NO_CHANGES,
+                "the first failing build has no changes: nothing to blame",
+            )
+        if len(suspects) > 1:
+            return (
+                Reason.MULTIPLE_CHANGES,
+                f"the first failing build holds {len(suspects)} changes since the last green "
+                "build: the policy does not guess which one",
+            )
+        change = suspects[0]
+        if is_revert(change):
+            return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
+        max_age = self.policy.max_culprit_age
+        if max_age is not None and last.completed_at - change.when > max_age:
+            age_h = (last.completed_at - change.when) / _HOUR
+            return (
+                Reason.CULPRIT_TOO_OLD,
+                f"the change landed {age_h:.1f} h before failure number {n}, more than the "
+                f"{max_age / _HOUR:g} h the policy allows",
+            )
+        # Every worker whose builder points structurally at this change: one
+        # builder's weak evidence is strong when other machines fail the
+        # same way from the same change.  Flakes that happen to start on
+        # the same change fail different tests, and do not agree.
+        failed = (
+            common_tests([s for s in streak.signatures if s is not None and not s.generic])
+            if streak.signatures[0] is not None
+            else frozenset()
+        )
+        workers = self._pointing.setdefault(change.revision, {})
+        workers[streak.first.worker or streak.first.builder] = failed
+        if self._watched is not None and not self._watched(last.builder):
+            return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
+        declined = self._guard(streak, change, last)
+        if declined is not None:
+            k = self.policy.corroboration
+            agreeing = sum(1 for other in workers.values() if other & failed)
+            if not (k and agreeing >= k and declined[0].value in CORROBORABLE):
+                return declined
+            return (
+                Reason.REVERT if change.revision not in self._proposed else Reason.ALREADY_PROPOSED,
+                f"{n} consecutive failing builds after a green build, the first holding exactly "
+                f"this one change; alone this builder's evidence would be weak "
+                f"({declined[0].value}), but builders on {agreeing} different workers "
+                "fail the same way from the same change",
+            )
+        if change.revision in self._proposed:
+            return (
+                Reason.ALREADY_PROPOSED,
+                "a revert of this change was already proposed from another builder",
+            )
+        return (
+            Reason.REVERT,
+            f"{n} consecutive failing builds after a green build, and the first failing "
+            "build holds exactly this one change",
+        )
+
+    def _guard(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str] | None:
+        """The first evidence guard that declines the streak, if any."""
+        guards = self._guards
+        if not guards:
+            return None
+        policy = self.policy
+        if Guard.INFRA in guards and any(streak.infra):
+            return (
+                Reason.INFRA,
+                "a failing build failed for an infrastructure reason (checkout, lost worker, "
+                "full disk): not caused by a change, but it needs attention",
+            )
+        sigs = [s for s in streak.signatures if s is not None]
+        if Guard.GENERIC in guards and all(s.generic for s in sigs):
+            return (
+                Reason.GENERIC_FAILURE,
+                "the failing builds show only generic failures (no test or compile error "
+                "named): a breakage for a human to look at, not proof against the change",
+            )
+        if Guard.INCONSISTENT in guards and not consistent(sigs):
+            return (
+                Reason.INCONSISTENT_FAILURE,
+                "the failing builds do not share a failure: different failures each time "
+                "is the pattern of flakiness",
+            )
+        specific = specific_tests(sigs)
+        if Guard.FAILING_BEFORE in guards and specific:
+            start = change.when - policy.failing_before_window
+            family = self._landings.family(change)
+            if all(self._failures.failed_without(k, family, start) for k in specific):
+                return (
+                    Reason.FAILING_BEFORE,
+                    f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
+                    "change (before it landed, or on builders that had not built it)",
+                )
+        if Guard.ENVIRONMENT in guards:
+            env = environment_only(common_tests(sigs), change, policy.environment_tests)
+            if env is not None:
+                return (
+                    Reason.ENVIRONMENT_TEST,
+                    f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
+                    "network), and the change touched none of the code behind them: an "
+                    "update on the worker is the likelier cause",
+                )
+        if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):
+            window = policy.flaky_builds
+            now = self._builders[last.builder].builds
+            flakes = self._flakes.count_since(last.builder, now - window)
+            if flakes > policy.flaky_threshold:
+                return (
+                    Reason.FLAKY_BUILDER,
+                    f"{flakes} of the builder's last {window} builds failed alone and "
+                    "recovered at once: too flaky to blame a change on its word alone",
+                )
+        return None

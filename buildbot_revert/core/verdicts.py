@@ -1,0 +1,111 @@
+"""What the decision core tells its shells: verdicts, revert requests, streaks.
+
+The core never acts.  It returns these records, and the plugin (which files
+pull requests) and the simulator (which counts them) carry them out.  Every
+red streak ends up with exactly one :class:`Verdict`, declined ones included,
+and each verdict carries a machine-readable :class:`Reason` and a sentence a
+maintainer can read.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import NamedTuple
+
+from buildbot_revert.core.model import Build, Change
+
+
+class Reason(StrEnum):
+    """Why a red streak was, or was not, answered with a revert."""
+
+    REVERT = "revert"
+    # The same revision was already proposed from another builder.
+    ALREADY_PROPOSED = "already-proposed"
+    # Structural: the streak does not point at one change.
+    ALWAYS_RED = "always-red"
+    NO_CHANGES = "no-changes"
+    MULTIPLE_CHANGES = "multiple-changes"
+    # The streak ended (green) before reaching N failures.
+    TOO_SHORT = "too-short"
+    # The history ended before the streak reached N failures.
+    UNFINISHED = "unfinished"
+    # The suspect is itself a revert: never revert a revert.
+    CULPRIT_IS_REVERT = "culprit-is-revert"
+    CULPRIT_TOO_OLD = "culprit-too-old"
+    # A builder fed for its evidence only (outside the --builders/--tags or
+    # the reporter's selection): it never proposes.
+    NOT_WATCHED = "not-watched"
+    # The evidence guards (guards.py): not proof that the change broke it.
+    INFRA = "infra"
+    GENERIC_FAILURE = "generic-failure"
+    INCONSISTENT_FAILURE = "inconsistent-failure"
+    FAILING_BEFORE = "failing-before"
+    ENVIRONMENT_TEST = "environment-test"
+    FLAKY_BUILDER = "flaky-builder"
+
+
+class Decision(StrEnum):
+    REVERT = "revert"
+    DECLINE = "decline"
+
+
+class RevertRequest(NamedTuple):
+    """A proposal to revert ``change``, born when ``builder`` qualified."""
+
+    change: Change
+    builder: str
+    build_number: int
+    # The build numbers of the N failing builds on ``builder``.
+    failing_builds: tuple[int, ...]
+    # Completion time of the N-th failing build: when the revert is filed.
+    filed_at: float
+
+    @property
+    def revision(self) -> str:
+        return self.change.revision
+
+
+class Verdict(NamedTuple):
+    """The decision about one red streak."""
+
+    builder: str
+    first_failing_build: int
+    reason: Reason
+    explanation: str
+    decided_at: float
+    # The change the streak points at, when it points at exactly one.
+    suspect: Change | None = None
+    # Set when reason is REVERT.
+    request: RevertRequest | None = None
+    # What the failing builds fail in common (test modules, compile errors).
+    evidence: tuple[str, ...] = ()
+    # When the streak's first failing build completed.
+    started_at: float = 0.0
+
+    @property
+    def decision(self) -> Decision:
+        return Decision.REVERT if self.reason is Reason.REVERT else Decision.DECLINE
+
+
+class Streak(NamedTuple):
+    """A red streak, as reported once it is over (or once the history ends).
+
+    ``started_at`` is when the first failing build completed (the builder
+    turned red); ``ended_at`` when the green build that ended it completed,
+    ``None`` if the builder was still red when the history ended.
+    """
+
+    builder: str
+    first_failing_build: int
+    started_at: float
+    ended_at: float | None
+    # Number of FAILURE builds in the streak.
+    builds: int
+    # Changes since the last green build up to the first failing build.
+    blamelist: tuple[Change, ...]
+    verdict: Verdict
+    failing: tuple[Build, ...] = ()
+
+    @property
+    def blamelist_size(self) -> int:
+        return len(self.blamelist)

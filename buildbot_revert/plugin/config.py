@@ -1,0 +1,328 @@
+"""The reporter's settings, checked once with one clear sentence per mistake.
+
+:func:`parse_settings` turns the keyword arguments a ``master.cfg`` passes to
+``RevertReporter`` into a :class:`Settings` record, or raises
+:class:`SettingsError` naming the bad argument.  It imports nothing from
+Buildbot, so it is tested as plain Python; the reporter calls it from
+``checkConfig`` and turns the error into Buildbot's ``config.error``.
+
+Misspelled keywords are caught by :func:`parse_arguments`, which names the
+bad one, suggests the nearest option and lists them all (:data:`OPTIONS`).
+
+The token is the one setting this module never looks into: it is usually a
+renderable (``util.Secret('github_token')`` or ``util.Interpolate(...)``)
+that only the master can render, or a plain string the ``master.cfg`` read
+from its own settings file, and it must never reach a message.  It is kept
+as an opaque object; :func:`describe_token` names it in messages by the
+secret it refers to, never by its value, and :func:`rendered_token` checks
+what the master rendered.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from buildbot_revert.core.policy import Policy, PolicyError
+
+_REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
+_URL_RE = re.compile(r"https?://[^\s/]+(?::\d+)?(?:/[^\s]*)?\Z")
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_OPT_OUT_LABEL = "skip-auto-revert"
+DEFAULT_OBJECTION_WORDS = ("/no-revert", "do not revert", "don't revert")
+# ``%(secret:NAME)s`` or ``%(secret:NAME:-default)s`` in a util.Interpolate.
+_INTERPOLATED_SECRET_RE = re.compile(r"%\(secret:([^:)]+)")
+
+
+class SettingsError(ValueError):
+    """A reporter setting that cannot work (the message is shown to the user as is)."""
+
+
+class Mode(StrEnum):
+    """How far the reporter goes on GitHub."""
+
+    # Decide, log and record in the ledger; touch nothing on GitHub.
+    DRY_RUN = "dry-run"
+    # Comment on the culprit's pull request only.
+    COMMENT = "comment"
+    # Comment, and open the revert pull request.
+    REVERT = "revert"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the reporter was configured with, validated."""
+
+    repo: str
+    token: Any = field(default=None, repr=False)
+    api_url: str = DEFAULT_API_URL
+    mode: Mode = Mode.DRY_RUN
+    builders: re.Pattern[str] | None = None
+    # A builder is watched when it carries every one of these tags (the
+    # simulator's --tags means the same).
+    tags: frozenset[str] = frozenset()
+    policy: Policy = field(default_factory=Policy)
+    # Seconds between the comment on the culprit and the revert PR; 0 files at once.
+    grace_period: float = 0.0
+    # At most this many revert PRs in any 24 hours (None: no cap).
+    daily_cap: int | None = 3
+    opt_out_label: str | None = DEFAULT_OPT_OUT_LABEL
+    revert_labels: tuple[str, ...] = ()
+    draft: bool = False
+    # How many of the master's most recent builds to replay on start.
+    startup_builds: int = 2000
+    # The lines of each failing step's stdio log handed to the core.
+    log_lines: int = 300
+    # Comments that, posted on the culprit PR during the grace period, stop the revert.
+    objection_words: tuple[str, ...] = DEFAULT_OBJECTION_WORDS
+
+    @property
+    def owner(self) -> str:
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]
+
+    def watches(self, builder: str, tags: Iterable[str]) -> bool:
+        """Whether the reporter acts on this builder."""
+        if self.builders is not None and not self.builders.search(builder):
+            return False
+        return self.tags <= set(tags)
+
+
+def _positive_number(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SettingsError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise SettingsError(f"{name} must be {'zero or ' if allow_zero else ''}positive")
+    return float(value)
+
+
+def _label(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise SettingsError(f"{name} must be a non-empty label name of at most 100 characters")
+    return value
+
+
+def _phrases(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    words: tuple[Any, ...] = ()
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
+        words = tuple(value)
+    # A blank phrase would be "in" every comment: each would count as an objection.
+    if not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise SettingsError(
+            f"{name} must be a non-empty list of non-empty phrases, e.g. ['/no-revert']"
+        )
+    return words
+
+
+def _token(token: Any) -> Any:
+    """The token as given, or None when there is none (an empty string is none)."""
+    if token is None or hasattr(token, "getRenderingFor"):
+        return token
+    if not isinstance(token, str):
+        raise SettingsError(
+            "token must be a string or a renderable such as util.Secret('github_token'), "
+            f"not {type(token).__name__}"
+        )
+    return token if token.strip() else None
+
+
+def parse_settings(
+    repo: Any = None,
+    token: Any = None,
+    *,
+    api_url: Any = DEFAULT_API_URL,
+    mode: Any = "dry-run",
+    builders: Any = None,
+    tags: Any = (),
+    failures: Any = 3,
+    max_culprit_age: Any = None,
+    policy_options: Mapping[str, Any] | None = None,
+    grace_period: Any = 0,
+    daily_cap: Any = 3,
+    opt_out_label: Any = DEFAULT_OPT_OUT_LABEL,
+    revert_labels: Any = (),
+    draft: Any = False,
+    startup_builds: Any = 2000,
+    log_lines: Any = 300,
+    objection_words: Any = DEFAULT_OBJECTION_WORDS,
+) -> Settings:
+    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
+    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+        raise SettingsError(f"repo must look like 'owner/name', not {repo!r:.60}")
+    if not isinstance(api_url, str) or not _URL_RE.match(api_url):
+        raise SettingsError("api_url must be an http(s) URL such as https://api.github.com")
+    try:
+        mode_value = Mode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        raise SettingsError(f"mode must be one of {choices}, not {mode!r:.40}") from None
+    token = _token(token)
+    if mode_value is not Mode.DRY_RUN and token is None:
+        raise SettingsError(
+            f"mode {mode_value.value!r} needs a token, e.g. token=util.Secret('github_token')"
+        )
+
+    pattern = None
+    if builders is not None:
+        if not isinstance(builders, str):
+            raise SettingsError("builders must be a regular expression string")
+        try:
+            pattern = re.compile(builders)
+        except re.error as exc:
+            raise SettingsError(f"builders is not a valid regular expression: {exc}") from None
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, Iterable) or not all(isinstance(t, str) and t for t in tags):
+        raise SettingsError("tags must be a list of tag names")
+
+    if isinstance(failures, bool) or not isinstance(failures, int):
+        raise SettingsError("failures must be a whole number of builds")
+    age = None if max_culprit_age is None else _positive_number("max_culprit_age", max_culprit_age)
+    options = dict(policy_options or {})
+    if not isinstance(policy_options, Mapping | None):
+        raise SettingsError("policy_options must be a dict of policy settings")
+    unknown = sorted(set(options) - set(Policy.__dataclass_fields__))
+    if unknown:
+        raise SettingsError(f"policy_options has unknown settings: {', '.join(unknown)}")
+    for key, value in options.items():
+        # master.cfg writes lists; the policy holds frozensets (guards, results).
+        if isinstance(value, list | tuple | set) and isinstance(
+            getattr(Policy(), key, None), frozenset
+        ):
+            options[key] = frozenset(value)
+    try:
+        policy = Policy(**{"failures": failures, "max_culprit_age": age, **options})
+    except PolicyError as exc:
+        raise SettingsError(f"policy: {exc}") from None
+    except TypeError as exc:
+        raise SettingsError(f"policy_options: {exc}") from None
+
+    grace = _positive_number("grace_period", grace_period, allow_zero=True)
+    if daily_cap is not None and (
+        isinstance(daily_cap, bool) or not isinstance(daily_cap, int) or daily_cap < 1
+    ):
+        raise SettingsError("daily_cap must be a positive whole number, or None for no cap")
+    opt_out = None if opt_out_label is None else _label("opt_out_label", opt_out_label)
+    if isinstance(revert_labels, str):
+        revert_labels = [revert_labels]
+    labels = tuple(_label("revert_labels", x) for x in revert_labels)
+    if not isinstance(draft, bool):
+        raise SettingsError("draft must be True or False")
+    for name, value, low in (("startup_builds", startup_builds, 0), ("log_lines", log_lines, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise SettingsError(f"{name} must be a whole number of at least {low}")
+    objections = _phrases("objection_words", objection_words)
+
+    return Settings(
+        repo=repo,
+        token=token,
+        api_url=api_url.rstrip("/"),
+        mode=mode_value,
+        builders=pattern,
+        tags=frozenset(tags),
+        policy=policy,
+        grace_period=grace,
+        daily_cap=daily_cap,
+        opt_out_label=opt_out,
+        revert_labels=labels,
+        draft=draft,
+        startup_builds=startup_builds,
+        log_lines=log_lines,
+        objection_words=objections,
+    )
+
+
+# Every argument ``RevertReporter`` takes (besides Buildbot's ``name``), in order.
+OPTIONS: tuple[str, ...] = tuple(inspect.signature(parse_settings).parameters)
+# The ones that may be given by position.
+POSITIONAL: tuple[str, ...] = tuple(
+    name
+    for name, p in inspect.signature(parse_settings).parameters.items()
+    if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+)
+
+
+def check_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, also: Iterable[str] = ()
+) -> None:
+    """Raise :class:`SettingsError` for arguments :func:`parse_settings` cannot take.
+
+    A misspelled keyword is named with the nearest option, and every option
+    is listed (``also`` adds names the caller takes itself, e.g. ``name``),
+    instead of Python's "unexpected keyword argument".
+    """
+    unknown = [k for k in kwargs if k not in OPTIONS]
+    if unknown:
+        known = sorted({*OPTIONS, *also})
+        hints = []
+        for key in unknown:
+            near = difflib.get_close_matches(key, known, n=1)
+            hints.append(f"{key!r:.60}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+        noun = "option" if len(unknown) == 1 else "options"
+        raise SettingsError(
+            f"unknown {noun} {', '.join(hints)}; the options are: {', '.join(known)}"
+        )
+    if len(args) > len(POSITIONAL):
+        raise SettingsError(
+            f"takes at most {len(POSITIONAL)} positional arguments ({', '.join(POSITIONAL)}), "
+            f"not {len(args)}; pass the others by keyword"
+        )
+    twice = [name for name in POSITIONAL[: len(args)] if name in kwargs]
+    if twice:
+        raise SettingsError(f"{twice[0]} is given twice, by position and by keyword")
+
+
+def parse_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, also: Iterable[str] = ()
+) -> Settings:
+    """:func:`check_arguments`, then :func:`parse_settings`: how master.cfg's arguments are read."""
+    check_arguments(args, kwargs, also=also)
+    return parse_settings(*args, **kwargs)
+
+
+def describe_token(token: Any) -> str:
+    """How messages name the token: by the secret it refers to, never by its value."""
+    secret = getattr(token, "secret_name", None)
+    if isinstance(secret, str):
+        return f"the GitHub token secret {secret!r}"
+    fmtstring = getattr(token, "fmtstring", None)
+    if isinstance(fmtstring, str):
+        names = sorted(set(_INTERPOLATED_SECRET_RE.findall(fmtstring)))
+        if names:
+            quoted = ", ".join(repr(n) for n in names)
+            return f"the GitHub token secret{'s' if len(names) > 1 else ''} {quoted}"
+        return "the GitHub token (an Interpolate)"
+    if hasattr(token, "getRenderingFor"):
+        return f"the GitHub token (a {type(token).__name__})"
+    return "the GitHub token"
+
+
+def rendered_token(value: Any) -> str:
+    """The token the master rendered, checked: a non-empty string without inner spaces.
+
+    Surrounding white space (a secret file's newline) is dropped.  Raises
+    :class:`SettingsError`, whose text never holds the value, when it is unusable.
+    """
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("ascii")
+        except UnicodeDecodeError:
+            raise SettingsError("it is bytes that are not ASCII text") from None
+    if not isinstance(value, str):
+        raise SettingsError(f"it is a {type(value).__name__}, not a string")
+    token = value.strip()
+    if not token:
+        raise SettingsError("it is empty")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise SettingsError("it holds spaces or control characters")
+    return token

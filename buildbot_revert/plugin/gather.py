@@ -1,0 +1,287 @@
+"""From the master's data API to the core's records: the plugin's eyes.
+
+This is the only module of the plugin that reads Buildbot's data API
+(``master.data``).  :class:`Gatherer` turns a finished build into a core
+:class:`~buildbot_revert.model.Build`: its builder and tags, its blamelist,
+and for FAILURE builds the failed steps with the last lines of their stdio
+logs.  It decides nothing.
+
+The blamelist is "the changes new since the previous completed build of the
+same builder", computed with :mod:`.blamelist` exactly as the simulator's
+importer does: from this build's sourcestamp heads back along
+``parent_changeids`` to the heads of the builder's previous completed build.
+Builds must be gathered in completion order (the reporter serialises them),
+because the gatherer remembers each builder's last heads so that a build
+costs a handful of queries, not a search of the builder's history.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from buildbot.data import resultspec
+from twisted.internet import defer
+
+from buildbot_revert.core import blamelist
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert.core.records import change_from_dict, epoch, failed_steps, is_failed_step, log_text, stdio_log, tail_window
+
+_FAILURE = int(Result.FAILURE)
+_CHANGE_CACHE = 4096
+
+
+class _Known(NamedTuple):
+    """What the gatherer keeps of a change it has read.
+
+    Not the data API's dict: its lists (files, parents) and properties stay
+    GC-tracked for as long as the change is cached, and every full garbage
+    collection of the master rescans them; the core record (its tuples of
+    strings are untracked) is also converted once, not once per build.
+    """
+
+    change: Change
+    line: str
+    parent: int | None
+
+
+class Gatherer:
+    """Reads builds, changes and logs through ``master.data``."""
+
+    def __init__(self, master: Any, log_lines: int = 300) -> None:
+        self.master = master
+        self.log_lines = log_lines
+        self._builders: dict[int, Builder] = {}
+        self._workers: dict[int, str | None] = {}
+        # builderid -> {line: tip}: the highest tips its gathered builds reached.
+        self._tips: dict[int, dict[str, int]] = {}
+        self._changes: OrderedDict[int, _Known] = OrderedDict()
+
+    def forget_builders(self) -> None:
+        """Drop cached builder names and tags (after a reconfig)."""
+        self._builders.clear()
+
+    # -- one build ----------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def builder(self, builderid: int) -> Any:
+        """The :class:`Builder` (name and tags) of ``builderid``."""
+        known = self._builders.get(builderid)
+        if known is not None:
+            return known
+        data = yield self.master.data.get(("builders", builderid))
+        if data is None:
+            return None
+        builder = Builder(data["name"], tuple(data.get("tags") or ()))
+        self._builders[builderid] = builder
+        return builder
+
+    @defer.inlineCallbacks
+    def build(self, build: Mapping[str, Any]) -> Any:
+        """The core :class:`Build` for a finished build entity (as in the event)."""
+        builder = yield self.builder(build["builderid"])
+        if builder is None:
+            return None
+        tips = yield self._tips_of(build)
+        previous = self._tips.get(build["builderid"])
+        if previous is None:
+            previous = yield self._previous_tips(build)
+        changes, after = yield self._blamelist(previous, tips)
+        self._tips[build["builderid"]] = after
+        result = int(build["results"]) if build.get("results") is not None else _FAILURE
+        steps: tuple[FailedStep, ...] = ()
+        if result == _FAILURE:
+            steps = yield self._failed_steps(build["buildid"])
+        worker = yield self._worker(build.get("workerid"))
+        return Build(
+            builder.name,
+            int(build["number"]),
+            result,
+            epoch(build.get("started_at")),
+            epoch(build.get("complete_at")),
+            changes,
+            steps,
+            worker,
+        )
+
+    # -- recent history -------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def recent_builds(self, limit: int) -> Any:
+        """The master's last ``limit`` completed builds, oldest completion first."""
+        if limit <= 0:
+            return []
+        rows = yield self.master.data.get(
+            ("builds",),
+            filters=[resultspec.Filter("complete", "eq", [True])],
+            order=["-buildid"],
+            limit=limit,
+        )
+        rows = [r for r in rows if r.get("complete_at") is not None]
+        rows.sort(key=lambda r: (epoch(r["complete_at"]), r["buildid"]))
+        return rows
+
+    # -- internals ------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def _worker(self, workerid: int | None) -> Any:
+        if workerid is None:
+            return None
+        if workerid not in self._workers:
+            data = yield self.master.data.get(("workers", workerid))
+            self._workers[workerid] = data["name"] if data else None
+        return self._workers[workerid]
+
+    @defer.inlineCallbacks
+    def _change(self, changeid: int) -> Any:
+        """The :class:`_Known` change ``changeid``, or None."""
+        cached = self._changes.get(changeid)
+        if cached is not None:
+            self._changes.move_to_end(changeid)
+            return cached
+        data = yield self.master.data.get(("changes", changeid))
+        if data is None:
+            return None
+        return self._remember(data)
+
+    def _remember(self, change: Mapping[str, Any]) -> _Known:
+        parents = change.get("parent_changeids") or ()
+        known = _Known(
+            change_from_dict(change),
+            blamelist.change_line(change),
+            parents[0] if parents else None,
+        )
+        self._changes[change["changeid"]] = known
+        if len(self._changes) > _CHANGE_CACHE:
+            self._changes.popitem(last=False)
+        return known
+
+    def _tips_of(self, build: Mapping[str, Any]) -> Any:
+        """``{line: tip change id}`` of the sourcestamps this build built.
+
+        One query: the data API would take four round trips (request,
+        buildset, sourcestamp, change) for what the schema joins directly,
+        and this runs for every finished build.
+        """
+        brid = build.get("buildrequestid")
+        if brid is None:
+            return defer.succeed({})
+        model = self.master.db.model
+
+        def thd(conn: Any) -> dict[str, int]:
+            br, bss, ch = model.buildrequests, model.buildset_sourcestamps, model.changes
+            q = (
+                sa.select(ch.c.changeid, ch.c.repository, ch.c.branch, ch.c.codebase, ch.c.project)
+                .select_from(
+                    br.join(bss, bss.c.buildsetid == br.c.buildsetid).join(
+                        ch, ch.c.sourcestampid == bss.c.sourcestampid
+                    )
+                )
+                .where(br.c.id == brid)
+            )
+            return blamelist.newest_per_line(
+                (blamelist.change_line(row._mapping), row.changeid)
+                for row in conn.execute(q).fetchall()
+            )
+
+        return self.master.db.pool.do(thd)
+
+    @defer.inlineCallbacks
+    def _previous_tips(self, build: Mapping[str, Any]) -> Any:
+        """Tips of the builder's last build completed before this one (cold cache)."""
+        finished_at = build.get("complete_at")
+        if finished_at is None:
+            return {}
+        rows = yield self.master.data.get(
+            ("builders", build["builderid"], "builds"),
+            filters=[
+                resultspec.Filter("complete", "eq", [True]),
+                # The column holds epoch seconds (the data API hands out datetimes).
+                resultspec.Filter("complete_at", "lt", [int(epoch(finished_at))]),
+            ],
+            order=["-complete_at", "-buildid"],
+            limit=1,
+        )
+        if not rows:
+            return {}
+        tips = yield self._tips_of(rows[0])
+        return tips
+
+    @defer.inlineCallbacks
+    def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:
+        """``{line: [ids in (after, upto]]}`` for each line, ascending.
+
+        Buildbot links each change to the previous change of its line
+        (``parent_changeids``), so walking the parents from the tip finds the
+        line's changes one cached lookup each; a broken chain (a change with
+        no branch has no parent) falls back to a range query.
+        """
+        out: dict[str, list[int]] = {}
+        for line, (after, upto) in lines.items():
+            ids: list[int] = []
+            current: int | None = upto
+            while current is not None and current > after:
+                known = yield self._change(current)
+                if known is None or known.line != line:
+                    break
+                ids.append(current)
+                current = known.parent
+            if current is not None and current <= after:
+                out[line] = ids[::-1]
+                continue
+            out[line] = yield self._range(line, after, upto)
+        return out
+
+    @defer.inlineCallbacks
+    def _range(self, line: str, after: int, upto: int) -> Any:
+        rows = yield self.master.data.get(
+            ("changes",),
+            filters=[
+                resultspec.Filter("changeid", "gt", [after]),
+                resultspec.Filter("changeid", "le", [upto]),
+            ],
+            order=["changeid"],
+        )
+        ids = []
+        for change in rows or ():
+            if self._remember(change).line == line:
+                ids.append(change["changeid"])
+        return ids
+
+    @defer.inlineCallbacks
+    def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
+        ranges = yield self._between(blamelist.ranges(previous, tips))
+        ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
+        changes = []
+        for cid in ids:
+            known = yield self._change(cid)
+            if known is not None:
+                changes.append(known.change)
+        return tuple(changes), after
+
+    @defer.inlineCallbacks
+    def _failed_steps(self, buildid: int) -> Any:
+        steps = yield self.master.data.get(("builds", buildid, "steps"))
+        tails: dict[int, str | None] = {}
+        failed = [s for s in steps or () if is_failed_step(s)]
+        for step in failed:
+            tails[step["stepid"]] = yield self._stdio_tail(step["stepid"])
+        return failed_steps(failed, tails)
+
+    @defer.inlineCallbacks
+    def _stdio_tail(self, stepid: int) -> Any:
+        logs = yield self.master.data.get(("steps", stepid, "logs"))
+        log = stdio_log(logs or ())
+        if log is None:
+            return None
+        offset, limit = tail_window(int(log.get("num_lines") or 0), self.log_lines)
+        if limit <= 0:
+            return ""
+        chunk = yield self.master.data.get(
+            ("logs", log["logid"], "contents"), offset=offset, limit=limit
+        )
+        if chunk is None:
+            return None
+        return log_text(chunk.get("content") or "", log.get("type") or "s")

@@ -1,0 +1,436 @@
+"""``RevertReporter``: the Buildbot service that watches builds and proposes reverts.
+
+Thin by design.  On every finished build (the ``('builds', None,
+'finished')`` event Buildbot's own reporters consume) it asks
+:class:`~.gather.Gatherer` for the core's record of the build, feeds the
+shared :class:`~.tracker.StreakTracker`, logs every verdict, and hands
+REVERT verdicts to :class:`~.reporter_filing.Filer`.  Builds are handled one
+at a time, in the order they finished, behind a ``DeferredLock``: the
+tracker needs completion order, and the event consumer returns at once so
+the master never waits for the reporter.  Any error while handling one build
+is logged with ``log.err`` and the next build is handled as usual.
+
+On start it creates its ledger table if needed, seeds the tracker with the
+revisions the ledger already holds, and replays the master's recent builds
+through the tracker (acting on nothing), so a restart loses no streak.
+
+The GitHub token is rendered here, on every (re)configuration, and only when
+the mode needs it (``comment`` or ``revert``): a dry run starts without one.
+A token that cannot be rendered (say the secret is missing) is one line in
+the log naming the secret, never a traceback and never the value; the
+reporter then decides and logs as usual but does nothing on GitHub until a
+later (re)configuration renders the token.  (A restart is the sure way:
+Buildbot reconfigures ``c['services']`` before ``c['secretsProviders']``,
+and ``SecretInAFile`` reads its files only when its arguments change.)
+
+Example (``master.cfg``)::
+
+    from buildbot.plugins import reporters, util
+    c['services'].append(reporters.RevertReporter(
+        repo='python/cpython', token=util.Secret('github_token'),
+        tags=['stable'], mode='revert', revert_labels=[':hammer: test-with-buildbots']))
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+from buildbot import config as bb_config
+from buildbot.util import service
+from treq.client import HTTPClient
+from twisted.internet import defer, task
+from twisted.python import log
+from twisted.python.failure import Failure
+from twisted.web.client import Agent, HTTPConnectionPool
+
+from buildbot_revert.plugin.config import Mode, Settings, SettingsError, describe_token, parse_arguments, rendered_token
+from buildbot_revert.plugin.gather import Gatherer
+from buildbot_revert.github.client import GitHubClient
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.filing import Filer
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+
+FINISHED = ("builds", None, "finished")
+
+
+# Buildbot ships no type information, so BuildbotService is Any to mypy.
+class RevertReporter(service.BuildbotService):  # type: ignore[misc]
+    """Proposes revert pull requests for changes that clearly broke a builder."""
+
+    name = "RevertReporter"
+    # No ``secrets = ["token"]``: Buildbot would render the token before every
+    # reconfigService, even in dry-run, and a missing secret would stop the
+    # master with a traceback.  reconfigService renders it (_render_token).
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.settings: Settings | None = None
+        self.tracker: StreakTracker | None = None
+        self.gatherer: Gatherer | None = None
+        self.ledger: Ledger | None = None
+        self.filer: Filer | None = None
+        self.verdicts: list[Verdict] = []
+        self._consumer: Any = None
+        self._lock = defer.DeferredLock()
+        self._replayed: set[int] = set()
+        self._builder_ids: dict[str, int] = {}
+        # Builders the selection (tags, regex) lets propose; others are evidence.
+        self._watched: set[str] = set()
+        self._pending_loop: task.LoopingCall | None = None
+        self._http_pool: HTTPConnectionPool | None = None
+        self._filing: set[defer.Deferred[Any]] = set()
+        self._froze_heap = False
+        super().__init__(*args, **kwargs)
+
+    # -- configuration ----------------------------------------------------------
+
+    def checkConfig(self, *args: Any, **kwargs: Any) -> None:
+        name = kwargs.pop("name", None)
+        if name is not None:
+            self.name = name
+        try:
+            parse_arguments(args, kwargs, also=("name",))
+        except SettingsError as exc:
+            bb_config.error(f"RevertReporter: {exc}")
+
+    def getConfigDict(self) -> dict[str, Any]:
+        """Buildbot's record of the arguments, without the token.
+
+        Buildbot logs it when a reconfiguration fails; a token given as a
+        plain string must not reach the log that way.
+        """
+        config = dict(super().getConfigDict())
+        args = list(config.get("args") or ())
+        if len(args) > 1 and args[1] is not None:
+            args[1] = _HIDDEN
+        kwargs = dict(config.get("kwargs") or {})
+        if kwargs.get("token") is not None:
+            kwargs["token"] = _HIDDEN
+        config["args"], config["kwargs"] = tuple(args), kwargs
+        return config
+
+    @defer.inlineCallbacks
+    def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("name", None)
+        settings = parse_arguments(args, kwargs)
+        self.settings = settings
+        if self.gatherer is None:
+            self.gatherer = Gatherer(self.master, settings.log_lines)
+        else:
+            self.gatherer.log_lines = settings.log_lines
+            self.gatherer.forget_builders()
+        if self.ledger is None:
+            self.ledger = Ledger(self.master.db.pool.do)
+        client = None
+        if settings.mode is Mode.DRY_RUN:
+            log.msg(
+                f"buildbot-revert: {settings.repo}, mode 'dry-run': verdicts are logged and "
+                "proposed reverts recorded in the master's database; nothing is done on GitHub"
+            )
+        else:
+            token = yield self._render_token(settings)
+            if token is not None:
+                client = self._client(settings, token)
+                log.msg(
+                    f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
+                    f"acting on GitHub with {describe_token(settings.token)}"
+                )
+        # Without a client a mode that acts on GitHub has no hands: verdicts
+        # are still logged, nothing is filed or recorded.
+        self.filer = None
+        if settings.mode is Mode.DRY_RUN or client is not None:
+            self.filer = Filer(
+                settings,
+                self.ledger,
+                client,
+                clock=self._reactor(),
+                master_name=self._master_name(),
+                build_url=self._build_url,
+                is_red=self._is_red,
+                master_url=self._web_url(),
+            )
+        if self.tracker is not None and self.tracker.policy != settings.policy:
+            # A new policy needs a fresh tracker, rebuilt from recent history.
+            self.tracker = None
+            if self.running:
+                yield self._lock.run(self._start_tracker)
+        self._schedule_pending()
+
+    def _reactor(self) -> Any:
+        return getattr(self.master, "reactor", None) or _global_reactor()
+
+    @defer.inlineCallbacks
+    def _render_token(self, settings: Settings) -> Any:
+        """The token as a string, or None after one line in the log saying why not.
+
+        Neither the line nor anything else here ever holds the token's value.
+        """
+        what = describe_token(settings.token)
+        try:
+            value = yield self.renderSecrets(settings.token)
+        except Exception as exc:
+            problem = f"could not be rendered: {_one_line(exc)}"
+        else:
+            try:
+                return rendered_token(value)
+            except SettingsError as exc:
+                problem = f"is unusable: {exc}"
+        log.msg(
+            f"buildbot-revert: {what} {problem}; mode {settings.mode.value!r} needs it, "
+            "so nothing is done on GitHub until it is supplied and the master restarted"
+        )
+        return None
+
+    def _client(self, settings: Settings, token: str) -> GitHubClient:
+        reactor = self._reactor()
+        if self._http_pool is None:
+            # twisted.web.client has no annotations for HTTPConnectionPool and Agent.
+            self._http_pool = HTTPConnectionPool(reactor, persistent=True)  # type: ignore[no-untyped-call]
+        # Agent implements IAgent, which mypy cannot see without the zope plugin.
+        agent = Agent(reactor, pool=self._http_pool)  # type: ignore[no-untyped-call]
+        http = HTTPClient(agent)  # type: ignore[arg-type]
+        return GitHubClient(http, settings.api_url, settings.repo, token, clock=reactor)
+
+    def _master_name(self) -> str:
+        name = getattr(self.master, "name", None) or ""
+        return str(name)[:255]
+
+    def _web_url(self) -> str | None:
+        url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
+        return url if isinstance(url, str) and url else None
+
+    def _build_url(self, builder: str, number: int) -> str | None:
+        base = self._web_url()
+        builderid = self._builder_ids.get(builder)
+        if base is None or builderid is None:
+            return None
+        return f"{base.rstrip('/')}/#/builders/{builderid}/builds/{number}"
+
+    def _is_red(self, builder: str) -> bool:
+        return self.tracker is not None and builder in self.tracker.red_builders()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def startService(self) -> Any:
+        yield super().startService()
+        # Subscribe before replaying, so no build finishes unseen in between;
+        # the lock makes the events wait for the replay.
+        self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
+        yield self._lock.run(self._start_tracker)
+        self._freeze_startup_heap()
+        self._schedule_pending()
+
+    def _freeze_startup_heap(self) -> None:
+        """Keep the master's startup heap out of every later full collection.
+
+        A started master holds some 140,000 GC-tracked objects (modules,
+        classes, SQLAlchemy metadata, Twisted and Buildbot services, config)
+        that live as long as the process.  Every full (generation 2)
+        collection scans all of them, which stalls the reactor for 50-120 ms
+        about once a minute under a steady build rate, whoever made the
+        garbage that triggered it.  ``gc.freeze()`` moves the objects alive
+        now into the permanent generation that collections skip (see the
+        ``gc`` module's documentation); later objects (the reporter's and
+        the master's caches, in-flight work) are collected as before.
+
+        Safe in a master: reference counting still frees frozen objects; what
+        the collector no longer reclaims is cycles among objects that were
+        alive at this point and become garbage later (services dropped by a
+        reconfig, say), a bounded amount per reconfig.  The one full
+        collection before freezing keeps garbage already made at start from
+        being frozen with the live objects; it is one pause while the master
+        starts instead of one a minute.  Done once per process (not if
+        something else already froze the heap) and undone when this reporter
+        stops.
+        """
+        if gc.get_freeze_count() or not gc.isenabled():
+            return
+        started = time.perf_counter()
+        gc.collect()
+        gc.freeze()
+        self._froze_heap = True
+        log.msg(
+            f"buildbot-revert: froze {gc.get_freeze_count()} startup object(s) out of the "
+            f"garbage collector's full collections "
+            f"(collected first in {(time.perf_counter() - started) * 1000:.0f} ms)"
+        )
+
+    @defer.inlineCallbacks
+    def stopService(self) -> Any:
+        if not self.running:
+            return
+        if self._consumer is not None:
+            yield self._consumer.stopConsuming()
+            self._consumer = None
+        if self._pending_loop is not None and self._pending_loop.running:
+            self._pending_loop.stop()
+        # Let the build being handled, and any filing in flight, finish.
+        yield self._lock.run(lambda: None)
+        yield defer.DeferredList(list(self._filing))
+        if self._http_pool is not None:
+            # twisted.web.client has no annotations for HTTPConnectionPool.
+            yield self._http_pool.closeCachedConnections()  # type: ignore[no-untyped-call]
+        if self._froze_heap:
+            # Whatever this master leaves behind can be collected again.
+            self._froze_heap = False
+            gc.unfreeze()
+        yield super().stopService()
+
+    @defer.inlineCallbacks
+    def _start_tracker(self) -> Any:
+        assert self.settings is not None and self.ledger is not None
+        assert self.gatherer is not None
+        try:
+            yield self.ledger.create()
+            proposed = yield self.ledger.revisions()
+            self.tracker = self._new_tracker(proposed)
+            rows = yield self.gatherer.recent_builds(self.settings.startup_builds)
+            replayed = 0
+            for row in rows:
+                try:
+                    build = yield self._gather(row)
+                    if build is not None:
+                        self.tracker.feed(build)
+                        replayed += 1
+                except Exception as exc:  # one bad build must not stop the replay
+                    _log_failure(exc, "buildbot-revert: could not replay a build")
+                self._replayed.add(row["buildid"])
+            log.msg(
+                f"buildbot-revert: replayed {replayed} recent build(s); "
+                f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
+            )
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
+            if self.tracker is None:
+                self.tracker = self._new_tracker(())
+
+    def _new_tracker(self, proposed: Any) -> StreakTracker:
+        assert self.settings is not None
+        # Every builder is fed: the ones outside the selection are evidence
+        # for the guards (what fails where, which workers agree), exactly as
+        # the simulator replays them; only the selected ones may propose.
+        return StreakTracker(
+            self.settings.policy, proposed=proposed, watched=self._watched.__contains__
+        )
+
+    def _schedule_pending(self) -> None:
+        settings = self.settings
+        if settings is None or not self.running or settings.mode is Mode.DRY_RUN:
+            return
+        if self.filer is None:
+            return
+        if self._pending_loop is not None and self._pending_loop.running:
+            return
+        interval = (
+            60.0 if settings.grace_period <= 0 else min(60.0, max(1.0, settings.grace_period / 4))
+        )
+        self._pending_loop = task.LoopingCall(self._check_pending)
+        self._pending_loop.clock = self._reactor()
+        self._pending_loop.start(interval, now=False)
+
+    def _check_pending(self) -> Any:
+        return self._lock.run(self._check_pending_locked)
+
+    @defer.inlineCallbacks
+    def _check_pending_locked(self) -> Any:
+        try:
+            if self.filer is not None:
+                yield defer.Deferred.fromCoroutine(self.filer.check_pending())
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: checking pending reverts failed")
+
+    # -- events ---------------------------------------------------------------------
+
+    def _on_finished(self, key: Any, msg: dict[str, Any]) -> None:
+        # Returning at once keeps the master's event delivery from waiting on us.
+        self._lock.run(self._handle, msg)
+
+    @defer.inlineCallbacks
+    def _gather(self, msg: dict[str, Any]) -> Any:
+        assert self.gatherer is not None and self.settings is not None
+        builder = yield self.gatherer.builder(msg["builderid"])
+        if builder is None:
+            return None
+        if self.settings.watches(builder.name, builder.tags):
+            self._watched.add(builder.name)
+        else:
+            self._watched.discard(builder.name)
+        self._builder_ids[builder.name] = msg["builderid"]
+        build = yield self.gatherer.build(msg)
+        return build
+
+    @defer.inlineCallbacks
+    def _handle(self, msg: dict[str, Any]) -> Any:
+        try:
+            if msg.get("buildid") in self._replayed:
+                self._replayed.discard(msg["buildid"])
+                return
+            if self.tracker is None:
+                return
+            build = yield self._gather(msg)
+            if build is None:
+                return
+            for event in self.tracker.feed(build):
+                # Builders outside the selection only lend their evidence.
+                if isinstance(event, Streak) or event.builder not in self._watched:
+                    continue
+                self.verdicts.append(event)
+                del self.verdicts[:-1000]
+                log.msg(
+                    f"buildbot-revert: {event.builder} streak from build "
+                    f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+                )
+                if event.reason is Reason.REVERT:
+                    if self.filer is not None:
+                        self._file(event)
+                    else:
+                        revision = event.request.revision if event.request else "?"
+                        log.msg(
+                            f"buildbot-revert: not acting on {revision[:12]}: "
+                            "no usable GitHub token (see the line about it above)"
+                        )
+        except Exception as exc:
+            _log_failure(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
+
+    def _file(self, verdict: Verdict) -> None:
+        """Act on a REVERT verdict in the background: GitHub may take minutes."""
+        assert self.filer is not None
+        d = defer.Deferred.fromCoroutine(self.filer.handle(verdict))
+        self._filing.add(d)
+
+        def done(result: Any) -> None:
+            self._filing.discard(d)
+            if isinstance(result, Failure):
+                _log_failure(result, f"buildbot-revert: filing {verdict.suspect} failed")
+
+        d.addBoth(done)
+
+
+_HIDDEN = "<the GitHub token, hidden>"
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one short line (a KeyError's without its quotes)."""
+    # util.Interpolate renders its parts with gatherResults: the cause is inside.
+    while isinstance(exc, defer.FirstError) and exc.subFailure.value is not None:
+        exc = exc.subFailure.value
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = exc.args[0]
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())[:300]
+
+
+def _log_failure(failure: BaseException | Failure, why: str) -> None:
+    """``log.err`` with a traceback, for errors that are bugs or surprises."""
+    # twisted.python.log.err has no annotations.
+    log.err(failure, why)  # type: ignore[no-untyped-call]
+
+
+def _global_reactor() -> Any:
+    from twisted.internet import reactor
+
+    return reactor

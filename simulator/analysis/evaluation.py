@@ -1,0 +1,227 @@
+"""Scores a replay against a history's ground-truth labels.
+
+Definitions (also in the README, where users read them):
+
+* A proposed revert is a **true positive** when the revision is a labelled
+  breaking change (reverting it is right, whichever builder asked), and a
+  **false positive** otherwise (a flake, an infra fault or an innocent change
+  was blamed).
+* A breaking change is **attributable** when the policy's structural rule
+  could see it: on a builder it broke, a red streak began after a green
+  build, its first failing build held exactly that change, and its first N
+  failing builds all failed because of that change (a streak that a flake
+  or a worker fault carried to N after the fix is luck, not evidence).
+  **Missed** counts attributable breakages that were not proposed;
+  **recall** is the share of attributable breakages proposed.
+* **Red hours saved** assume a proposed revert lands ``merge_delay`` after it
+  is filed and turns every builder the change broke green at that moment;
+  what is saved on each such builder is the time it really stayed red after
+  that, never negative.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from buildbot_revert.core.guards import Guard
+from buildbot_revert.core.verdicts import Reason, Streak
+
+from simulator.analysis.replay import ReplayResult
+from simulator.history.store import Labels
+
+DEFAULT_MERGE_DELAY = 2 * 3600.0
+_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Missed:
+    """An attributable breakage the policy did not propose, and why not.
+
+    Told by the first streak (by start) that made the change attributable:
+    its builder, and the verdict the policy gave there.
+    """
+
+    revision: str
+    author: str
+    title: str
+    pr_number: int | None
+    builder: str
+    first_failing_build: int
+    started_at: float
+    # Builders whose streak made the change attributable, this one included.
+    builders: int
+    reason: str
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    true_positives: int
+    false_positives: int
+    attributable: int
+    missed: int
+    precision: float | None
+    recall: float | None
+    breakages: int
+    red_hours_saved: float
+    merge_delay_hours: float
+    false_positive_revisions: tuple[str, ...]
+    missed_revisions: tuple[str, ...]
+    # The same changes as ``missed_revisions``, told for the reports, by date.
+    missed_breakages: tuple[Missed, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "true_positives": self.true_positives,
+            "false_positives": self.false_positives,
+            "attributable": self.attributable,
+            "missed": self.missed,
+            "precision": _round(self.precision),
+            "recall": _round(self.recall),
+            "breakages": self.breakages,
+            "red_hours_saved": round(self.red_hours_saved, 1),
+            "assumption": (
+                f"a proposed revert lands {self.merge_delay_hours:g} h after it is filed and "
+                "turns every builder the change broke green at that moment"
+            ),
+            "false_positive_revisions": list(self.false_positive_revisions),
+            "missed_revisions": list(self.missed_revisions),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def evaluate(
+    result: ReplayResult, labels: Labels, merge_delay: float = DEFAULT_MERGE_DELAY
+) -> Evaluation:
+    """Compare what the replay proposed with what really broke."""
+    broke: dict[str, dict[str, float | None]] = defaultdict(dict)
+    lo, hi = result.selection.since, result.selection.until
+    kept = {b.name for b in result.builders}
+    for b in labels.breakages:
+        if (lo is not None and b.broken_at < lo) or (hi is not None and b.broken_at >= hi):
+            continue
+        if b.builder not in kept:
+            continue
+        broke[b.revision][b.builder] = b.fixed_at
+    window_end = result.last_build_at or 0.0
+    if result.selection.until is not None:
+        window_end = result.selection.until
+
+    # revision -> the streaks that make it attributable
+    attributable: dict[str, list[Streak]] = defaultdict(list)
+    n = result.policy.failures
+    culprits = labels.build_culprits
+    for streak in result.streaks:
+        if (
+            len(streak.blamelist) == 1
+            and streak.builds >= n
+            and streak.verdict.reason is not Reason.ALWAYS_RED
+        ):
+            rev = streak.blamelist[0].revision
+            caused = all(culprits.get((b.builder, b.number)) == rev for b in streak.failing[:n])
+            if streak.builder in broke.get(rev, ()) and caused:
+                attributable[rev].append(streak)
+
+    tp = fp = 0
+    saved = 0.0
+    false_revs: list[str] = []
+    proposed: set[str] = set()
+    for proposal in result.proposals():
+        rev = proposal.request.revision
+        proposed.add(rev)
+        if rev not in broke:
+            fp += 1
+            false_revs.append(rev)
+            continue
+        tp += 1
+        landed = proposal.request.filed_at + merge_delay
+        for fixed_at in broke[rev].values():
+            end = window_end if fixed_at is None else fixed_at
+            saved += max(0.0, end - landed)
+    missed = sorted(attributable.keys() - proposed)
+    caught = len(attributable.keys() & proposed)
+    total = tp + fp
+    return Evaluation(
+        true_positives=tp,
+        false_positives=fp,
+        attributable=len(attributable),
+        missed=len(missed),
+        precision=tp / total if total else None,
+        recall=caught / len(attributable) if attributable else None,
+        breakages=len(broke),
+        red_hours_saved=saved / _HOUR,
+        merge_delay_hours=merge_delay / _HOUR,
+        false_positive_revisions=tuple(false_revs),
+        missed_revisions=tuple(missed),
+        missed_breakages=tuple(
+            sorted((_missed(attributable[rev]) for rev in missed), key=_by_date)
+        ),
+    )
+
+
+def _missed(streaks: list[Streak]) -> Missed:
+    first = min(streaks, key=lambda s: (s.started_at, s.builder))
+    change = first.blamelist[0]
+    return Missed(
+        change.revision,
+        change.author,
+        change.title,
+        change.pr_number,
+        first.builder,
+        first.first_failing_build,
+        first.started_at,
+        len({s.builder for s in streaks}),
+        first.verdict.reason.value,
+        first.verdict.explanation,
+    )
+
+
+def _by_date(missed: Missed) -> tuple[float, str]:
+    return (missed.started_at, missed.revision)
+
+
+# The build-label causes that mean "not the change's fault".
+_NOT_A_BREAKAGE = frozenset({"flake", "infra"})
+
+
+@dataclass(frozen=True)
+class GuardRow:
+    """What one evidence guard did in a replay."""
+
+    guard: str
+    enabled: bool
+    declined: int
+    # On labelled histories: declined streaks whose first failing build was
+    # a true breakage (what the guard cost) or a flake or infra fault (what
+    # it saved).  ``None`` without labels.
+    breakages: int | None
+    flakes_or_infra: int | None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "enabled": self.enabled,
+            "declined": self.declined,
+            "true_breakages": self.breakages,
+            "flakes_or_infra": self.flakes_or_infra,
+        }
+
+
+def guard_table(result: ReplayResult, labels: Labels | None) -> list[GuardRow]:
+    """Per guard: how many streaks it declined, and what that cost or saved."""
+    causes = labels.build_causes if labels is not None else None
+    rows = []
+    for guard in Guard:
+        declined = [s for s in result.streaks if s.verdict.reason.value == guard.value]
+        cost = saved = None
+        if causes is not None:
+            of = [causes.get((s.builder, s.first_failing_build)) for s in declined]
+            cost = sum(1 for c in of if c == "breakage")
+            saved = sum(1 for c in of if c in _NOT_A_BREAKAGE)
+        rows.append(
+            GuardRow(guard.value, guard.value in result.policy.guards, len(declined), cost, saved)
+        )
+    return rows

@@ -1,0 +1,170 @@
+"""Replays a stored history through the decision core.
+
+This is the simulator's half of the parity promise: it feeds the very same
+:class:`~buildbot_revert.tracker.StreakTracker` the plugin uses, one build
+at a time in completion order, and collects what it answers.  Nothing here
+decides anything; it only selects builds and gathers events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain
+
+from buildbot_revert.core.model import Build, Builder
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+
+from simulator.history.store import HistoryStore
+
+# How long before the window a replay starts feeding builds, to know each
+# builder's state and recent failures: the longest memory a guard uses.
+WARMUP = 31 * 86400.0
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which part of a history to replay."""
+
+    since: float | None = None
+    until: float | None = None
+    builders: re.Pattern[str] | None = None
+    # A builder is kept when it carries every one of these tags.
+    tags: frozenset[str] = frozenset()
+
+    def keeps(self, builder: Builder) -> bool:
+        if self.builders is not None and not self.builders.search(builder.name):
+            return False
+        return self.tags <= set(builder.tags)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One proposed revision, with every builder that qualified for it."""
+
+    request: RevertRequest
+    builders: tuple[str, ...]
+
+
+@dataclass
+class ReplayResult:
+    """Everything a replay produced, in the order it happened."""
+
+    policy: Policy
+    selection: Selection
+    builds: int = 0
+    builders: list[Builder] = field(default_factory=list)
+    first_build_at: float | None = None
+    last_build_at: float | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    streaks: list[Streak] = field(default_factory=list)
+    # Seconds between qualifying and filing, when a grace period was applied
+    # (``sweep.apply_grace``); the revisions it stood down (every qualifying
+    # builder green by the deadline) or left waiting at the window's end.
+    grace: float = 0.0
+    stood_down: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()
+
+    def proposals(self) -> list[Proposal]:
+        """The proposed reverts, one per revision, in the order filed."""
+        order: list[str] = []
+        requests: dict[str, RevertRequest] = {}
+        qualified: dict[str, list[str]] = {}
+        for verdict in self.verdicts:
+            if verdict.reason is Reason.REVERT and verdict.request is not None:
+                rev = verdict.request.revision
+                order.append(rev)
+                requests[rev] = verdict.request
+                qualified[rev] = [verdict.builder]
+            elif verdict.reason is Reason.ALREADY_PROPOSED and verdict.suspect is not None:
+                rev = verdict.suspect.revision
+                if rev in qualified and verdict.builder not in qualified[rev]:
+                    qualified[rev].append(verdict.builder)
+        return [Proposal(requests[r], tuple(qualified[r])) for r in order]
+
+    def by_reason(self) -> dict[str, int]:
+        counts = dict.fromkeys((r.value for r in Reason), 0)
+        for streak in self.streaks:
+            counts[streak.verdict.reason.value] += 1
+        return counts
+
+
+def select_builds(
+    store: HistoryStore, selection: Selection
+) -> tuple[list[Builder], Iterator[Build]]:
+    """The builders the selection keeps, and their builds in completion order.
+
+    The builds start ``WARMUP`` before ``selection.since``: see
+    :func:`replay_builds`.
+    """
+    builders = [b for b in store.builders() if selection.keeps(b)]
+    since = None if selection.since is None else selection.since - WARMUP
+    # Every builder's builds: the ones not selected are evidence for the
+    # guards (what fails where, which workers agree), as in the plugin.
+    return builders, store.iter_builds(since, selection.until)
+
+
+def replay_builds(
+    builds: Iterable[Build], policy: Policy, selection: Selection, builders: list[Builder]
+) -> ReplayResult:
+    """Feed builds through a fresh tracker and collect its events.
+
+    Builds completed before ``selection.since`` only warm the tracker up (a
+    plugin on a real master knows each builder's state and its recent
+    failures when the window opens); what they decide is not reported, nor
+    is any streak that began before the window.  Builders outside
+    ``builders`` are fed as evidence but never propose, and nothing of
+    theirs is reported or counted.
+    """
+    kept = frozenset(b.name for b in builders)
+    tracker = StreakTracker(policy, watched=kept.__contains__)
+    result = ReplayResult(policy, selection, builders=builders)
+    verdicts = result.verdicts
+    streaks = result.streaks
+    feed = tracker.feed
+    since = selection.since
+    it = iter(builds)
+    if since is not None:
+        for build in it:
+            if build.completed_at >= since:
+                it = chain((build,), it)
+                break
+            feed(build)
+    count = 0
+    first = last = None
+    for build in it:
+        events = feed(build)
+        if build.builder not in kept:
+            continue
+        if first is None:
+            first = build.completed_at
+        last = build.completed_at
+        count += 1
+        if events:
+            for event in events:
+                if since is None or event.started_at >= since:
+                    _keep(event, verdicts, streaks)
+    end = selection.until if selection.until is not None else last
+    for event in tracker.finish(end if end is not None else 0.0):
+        if event.builder in kept and (since is None or event.started_at >= since):
+            _keep(event, verdicts, streaks)
+    result.builds = count
+    result.first_build_at = first
+    result.last_build_at = last
+    return result
+
+
+def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
+    builders, builds = select_builds(store, selection)
+    return replay_builds(builds, policy, selection, builders)
+
+
+def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
+    """File a tracker event under verdicts or streak openings."""
+    if isinstance(event, Verdict):
+        verdicts.append(event)
+    else:
+        streaks.append(event)

@@ -1,0 +1,524 @@
+"""Pull a live Buildbot master's build history into the history store.
+
+Theory of operation
+-------------------
+
+**Blamelists.**  The blamelist we want is "the changes new since the previous
+completed build of the same builder".  Buildbot's ``/builds/{id}/changes``
+answers something else (changes since the last *green* build, computed when
+asked), so we derive it from the data model:
+
+* a build ran one build request (``buildrequestid``); the request belongs to a
+  buildset, whose sourcestamps say what was built;
+* a scheduler that fires for changes gives its buildset the sourcestamp of
+  the *last* change it saw (each change gets its own sourcestamp when the
+  poller adds it), and when Buildbot collapses queued requests the surviving
+  request is the newest, so a collapsed build still points at its newest
+  change: call it the build's *tip* on that branch;
+* changes on one branch are numbered in the order they arrived (``changeid``).
+
+So a build's blamelist on a branch "line" (repository, branch, codebase,
+project) is every change of that line with ``previous tip < changeid <= tip``,
+where the previous tip is the newest tip of the builder's earlier completed
+builds (a rebuild of an old revision blames nothing).  A builder's first build
+ever blames only its own tip.  A build with no change behind it (a forced
+build of no particular revision) blames nothing and moves no tip.  Those rules
+live in :mod:`buildbot_revert.blamelist`, and the conversion of changes, steps
+and logs in :mod:`buildbot_revert.records`, which the plugin uses too: the
+simulator must see the history the plugin saw.
+
+**Incremental and resumable.**  Builds are read in completion order, a page at
+a time, with every request for the page made before anything is written; the
+page is then written in one transaction together with the sync position (the
+page's last completion time), the master ids of what was stored, and the
+contiguous range of master change ids already fetched.  A pull that dies
+between pages leaves a consistent store; the next pull starts a few seconds
+before the position and skips builds whose master id it already holds.
+
+**Requests.**  Builds, build requests, buildsets and changes are read with
+collection queries (filters on many ids, pagination), so a page of builds
+costs a handful of requests; only failing builds cost requests of their own
+(their steps, and each failing step's stdio log tail).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from buildbot_revert.core import blamelist
+from buildbot_revert.core.model import Build, Builder, FailedStep, Result
+from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+
+from simulator.history import paths
+from simulator.history.rest_client import BUILD_FIELDS, BuildbotAPI, BuildInfo, ChangeInfo, LogInfo, SourceStampInfo, parse_build
+from simulator.history.store import HistoryStore
+
+# Builds whose completion is stamped in the same second as the sync position
+# may become visible just after a page was read; re-reading a few seconds is
+# cheap (known build ids are skipped) and closes that gap.
+RESYNC_SECONDS = 5.0
+LOG_TAIL_LINES = 300
+
+# Keys of the store's meta table.
+META_MASTER = "import.master"
+META_SYNCED = "import.synced"
+META_CHANGES = "import.changes_range"
+
+
+class PullError(Exception):
+    """A pull that cannot go ahead (one line, for the user)."""
+
+
+@dataclass
+class PullStats:
+    """What one pull did."""
+
+    builds: int = 0
+    changes: int = 0
+    failing_builds: int = 0
+    missing_logs: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    builders: list[str] = field(default_factory=list)
+
+
+def select_builders(
+    builders: Iterable[Builder], pattern: re.Pattern[str] | None, tags: Iterable[str]
+) -> list[Builder]:
+    """Builders whose name matches ``pattern`` and that carry every tag in ``tags``."""
+    wanted = set(tags)
+    return [
+        b for b in builders if (pattern is None or pattern.search(b.name)) and wanted <= set(b.tags)
+    ]
+
+
+class _Changes:
+    """The master changes known to this pull, indexed for blamelist queries."""
+
+    def __init__(self, store: HistoryStore) -> None:
+        known = store.import_known_changes()
+        self.line: dict[int, str] = {m: line for m, (_, _, line) in known.items()}
+        self.by_ssid: dict[int, int] = {}
+        self.on_line: dict[str, list[int]] = {}
+        self.store_id: dict[int, int] = {m: cid for m, (cid, _, _) in known.items()}
+        for m, (_, ssid, line) in sorted(known.items()):
+            self._index(m, ssid, line)
+        self.new: dict[int, ChangeInfo] = {}
+        raw = store.get_meta(META_CHANGES)
+        self.low: int | None
+        self.high: int | None
+        self.low, self.high = json.loads(raw) if raw else (None, None)
+
+    def _index(self, m: int, ssid: int | None, line: str) -> None:
+        if ssid is not None:
+            self.by_ssid[ssid] = max(m, self.by_ssid.get(ssid, m))
+        ids = self.on_line.setdefault(line, [])
+        if not ids or ids[-1] < m:
+            ids.append(m)
+        else:
+            bisect.insort(ids, m)
+
+    def add(self, c: ChangeInfo) -> None:
+        if c.changeid in self.line:
+            return
+        line = blamelist.change_line(c._asdict())
+        self.line[c.changeid] = line
+        self.new[c.changeid] = c
+        self._index(c.changeid, c.ssid, line)
+
+    def between(self, line: str, after: int, upto: int) -> list[int]:
+        ids = self.on_line.get(line, [])
+        return ids[bisect.bisect_right(ids, after) : bisect.bisect_right(ids, upto)]
+
+    def with_ssid(self, line: str, ssid: int) -> list[int]:
+        tip = self.by_ssid.get(ssid)
+        return [] if tip is None else [tip]
+
+
+class Importer:
+    """One pull of one master into one store; see the module docstring."""
+
+    def __init__(
+        self,
+        api: BuildbotAPI,
+        store: HistoryStore,
+        *,
+        since: float | None = None,
+        builders: re.Pattern[str] | None = None,
+        tags: Iterable[str] = (),
+        page_size: int = 200,
+        log_lines: int = LOG_TAIL_LINES,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.api = api
+        self.store = store
+        self.since = since
+        self.pattern = builders
+        self.tags = frozenset(tags)
+        self.page_size = page_size
+        self.log_lines = log_lines
+        self.progress = progress
+        self.stats = PullStats()
+
+    # -- the pull --------------------------------------------------------------
+
+    def run(self) -> PullStats:
+        started = time.monotonic()
+        first_request = self.api.requests
+        self.api.check()
+        self.store.ensure_import_tables()
+        self._check_store_owner()
+        self._sync_builders()
+        self.workers = self.api.workers()
+        self.changes = _Changes(self.store)
+        self.tips = self.store.import_builder_tips()
+        self.looked_back: set[str] = set()
+        synced: dict[str, float] = json.loads(self.store.get_meta(META_SYNCED) or "{}")
+        floor = self.since if self.since is not None else 0.0
+        # Re-read a little before a sync position, never before what was asked.
+        lower = min(
+            max(floor, synced[str(b)] - RESYNC_SECONDS) if str(b) in synced else floor
+            for b in self.builder_ids
+        )
+        lower = float(int(lower)) if lower > 0 else 0.0
+        done = self.store.import_build_ids(lower)
+        filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
+        if len(self.builder_ids) < len(self.all_builders):
+            filters.extend(("builderid", b) for b in sorted(self.builder_ids))
+        span = self._progress_span(lower)
+        for rows, _ in self.api.pages(
+            "/builds",
+            fields=BUILD_FIELDS,
+            filters=filters,
+            order=("complete_at", "buildid"),
+            page_size=self.page_size,
+        ):
+            builds = [parse_build(r) for r in rows]
+            fresh = [
+                b
+                for b in builds
+                if b.buildid not in done
+                and b.builderid in self.builder_ids
+                and b.complete_at is not None
+                and b.results is not None
+            ]
+            position = max((b.complete_at or 0.0 for b in builds), default=None)
+            self._import_page(fresh, position, synced)
+            if self.progress is not None and span and position is not None:
+                self.progress(int(position - lower), span)
+        self.stats.requests = self.api.requests - first_request
+        self.stats.seconds = time.monotonic() - started
+        self.stats.builders = sorted(self.builder_ids.values())
+        return self.stats
+
+    def _check_store_owner(self) -> None:
+        owner = self.store.get_meta(META_MASTER)
+        if owner is None and self.store.count_builds():
+            raise PullError(
+                f"{self.store.path} holds a history that was not pulled from a master; "
+                "pull into a new file"
+            )
+        if owner is not None and owner != self.api.display_url:
+            raise PullError(
+                f"{self.store.path} holds the history of {owner}, not of "
+                f"{self.api.display_url}; pull into another file"
+            )
+
+    def _sync_builders(self) -> None:
+        infos = self.api.builders()
+        self.all_builders = {b.builderid: b for b in infos}
+        wanted = {
+            b.name
+            for b in select_builders(
+                [Builder(i.name, i.tags) for i in infos], self.pattern, self.tags
+            )
+        }
+        self.builder_ids = {i.builderid: i.name for i in infos if i.name in wanted}
+        if not self.builder_ids:
+            raise PullError(
+                f"{self.api.display_url}: none of its {len(infos)} builders matches "
+                "--builders/--tags"
+            )
+        with self.store.transaction():
+            self.store.set_meta(META_MASTER, self.api.display_url)
+            self.store_builder = {
+                i.builderid: self.store.add_builder(Builder(i.name, i.tags))
+                for i in infos
+                if i.builderid in self.builder_ids
+            }
+
+    def _progress_span(self, lower: float) -> int:
+        if self.progress is None:
+            return 0
+        rows, _ = self.api.collection(
+            "/builds",
+            fields=("complete_at",),
+            filters=[("complete", True)],
+            order=("-complete_at",),
+            limit=1,
+        )
+        newest = rows[0].get("complete_at") if rows else None
+        return int(newest - lower) if newest and newest > lower else 0
+
+    # -- one page ---------------------------------------------------------------
+
+    def _import_page(
+        self, builds: list[BuildInfo], position: float | None, synced: dict[str, float]
+    ) -> None:
+        first_seen: dict[int, BuildInfo] = {}
+        for b in builds:
+            name = self.builder_ids[b.builderid]
+            if name not in self.tips and name not in self.looked_back:
+                first_seen.setdefault(b.builderid, b)
+        previous = self.api.map(self._previous_build, list(first_seen.values()))
+        lookback = [p for p in previous if p is not None]
+        stamps = self._sourcestamps(builds + lookback)
+        tips = {b.buildid: self._tips(stamps.get(b.buildid, [])) for b in builds + lookback}
+        for p in lookback:
+            self.tips.setdefault(self.builder_ids[p.builderid], {}).update(tips[p.buildid])
+        for bid in first_seen:
+            self.looked_back.add(self.builder_ids[bid])
+        self._fetch_ranges(builds, tips)
+        blamelists: dict[int, list[int]] = {}
+        for b in builds:
+            blamelists[b.buildid] = self._blame(b, tips[b.buildid])
+        failing = [b for b in builds if b.results == int(Result.FAILURE)]
+        failed_steps = dict(
+            zip(
+                (b.buildid for b in failing), self.api.map(self._failed_steps, failing), strict=True
+            )
+        )
+        self._write(builds, tips, blamelists, failed_steps, position, synced)
+
+    def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
+        """The builder's last build completed before ``b`` (not imported: before the window)."""
+        rows, _ = self.api.collection(
+            "/builds",
+            fields=BUILD_FIELDS,
+            filters=[
+                ("builderid", b.builderid),
+                ("complete", True),
+                ("complete_at__lt", b.complete_at),
+            ],
+            order=("-complete_at", "-buildid"),
+            limit=1,
+        )
+        return parse_build(rows[0]) if rows else None
+
+    def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
+        brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
+        buildset_of = self.api.buildrequest_buildsets(brids)
+        stamps = self.api.buildset_sourcestamps(set(buildset_of.values()))
+        out: dict[int, list[SourceStampInfo]] = {}
+        for b in builds:
+            bsid = buildset_of.get(b.buildrequestid) if b.buildrequestid is not None else None
+            out[b.buildid] = stamps.get(bsid, []) if bsid is not None else []
+        unresolved = {
+            ss.revision
+            for sss in out.values()
+            for ss in sss
+            if ss.ssid not in self.changes.by_ssid and ss.revision
+        }
+        if unresolved:
+            for c in self.api.changes_by_revision(unresolved):
+                self.changes.add(c)
+        return out
+
+    def _tips(self, stamps: list[SourceStampInfo]) -> dict[str, int]:
+        heads = (self.changes.by_ssid.get(ss.ssid) for ss in stamps)
+        return blamelist.newest_per_line((self.changes.line[h], h) for h in heads if h is not None)
+
+    def _fetch_ranges(self, builds: list[BuildInfo], tips: dict[int, dict[str, int]]) -> None:
+        """Make every change between a builder's previous tip and its new tip known."""
+        state = dict(self.tips)
+        wanted: list[tuple[int, int]] = []
+        for b in builds:
+            name = self.builder_ids[b.builderid]
+            mine = state.get(name, {})
+            wanted.extend(blamelist.ranges(mine, tips[b.buildid]).values())
+            state[name] = blamelist.advance(mine, tips[b.buildid])
+        if not wanted:
+            return
+        need_lo = min(after for after, _ in wanted) + 1
+        need_hi = max(upto for _, upto in wanted)
+        low, high = self.changes.low, self.changes.high
+        if low is None or high is None:
+            self._fetch(need_lo - 1, need_hi)
+            low, high = need_lo, need_hi
+        else:
+            if need_lo < low:
+                self._fetch(need_lo - 1, low - 1)
+                low = need_lo
+            if need_hi > high:
+                self._fetch(high, need_hi)
+                high = need_hi
+        self.changes.low, self.changes.high = low, high
+
+    def _fetch(self, after: int, upto: int) -> None:
+        for c in self.api.changes_between(after, upto):
+            self.changes.add(c)
+
+    def _blame(self, b: BuildInfo, tips: dict[str, int]) -> list[int]:
+        name = self.builder_ids[b.builderid]
+        blamed, self.tips[name] = blamelist.blame(
+            self.tips.get(name, {}), tips, self.changes.between
+        )
+        return blamed
+
+    def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
+        steps = [s._asdict() for s in self.api.build_steps(b.buildid)]
+        failed = [s for s in steps if is_failed_step(s)]
+        return failed_steps(failed, {s["stepid"]: self._stdio_tail(s["stepid"]) for s in failed})
+
+    def _stdio_tail(self, stepid: int) -> str | None:
+        """The failed step's evidence: its stdio tail, None when the master has none."""
+        log = stdio_log(x._asdict() for x in self.api.step_logs(stepid))
+        return None if log is None else self.api.log_lines(LogInfo(**log), self.log_lines)
+
+    # -- writing -----------------------------------------------------------------
+
+    def _write(
+        self,
+        builds: list[BuildInfo],
+        tips: dict[int, dict[str, int]],
+        blamelists: dict[int, list[int]],
+        failed_steps: dict[int, tuple[FailedStep, ...]],
+        position: float | None,
+        synced: dict[str, float],
+    ) -> None:
+        store = self.store
+        new_changes = sorted(self.changes.new.values())
+        with store.transaction():
+            for c in new_changes:
+                cid = store.add_change(change_from_dict(c._asdict()))
+                store.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
+                self.changes.store_id[c.changeid] = cid
+            for b in builds:
+                steps = failed_steps.get(b.buildid, ())
+                record = Build(
+                    builder=self.builder_ids[b.builderid],
+                    number=b.number,
+                    result=int(b.results or 0),
+                    started_at=b.started_at,
+                    completed_at=b.complete_at or b.started_at,
+                    failed_steps=steps,
+                    worker=self.workers.get(b.workerid) if b.workerid is not None else None,
+                )
+                change_ids = [self.changes.store_id[m] for m in blamelists[b.buildid]]
+                build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
+                store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
+                self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
+            if self.changes.low is not None:
+                store.set_meta(META_CHANGES, json.dumps([self.changes.low, self.changes.high]))
+            if position is not None:
+                for bid in self.builder_ids:
+                    synced[str(bid)] = max(position, synced.get(str(bid), position))
+                store.set_meta(META_SYNCED, json.dumps(synced, sort_keys=True))
+        self.changes.new.clear()
+        self.stats.builds += len(builds)
+        self.stats.changes += len(new_changes)
+        self.stats.failing_builds += len(failed_steps)
+
+
+def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
+    """Bring ``store`` up to date with the master behind ``api``; see the module docstring.
+
+    ``options`` are :class:`Importer`'s keyword arguments (``since``,
+    ``builders``, ``tags``, ``page_size``, ``log_lines``, ``progress``), which
+    its signature alone declares.
+    """
+    return Importer(api, store, **options).run()
+
+
+def default_history_path(url: str) -> Path:
+    """The per-master history file in the user's cache directory.
+
+    That is :func:`simulator.paths.cache_dir` (``~/.cache/buildbot-revert``
+    on Linux, honouring ``$XDG_CACHE_HOME``); the name says which master the
+    file holds.
+    """
+    from simulator.history.rest_client import api_url
+
+    canonical = api_url(url)
+    parts = urlsplit(canonical)
+    host = parts.hostname or "master"
+    readable = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{host}{parts.path.removesuffix('/api/v2')}")
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    return paths.cache_dir() / f"{readable.strip('_')}-{digest}.sqlite"
+
+
+def pull_into(
+    url: str, history: Path | None, *, concurrency: int = 4, **options: Any
+) -> tuple[Path, PullStats]:
+    """Pull ``url`` into ``history`` (default: the per-master cache file), creating it.
+
+    ``options`` are :class:`Importer`'s, as for :func:`pull`.  A pull that
+    fails before it stored a build leaves nothing behind that it made: not
+    the file, not the directories it created for it.
+    """
+    path = history if history is not None else default_history_path(url)
+    if path.is_dir():
+        raise PullError(f"{path}: is a directory, not a history file")
+    with BuildbotAPI(url, concurrency=concurrency) as api:
+        # Ask the master first: an unreachable or foreign URL must not leave
+        # a directory or an empty history file behind.
+        api.check()
+        made = _make_directories(path.parent)
+        existed = path.exists()
+        fresh = not existed or path.stat().st_size == 0
+        store: HistoryStore | None = None
+        try:
+            store = HistoryStore(path, create=fresh)
+            stats = pull(api, store, **options)
+        except BaseException:
+            discard = fresh and (store is None or not store.count_builds())
+            if store is not None:
+                store.close()
+            if discard:
+                _remove(path, existed, made)
+            raise
+        store.close()
+    return path, stats
+
+
+def _make_directories(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; return those created, outermost first."""
+    missing = []
+    for d in (directory, *directory.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    missing.reverse()
+    made = []
+    try:
+        for d in missing:
+            try:
+                d.mkdir()
+            except FileExistsError:
+                continue  # made meanwhile by someone else: not ours to remove
+            made.append(d)
+    except OSError as exc:
+        _remove(None, True, made)
+        raise PullError(f"{directory}: cannot create the directory ({exc.strerror})") from None
+    return made
+
+
+def _remove(path: Path | None, existed: bool, made: list[Path]) -> None:
+    """Undo a pull that stored nothing: the file it created, then its new directories."""
+    if path is not None and not existed:
+        for leftover in (path, path.with_name(path.name + "-journal")):
+            leftover.unlink(missing_ok=True)
+    for d in reversed(made):
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # something else was put there meanwhile: not ours to remove

@@ -1,0 +1,566 @@
+"""HTTP client for a Buildbot 4.x master's REST API (``/api/v2``).
+
+This is the only module of the simulator that speaks HTTP to a Buildbot
+master.  It knows the API's conventions (collections named by their plural,
+``field=`` selection, ``name__op=value`` filters that only work on selected
+fields, ``limit``/``offset`` pagination, ``order``) and its failure modes
+(5xx under load, dropped connections), and turns the JSON into small typed
+records whose fields keep Buildbot's names, so that a record's ``_asdict()``
+is the entity shape :mod:`buildbot_revert.records` and
+:mod:`buildbot_revert.blamelist` take (the plugin hands them ``master.data``
+entities).  It knows nothing about blamelists or the history store: that is
+:mod:`simulator.importer`.
+
+It uses the standard library (``http.client`` with one persistent connection
+per thread, and a bounded thread pool) rather than Twisted: the importer is
+a synchronous batch job, and keep-alive connections matter more to its speed
+over HTTPS than an event loop would.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote, unquote, urlencode, urlsplit
+
+from buildbot_revert.core.records import DELETED_LOG_TYPE, epoch, log_text, tail_window
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Filters that name many ids go in the query string; keep URLs well under the
+# 16 KiB request line that Twisted's web server accepts.
+MAX_IDS_PER_REQUEST = 100
+
+# The collections the importer relies on; a server without them is not a
+# Buildbot REST API the importer can use.
+REQUIRED_ROOT_LINKS = ("builders", "builds", "buildrequests", "buildsets", "changes", "workers")
+
+
+class BuildbotAPIError(Exception):
+    """The master cannot be used: unreachable, not Buildbot 4, or refusing a query.
+
+    The message is one line and never contains credentials.
+    """
+
+
+class NotFound(BuildbotAPIError):
+    """The master answered 404 for one resource (e.g. a deleted log)."""
+
+
+class BuilderInfo(NamedTuple):
+    builderid: int
+    name: str
+    tags: tuple[str, ...]
+
+
+class BuildInfo(NamedTuple):
+    """One build as the builds collection lists it (times in epoch seconds)."""
+
+    buildid: int
+    builderid: int
+    number: int
+    buildrequestid: int | None
+    workerid: int | None
+    results: int | None
+    started_at: float
+    complete_at: float | None
+
+
+class SourceStampInfo(NamedTuple):
+    ssid: int
+    revision: str | None
+    branch: str | None
+    repository: str
+    codebase: str
+    project: str
+
+
+class ChangeInfo(NamedTuple):
+    """One change; ``ssid`` is its sourcestamp's id (Buildbot nests the sourcestamp)."""
+
+    changeid: int
+    revision: str | None
+    author: str
+    comments: str
+    when_timestamp: float
+    files: tuple[str, ...]
+    branch: str | None
+    repository: str
+    codebase: str
+    project: str
+    ssid: int | None
+
+
+class StepInfo(NamedTuple):
+    stepid: int
+    number: int
+    name: str
+    results: int | None
+
+
+class LogInfo(NamedTuple):
+    """A step's log; ``type`` is Buildbot's: ``s`` stdio, ``t`` text, ``d`` deleted."""
+
+    logid: int
+    slug: str
+    num_lines: int
+    type: str
+
+    @property
+    def deleted(self) -> bool:
+        return self.type == DELETED_LOG_TYPE
+
+
+BUILDER_FIELDS = ("builderid", "name", "tags")
+BUILD_FIELDS = (
+    "buildid",
+    "builderid",
+    "number",
+    "buildrequestid",
+    "workerid",
+    "results",
+    "started_at",
+    "complete_at",
+    "complete",
+)
+CHANGE_FIELDS = (
+    "changeid",
+    "revision",
+    "author",
+    "comments",
+    "when_timestamp",
+    "files",
+    "branch",
+    "repository",
+    "codebase",
+    "project",
+    "sourcestamp",
+)
+
+
+def parse_builder(d: Mapping[str, Any]) -> BuilderInfo:
+    return BuilderInfo(int(d["builderid"]), str(d["name"]), tuple(d.get("tags") or ()))
+
+
+def parse_build(d: Mapping[str, Any]) -> BuildInfo:
+    complete_at = d.get("complete_at")
+    return BuildInfo(
+        int(d["buildid"]),
+        int(d["builderid"]),
+        int(d["number"]),
+        d.get("buildrequestid"),
+        d.get("workerid"),
+        d.get("results"),
+        float(d["started_at"]),
+        None if complete_at is None else float(complete_at),
+    )
+
+
+def parse_sourcestamp(d: Mapping[str, Any]) -> SourceStampInfo:
+    return SourceStampInfo(
+        int(d["ssid"]),
+        d.get("revision"),
+        d.get("branch"),
+        d.get("repository") or "",
+        d.get("codebase") or "",
+        d.get("project") or "",
+    )
+
+
+def parse_change(d: Mapping[str, Any]) -> ChangeInfo:
+    ss = d.get("sourcestamp") or {}
+    return ChangeInfo(
+        int(d["changeid"]),
+        d.get("revision"),
+        d.get("author") or "",
+        d.get("comments") or "",
+        epoch(d.get("when_timestamp")),
+        tuple(d.get("files") or ()),
+        d.get("branch"),
+        d.get("repository") or "",
+        d.get("codebase") or "",
+        d.get("project") or "",
+        ss.get("ssid"),
+    )
+
+
+def parse_step(d: Mapping[str, Any]) -> StepInfo:
+    return StepInfo(int(d["stepid"]), int(d["number"]), str(d["name"]), d.get("results"))
+
+
+def parse_log(d: Mapping[str, Any]) -> LogInfo:
+    return LogInfo(
+        int(d["logid"]), str(d["slug"]), int(d.get("num_lines") or 0), str(d.get("type") or "s")
+    )
+
+
+def api_url(url: str) -> str:
+    """The ``.../api/v2`` URL for a master's base URL or API URL.
+
+    Accepts what users copy from a browser: trailing slashes and the web UI's
+    ``#/...`` fragment are dropped.
+    """
+    url = url.strip().split("#", 1)[0].rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BuildbotAPIError(f"{url!r} is not an http(s) URL of a Buildbot master")
+    if url.endswith("/api/v2"):
+        return url
+    if url.endswith("/api"):
+        return url + "/v2"
+    return url + "/api/v2"
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+class BuildbotAPI:
+    """A client of one master's REST API.
+
+    ``concurrency`` bounds the requests in flight; each request gets
+    ``timeout`` seconds per attempt and up to ``retries`` retries, with
+    exponential backoff from ``backoff`` seconds, on 5xx answers, timeouts and
+    dropped connections.  ``requests`` counts the HTTP requests made.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        concurrency: int = 4,
+        timeout: float = 30.0,
+        retries: int = 4,
+        backoff: float = 0.5,
+        user_agent: str = "buildbot-revert-simulator",
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.url = api_url(url)
+        parts = urlsplit(self.url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port
+        self._prefix = parts.path
+        self._headers = {"Accept": "application/json", "User-Agent": user_agent}
+        if parts.username is not None:
+            creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(creds.encode()).decode()
+        # What messages show: never the credentials.
+        self.display_url = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.requests = 0
+        # Time spent waiting for answers, by path shape ("/builds/{id}/steps").
+        self.seconds_by_path: dict[str, float] = {}
+        # Attempts that failed and were retried (or given up), for diagnosis.
+        self.failures: list[str] = []
+        self._answered = False
+        self._count_lock = threading.Lock()
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api")
+
+    def close(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=True)
+
+    def __enter__(self) -> BuildbotAPI:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        # After an error or Ctrl-C, do not wait for requests still in flight.
+        self.close(wait=exc_type is None)
+
+    # -- one request ------------------------------------------------------------
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def get(self, path: str, params: Iterable[tuple[str, Any]] = ()) -> Any:
+        """GET ``path`` (relative to ``/api/v2``) and decode the JSON answer."""
+        query = urlencode([(k, _param(v)) for k, v in params])
+        target = self._prefix + quote(path) + (f"?{query}" if query else "")
+        shown = f"{self.display_url}{path}"
+        last_error = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
+            with self._count_lock:
+                self.requests += 1
+            began = time.perf_counter()
+            try:
+                conn = self._connection()
+                conn.request("GET", target, headers=self._headers)
+                resp = conn.getresponse()
+                body = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop_connection()
+                last_error = _describe(exc)
+                self.failures.append(
+                    f"{path}: {last_error} after {time.perf_counter() - began:.1f} s"
+                )
+                if not self._answered and isinstance(exc, ConnectionRefusedError | socket.gaierror):
+                    # Nothing listens there (or no such host): a wrong URL,
+                    # not a hiccup, as long as the master never answered.
+                    break
+                continue
+            self._answered = True
+            kind = re.sub(r"/\d+", "/{id}", path) or "/"
+            with self._count_lock:
+                self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
+                    time.perf_counter() - began
+                )
+            if resp.will_close:
+                self._drop_connection()
+            if resp.status >= 500 or resp.status == 429:
+                last_error = f"HTTP {resp.status}"
+                self.failures.append(f"{path}: {last_error}")
+                continue
+            if resp.status == 404:
+                raise NotFound(f"{shown}: not found")
+            if resp.status >= 400:
+                raise BuildbotAPIError(f"{shown}: HTTP {resp.status}: {_error_text(body)}")
+            try:
+                return json.loads(body)
+            except ValueError:
+                raise BuildbotAPIError(
+                    f"{shown} did not answer JSON: is {self.display_url} the REST API of a "
+                    "Buildbot 4 master (with buildbot-www installed)?"
+                ) from None
+        raise BuildbotAPIError(
+            f"cannot reach {self.display_url} ({last_error}, after {attempt + 1} "
+            f"attempt{'s' if attempt else ''})"
+        )
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``[fn(x) for x in items]``, at most ``concurrency`` at a time, in order."""
+        items = list(items)
+        if len(items) <= 1 or self.concurrency == 1:
+            return [fn(x) for x in items]
+        return list(self._pool.map(fn, items))
+
+    # -- collections --------------------------------------------------------------
+
+    def collection(
+        self,
+        path: str,
+        *,
+        fields: Sequence[str] = (),
+        filters: Sequence[tuple[str, Any]] = (),
+        order: Sequence[str] = (),
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of a collection, and the master's ``meta.total`` if it gave one.
+
+        The collection's key is the last path segment that is not a number
+        (``/builders/3/builds`` lists ``builds``).  A filter's field is added
+        to ``fields`` because the master ignores filters on unselected fields.
+        """
+        key = next(seg for seg in reversed(path.strip("/").split("/")) if not seg.isdigit())
+        selected = list(fields)
+        if selected:
+            for name, _ in filters:
+                base = name.split("__", 1)[0]
+                if base not in selected:
+                    selected.append(base)
+            for name in order:
+                if name.lstrip("-") not in selected:
+                    selected.append(name.lstrip("-"))
+        params: list[tuple[str, Any]] = [("field", f) for f in selected]
+        params.extend(filters)
+        params.extend(("order", o) for o in order)
+        if limit is not None:
+            params.append(("limit", limit))
+        if offset:
+            params.append(("offset", offset))
+        body = self.get(path, params)
+        if not isinstance(body, dict) or not isinstance(body.get(key), list):
+            raise BuildbotAPIError(
+                f"{self.display_url}{path}: the answer has no {key!r} list; is this a "
+                "Buildbot 4 master?"
+            )
+        total = (body.get("meta") or {}).get("total")
+        return body[key], total if isinstance(total, int) else None
+
+    def pages(
+        self,
+        path: str,
+        *,
+        fields: Sequence[str] = (),
+        filters: Sequence[tuple[str, Any]] = (),
+        order: Sequence[str] = (),
+        page_size: int = 500,
+        offset: int = 0,
+    ) -> Iterator[tuple[list[dict[str, Any]], int | None]]:
+        """Every page of a collection, fetching the next while the caller works."""
+        fetch = lambda off: self.collection(  # noqa: E731
+            path, fields=fields, filters=filters, order=order, limit=page_size, offset=off
+        )
+        pending = self._pool.submit(fetch, offset)
+        while True:
+            rows, total = pending.result()
+            offset += len(rows)
+            if len(rows) < page_size:
+                yield rows, total
+                return
+            pending = self._pool.submit(fetch, offset)
+            yield rows, total
+
+    def all(self, path: str, **kwargs: Any) -> list[dict[str, Any]]:
+        """Every row of a collection (for collections known to be small)."""
+        out: list[dict[str, Any]] = []
+        for rows, _ in self.pages(path, **kwargs):
+            out.extend(rows)
+        return out
+
+    def by_ids(
+        self, path: str, id_field: str, ids: Iterable[int], fields: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The rows whose ``id_field`` is one of ``ids``, in batched requests."""
+        wanted = sorted(set(ids))
+        batches = list(_chunks(wanted, MAX_IDS_PER_REQUEST))
+
+        def one(batch: Sequence[int]) -> list[dict[str, Any]]:
+            rows, _ = self.collection(
+                path, fields=fields, filters=[(id_field, i) for i in batch], limit=len(batch)
+            )
+            return rows
+
+        return [row for rows in self.map(one, batches) for row in rows]
+
+    # -- what the importer asks -----------------------------------------------------
+
+    def check(self) -> None:
+        """Raise :class:`BuildbotAPIError` unless this looks like a Buildbot 4 REST API."""
+        try:
+            root = self.get("")
+        except NotFound:
+            root = None
+        links = {
+            link.get("name")
+            for link in (root or {}).get("rootlinks", [])
+            if isinstance(root, dict) and isinstance(link, dict)
+        }
+        missing = [name for name in REQUIRED_ROOT_LINKS if name not in links]
+        if missing:
+            raise BuildbotAPIError(
+                f"{self.display_url} is not a Buildbot 4 REST API (no {', '.join(missing)}"
+                " collection); give the master's base URL or its /api/v2 URL"
+            )
+
+    def builders(self) -> list[BuilderInfo]:
+        return [parse_builder(d) for d in self.all("/builders", fields=BUILDER_FIELDS)]
+
+    def workers(self) -> dict[int, str]:
+        rows = self.all("/workers", fields=("workerid", "name"))
+        return {int(d["workerid"]): str(d["name"]) for d in rows}
+
+    def changes_by_revision(self, revisions: Iterable[str]) -> list[ChangeInfo]:
+        wanted = sorted({r for r in revisions if r})
+
+        def one(batch: Sequence[str]) -> list[dict[str, Any]]:
+            # Revisions are 40 hex digits: 50 of them keep the URL short.
+            rows, _ = self.collection(
+                "/changes", fields=CHANGE_FIELDS, filters=[("revision", r) for r in batch]
+            )
+            return rows
+
+        batches = list(_chunks(wanted, 50))
+        return [parse_change(d) for rows in self.map(one, batches) for d in rows]
+
+    def changes_between(self, after: int, upto: int | None) -> Iterator[ChangeInfo]:
+        """Changes with ``after < changeid <= upto`` (no bound when ``upto`` is None)."""
+        filters: list[tuple[str, Any]] = [("changeid__gt", after)]
+        if upto is not None:
+            filters.append(("changeid__le", upto))
+        for rows, _ in self.pages(
+            "/changes", fields=CHANGE_FIELDS, filters=filters, order=("changeid",), page_size=500
+        ):
+            yield from (parse_change(d) for d in rows)
+
+    def buildset_sourcestamps(self, bsids: Iterable[int]) -> dict[int, list[SourceStampInfo]]:
+        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "sourcestamps"))
+        return {
+            int(d["bsid"]): [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()]
+            for d in rows
+        }
+
+    def buildrequest_buildsets(self, brids: Iterable[int]) -> dict[int, int]:
+        rows = self.by_ids(
+            "/buildrequests", "buildrequestid", brids, ("buildrequestid", "buildsetid")
+        )
+        return {int(d["buildrequestid"]): int(d["buildsetid"]) for d in rows}
+
+    def build_steps(self, buildid: int) -> list[StepInfo]:
+        rows, _ = self.collection(
+            f"/builds/{buildid}/steps", fields=("stepid", "number", "name", "results")
+        )
+        return [parse_step(d) for d in rows]
+
+    def step_logs(self, stepid: int) -> list[LogInfo]:
+        rows, _ = self.collection(
+            f"/steps/{stepid}/logs", fields=("logid", "slug", "num_lines", "type")
+        )
+        return [parse_log(d) for d in rows]
+
+    def log_lines(self, log: LogInfo, last: int) -> str | None:
+        """The last ``last`` lines of a log's text; ``None`` when the master lost it."""
+        if log.deleted:
+            return None
+        offset, limit = tail_window(log.num_lines, last)
+        if limit <= 0:
+            return ""
+        try:
+            body = self.get(f"/logs/{log.logid}/contents", [("offset", offset), ("limit", limit)])
+        except NotFound:
+            return None
+        contents = (body or {}).get("logchunks") or []
+        if not contents:
+            return None
+        return log_text(str(contents[0].get("content") or ""), log.type)
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        # Buildbot's timestamps are integer fields: "1734198808.0" is refused.
+        return str(int(value))
+    return str(value)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        message = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        message = None
+    text = str(message) if message else body.decode("utf-8", "replace")
+    return " ".join(text.split())[:200]

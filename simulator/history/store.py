@@ -1,0 +1,611 @@
+"""The history store: a SQLite file of builders, builds, changes and labels.
+
+This is the only module of the project that speaks SQL.  Writers (the
+generator of the shipped history, the importer that pulls a real master) add
+rows through :class:`HistoryStore`; the replay reads them back as the core's
+:class:`~buildbot_revert.model.Build` records, in completion order.
+
+The schema is documented for users in ``history/README.md``; keep the two in
+step.  Every write goes through a transaction so that an interrupted writer
+never leaves half a build behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+
+SCHEMA_VERSION = 2
+
+_TABLES: dict[str, dict[str, Any]] = {
+    "builders": {
+        "columns": {"id": int, "name": str, "tags": str, "master_id": int},
+        "pk": "id",
+        "not_null": {"name", "tags"},
+    },
+    "changes": {
+        "columns": {
+            "id": int,
+            "revision": str,
+            "author": str,
+            "title": str,
+            "message": str,
+            "when_ts": float,
+            "pr_number": int,
+            "files": str,
+            "branch": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"revision", "author", "title", "when_ts"},
+    },
+    "builds": {
+        "columns": {
+            "id": int,
+            "builder_id": int,
+            "number": int,
+            "result": int,
+            "started_at": float,
+            "completed_at": float,
+            "worker": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
+        "foreign_keys": [("builder_id", "builders", "id")],
+    },
+    "blamelist": {
+        "columns": {"build_id": int, "change_id": int},
+        "pk": ("build_id", "change_id"),
+        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
+    },
+    "failed_steps": {
+        "columns": {
+            "build_id": int,
+            "step_number": int,
+            "name": str,
+            "result": int,
+            "log_tail": str,
+        },
+        "pk": ("build_id", "step_number"),
+        "not_null": {"name", "result"},
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    # Ground truth, present only in generated histories.
+    "label_breakages": {
+        "columns": {
+            "change_id": int,
+            "builder_id": int,
+            "broken_at": float,
+            "fixed_at": float,
+            "fixed_by": str,
+        },
+        "pk": ("change_id", "builder_id"),
+        "foreign_keys": [("change_id", "changes", "id"), ("builder_id", "builders", "id")],
+    },
+    "label_builds": {
+        "columns": {"build_id": int, "cause": str, "change_id": int},
+        "pk": "build_id",
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
+}
+
+_INDEXES: list[tuple[str, list[str], bool]] = [
+    ("builders", ["name"], True),
+    ("changes", ["revision"], True),
+    ("builds", ["builder_id", "number"], True),
+    ("builds", ["completed_at", "id"], False),
+    ("blamelist", ["change_id"], False),
+    ("label_breakages", ["builder_id"], False),
+]
+
+
+class HistoryError(Exception):
+    """A history file that cannot be used: missing, empty, corrupt or foreign."""
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """Ground truth: ``revision`` broke ``builder`` from ``broken_at`` to ``fixed_at``."""
+
+    revision: str
+    builder: str
+    broken_at: float
+    fixed_at: float | None
+    fixed_by: str
+
+
+@dataclass(frozen=True)
+class Labels:
+    """All ground-truth labels of a generated history."""
+
+    breakages: tuple[Breakage, ...]
+    # (builder, build number) -> cause: "breakage", "flake", "infra", ...
+    build_causes: dict[tuple[str, int], str]
+    # (builder, build number) -> revision that broke it, for "breakage" builds.
+    build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+def peek_meta(path: str | Path) -> dict[str, str] | None:
+    """A history file's ``meta`` table, whatever its schema version.
+
+    ``None`` when the file is missing or is not a history at all.  Lets a
+    caller recognise, say, a generated history of an older schema that it
+    may simply regenerate.
+    """
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+
+
+class HistoryStore:
+    """A history file, opened for reading and writing."""
+
+    def __init__(self, path: str | Path, *, create: bool = False) -> None:
+        self.path = Path(path)
+        if not create:
+            self._check_readable()
+        try:
+            self.db = sqlite_utils.Database(self.path)
+            self.conn: sqlite3.Connection = self.db.conn
+            if create:
+                self._create_schema()
+            else:
+                self._check_schema()
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{self.path}: not a history file ({exc})") from None
+
+    # -- opening --------------------------------------------------------------
+
+    def _check_readable(self) -> None:
+        if not self.path.exists():
+            raise HistoryError(f"{self.path}: no such history file")
+        if self.path.is_dir():
+            raise HistoryError(f"{self.path}: is a directory, not a history file")
+        if self.path.stat().st_size == 0:
+            raise HistoryError(f"{self.path}: the history file is empty")
+
+    def _create_schema(self) -> None:
+        with self.transaction():
+            for name, spec in _TABLES.items():
+                if not self.db[name].exists():
+                    self.db.table(name).create(**spec)
+            for table, columns, unique in _INDEXES:
+                self.db.table(table).create_index(columns, unique=unique, if_not_exists=True)
+            existing = self.get_meta("schema_version")
+            if existing is None:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+        self._check_schema()
+
+    def _check_schema(self) -> None:
+        names = set(self.db.table_names())
+        missing = {"builders", "builds", "changes", "blamelist", "meta"} - names
+        if missing:
+            raise HistoryError(
+                f"{self.path}: not a buildbot-revert history (missing tables: "
+                f"{', '.join(sorted(missing))})"
+            )
+        version = self.get_meta("schema_version")
+        if version != str(SCHEMA_VERSION):
+            raise HistoryError(
+                f"{self.path}: history schema version {version!r}, this version of "
+                f"buildbot-revert reads {SCHEMA_VERSION}"
+            )
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside happen together or not at all."""
+        with self.conn:
+            yield
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- meta -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        if not self.db["meta"].exists():
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- writing --------------------------------------------------------------
+
+    def add_builder(self, builder: Builder, master_id: int | None = None) -> int:
+        """Insert or update a builder; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM builders WHERE name = ?", (builder.name,)
+        ).fetchone()
+        tags = json.dumps(list(builder.tags))
+        if row is not None:
+            self.conn.execute(
+                "UPDATE builders SET tags = ?, master_id = coalesce(?, master_id) WHERE id = ?",
+                (tags, master_id, row[0]),
+            )
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO builders(name, tags, master_id) VALUES (?, ?, ?)",
+            (builder.name, tags, master_id),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_change(self, change: Change, master_id: int | None = None) -> int:
+        """Insert a change unless its revision is known; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM changes WHERE revision = ?", (change.revision,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO changes(revision, author, title, message, when_ts, pr_number, files,"
+            " branch, master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                change.revision,
+                change.author,
+                change.title,
+                change.message,
+                change.when,
+                change.pr_number,
+                json.dumps(list(change.files)),
+                change.branch,
+                master_id,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_build(
+        self,
+        builder_id: int,
+        build: Build,
+        change_ids: Iterable[int],
+        master_id: int | None = None,
+    ) -> int:
+        """Insert one completed build with its blamelist and failed steps.
+
+        Callers wrap batches in :meth:`transaction`; a build is replaced if
+        the same builder and number were stored before, so re-importing is
+        idempotent.
+        """
+        cur = self.conn.execute(
+            "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
+            " master_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
+            " started_at = excluded.started_at, completed_at = excluded.completed_at,"
+            " worker = excluded.worker, master_id = excluded.master_id"
+            " RETURNING id",
+            (
+                builder_id,
+                build.number,
+                int(build.result),
+                build.started_at,
+                build.completed_at,
+                build.worker,
+                master_id,
+            ),
+        )
+        build_id = int(cur.fetchone()[0])
+        self.conn.execute("DELETE FROM blamelist WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO blamelist(build_id, change_id) VALUES (?, ?)",
+            [(build_id, cid) for cid in change_ids],
+        )
+        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (build_id, i, step.name, int(step.result), step.log_tail)
+                for i, step in enumerate(build.failed_steps)
+            ],
+        )
+        return build_id
+
+    def add_breakage(
+        self,
+        change_id: int,
+        builder_id: int,
+        broken_at: float,
+        fixed_at: float | None,
+        fixed_by: str,
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_breakages(change_id, builder_id, broken_at, fixed_at,"
+            " fixed_by) VALUES (?, ?, ?, ?, ?)",
+            (change_id, builder_id, broken_at, fixed_at, fixed_by),
+        )
+
+    def add_build_label(self, build_id: int, cause: str, change_id: int | None = None) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
+            (build_id, cause, change_id),
+        )
+
+    # -- bulk writing (for the generator of a fresh history) -------------------
+
+    def add_builds_bulk(
+        self,
+        builds: Iterable[tuple[int, int, int, int, float, float, str | None]],
+        blamelist: Iterable[tuple[int, int]],
+        failed_steps: Iterable[tuple[int, int, str, int, str | None]],
+    ) -> None:
+        """Insert many new builds at once, with build ids chosen by the caller.
+
+        Rows are ``(id, builder_id, number, result, started_at, completed_at,
+        worker)``, ``(build_id, change_id)`` and ``(build_id, step_number,
+        name, result, log_tail)``.  Unlike :meth:`add_build` nothing is
+        replaced: a build id or (builder, number) already stored is an error.
+        One ``executemany`` per table makes a year of builds a few seconds.
+        """
+        self.conn.executemany(
+            "INSERT INTO builds(id, builder_id, number, result, started_at, completed_at,"
+            " worker) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            builds,
+        )
+        self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
+        self.conn.executemany(
+            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
+            " VALUES (?, ?, ?, ?, ?)",
+            failed_steps,
+        )
+
+    # -- reading --------------------------------------------------------------
+
+    def builders(self) -> list[Builder]:
+        return [
+            Builder(name, tuple(json.loads(tags)))
+            for name, tags in self.conn.execute("SELECT name, tags FROM builders ORDER BY name")
+        ]
+
+    def buildbot_builder_ids(self) -> dict[str, int]:
+        """Builder name -> the id the master gave it, for imported builders."""
+        return {
+            name: int(mid)
+            for name, mid in self.conn.execute(
+                "SELECT name, master_id FROM builders WHERE master_id IS NOT NULL"
+            )
+        }
+
+    def count_builds(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM builds").fetchone()[0])
+
+    def has_labels(self) -> bool:
+        if not self.db["label_breakages"].exists():
+            return False
+        return self.conn.execute("SELECT 1 FROM label_breakages LIMIT 1").fetchone() is not None
+
+    def changes_by_id(self) -> dict[int, Change]:
+        out: dict[int, Change] = {}
+        for cid, rev, author, title, message, when, pr, files, branch in self.conn.execute(
+            "SELECT id, revision, author, title, message, when_ts, pr_number, files, branch"
+            " FROM changes"
+        ):
+            out[cid] = Change(
+                rev,
+                author,
+                title,
+                when,
+                pr,
+                message or "",
+                tuple(json.loads(files or "[]")),
+                branch,
+            )
+        return out
+
+    def _build_query(
+        self, since: float | None, until: float | None, builder_ids: list[int] | None
+    ) -> tuple[str, list[Any]]:
+        where = []
+        params: list[Any] = []
+        if since is not None:
+            where.append("b.completed_at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("b.completed_at < ?")
+            params.append(until)
+        if builder_ids is not None:
+            where.append(f"b.builder_id IN ({','.join('?' * len(builder_ids))})")
+            params.extend(builder_ids)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        # The blamelist comes pre-joined as a comma list so that SQLite, not
+        # Python, does the grouping: the replay is a single pass over this.
+        sql = (
+            "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
+            " b.worker, (SELECT group_concat(change_id) FROM"
+            " (SELECT change_id FROM blamelist x WHERE x.build_id = b.id ORDER BY change_id))"
+            f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
+        )
+        return sql, params
+
+    def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
+        rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
+        wanted = None if names is None else set(names)
+        return {n: i for n, i in rows if wanted is None or n in wanted}
+
+    def scan_rows(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        builder_ids: list[int] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """The raw rows behind :meth:`iter_builds`, for the replay benchmark."""
+        sql, params = self._build_query(since, until, builder_ids)
+        rows = self.conn.execute(sql, params).fetchall()
+        steps = self.conn.execute(
+            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
+        ).fetchall()
+        return rows + steps
+
+    def failed_steps_by_build(self) -> dict[int, tuple[FailedStep, ...]]:
+        grouped: dict[int, list[FailedStep]] = {}
+        for build_id, name, result, tail in self.conn.execute(
+            "SELECT build_id, name, result, log_tail FROM failed_steps"
+            " ORDER BY build_id, step_number"
+        ):
+            grouped.setdefault(build_id, []).append(FailedStep(name, result, tail))
+        return {k: tuple(v) for k, v in grouped.items()}
+
+    def iter_builds(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        builder_names: Iterable[str] | None = None,
+    ) -> Iterator[Build]:
+        """Yield the stored builds as core records, in completion order."""
+        names = {i: n for n, i in self.builder_ids().items()}
+        ids = None
+        if builder_names is not None:
+            wanted = set(builder_names)
+            ids = [i for i, n in names.items() if n in wanted]
+        changes = {str(cid): change for cid, change in self.changes_by_id().items()}
+        steps = self.failed_steps_by_build()
+        empty: tuple[FailedStep, ...] = ()
+        sql, params = self._build_query(since, until, ids)
+        failure = int(Result.FAILURE)
+        # Most builders build most changes on their own, so the same
+        # blamelist string comes back for builder after builder: make each
+        # tuple once.  And make each record with tuple.__new__, which skips
+        # the NamedTuple constructor's Python-level call (a year is ~400k).
+        blamelists: dict[str, tuple[Change, ...]] = {"": ()}
+        new = tuple.__new__
+        for bid, builder_id, number, result, started, completed, worker, blame in self.conn.execute(
+            sql, params
+        ):
+            blame = blame or ""
+            blamed = blamelists.get(blame)
+            if blamed is None:
+                blamed = blamelists[blame] = tuple(map(changes.__getitem__, blame.split(",")))
+            yield new(
+                Build,
+                (
+                    names[builder_id],
+                    number,
+                    result,
+                    started,
+                    completed,
+                    blamed,
+                    steps.get(bid, empty) if result == failure else empty,
+                    worker,
+                ),
+            )
+
+    def labels(self) -> Labels:
+        names = {i: n for n, i in self.builder_ids().items()}
+        revs = dict(self.conn.execute("SELECT id, revision FROM changes").fetchall())
+        breakages = tuple(
+            Breakage(revs[cid], names[bid], broken, fixed, how)
+            for cid, bid, broken, fixed, how in self.conn.execute(
+                "SELECT change_id, builder_id, broken_at, fixed_at, fixed_by FROM label_breakages"
+                " ORDER BY broken_at, change_id, builder_id"
+            )
+        )
+        causes: dict[tuple[str, int], str] = {}
+        culprits: dict[tuple[str, int], str] = {}
+        if self.db["label_builds"].exists():
+            for builder_id, number, cause, change_id in self.conn.execute(
+                "SELECT b.builder_id, b.number, l.cause, l.change_id FROM label_builds l"
+                " JOIN builds b ON b.id = l.build_id"
+            ):
+                key = (names[builder_id], number)
+                causes[key] = cause
+                if change_id is not None and change_id in revs:
+                    culprits[key] = revs[change_id]
+        return Labels(breakages, causes, culprits)
+
+    # -- import bookkeeping (simulator/importer.py) -------------------------------
+    #
+    # A history pulled from a live master remembers the master's own ids so
+    # that the next pull is incremental and idempotent: which master change
+    # each stored change came from (and its sourcestamp and branch "line"),
+    # and which master build each stored build came from, with the newest
+    # change it covered on each line (its "tips").  Blamelists of later builds
+    # are computed against those tips.  The tables are created on first pull,
+    # so histories that were never pulled do not carry them.
+
+    def ensure_import_tables(self) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS import_changes (master_changeid INTEGER PRIMARY KEY,"
+                " change_id INTEGER NOT NULL REFERENCES changes(id), ssid INTEGER,"
+                " line TEXT NOT NULL)"
+            )
+            self.conn.execute(
+                "CREATE INDEX IF NOT EXISTS import_changes_ssid ON import_changes(ssid)"
+            )
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS import_builds (master_buildid INTEGER PRIMARY KEY,"
+                " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
+                " complete_at REAL NOT NULL)"
+            )
+
+    def import_known_changes(self) -> dict[int, tuple[int, int | None, str]]:
+        """Master change id -> (store change id, sourcestamp id, line)."""
+        return {
+            mcid: (cid, ssid, line)
+            for mcid, cid, ssid, line in self.conn.execute(
+                "SELECT master_changeid, change_id, ssid, line FROM import_changes"
+            )
+        }
+
+    def add_import_change(
+        self, master_changeid: int, change_id: int, ssid: int | None, line: str
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO import_changes(master_changeid, change_id, ssid, line)"
+            " VALUES (?, ?, ?, ?)",
+            (master_changeid, change_id, ssid, line),
+        )
+
+    def import_build_ids(self, since: float | None = None) -> set[int]:
+        """Master build ids already imported (completed at or after ``since``)."""
+        return {
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT master_buildid FROM import_builds WHERE complete_at >= ?",
+                (since if since is not None else float("-inf"),),
+            )
+        }
+
+    def add_import_build(
+        self, master_buildid: int, build_id: int, tips: dict[str, int], complete_at: float
+    ) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO import_builds(master_buildid, build_id, tips, complete_at)"
+            " VALUES (?, ?, ?, ?)",
+            (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
+        )
+
+    def import_builder_tips(self) -> dict[str, dict[str, int]]:
+        """Builder name -> line -> newest master change id its imported builds covered."""
+        out: dict[str, dict[str, int]] = {}
+        for name, line, tip in self.conn.execute(
+            "SELECT r.name, j.key, max(j.value) FROM import_builds i"
+            " JOIN builds b ON b.id = i.build_id JOIN builders r ON r.id = b.builder_id,"
+            " json_each(i.tips) j GROUP BY r.name, j.key"
+        ):
+            out.setdefault(name, {})[line] = int(tip)
+        return out

@@ -1,0 +1,84 @@
+"""The ledger: one row per revision, claimed atomically, in SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import pytest_twisted
+import sqlalchemy as sa
+from twisted.internet import defer
+
+from buildbot_revert.plugin.ledger import Ledger
+from testkit.buildbot_harness import engine_runner, postgres_database
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database, dropped after the test."""
+    with postgres_database("bbrevert", required=True) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path) -> Iterator[sa.Engine]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'state.sqlite'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    eng = sa.create_engine(url)
+    yield eng
+    eng.dispose()
+
+
+def claim(ledger: Ledger, rev: str, builder: str = "B", master: str = "m1", now: float = 100.0):
+    return ledger.claim(rev, builder=builder, build_number=7, mode="revert", master=master, now=now)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_revision_is_claimed_once(engine):
+    ledger = Ledger(engine_runner(engine))
+    yield ledger.create()
+    yield ledger.create()  # idempotent: every master creates it on start
+    assert (yield claim(ledger, "abc"))
+    assert not (yield claim(ledger, "abc", builder="other", master="m2"))
+    entry = yield ledger.get("abc")
+    assert (entry.state, entry.builder, entry.master) == ("proposed", "B", "m1")
+    assert (yield ledger.revisions()) == {"abc"}
+
+
+@pytest_twisted.inlineCallbacks
+def test_two_ledgers_on_one_database_racing_for_one_revision_get_one_winner(engine):
+    # Two masters: two ledgers, two connection pools, one database.
+    other = sa.create_engine(engine.url)
+    try:
+        a, b = Ledger(engine_runner(engine)), Ledger(engine_runner(other))
+        yield a.create()
+        results = yield defer.gatherResults(
+            [
+                claim(x, f"rev{i}", master=name)
+                for i in range(20)
+                for x, name in ((a, "a"), (b, "b"))
+            ]
+        )
+        assert sum(results) == 20
+        assert len((yield a.entries())) == 20
+    finally:
+        other.dispose()
+
+
+@pytest_twisted.inlineCallbacks
+def test_transitions_are_compare_and_set(engine):
+    ledger = Ledger(engine_runner(engine))
+    yield ledger.create()
+    yield claim(ledger, "abc")
+    assert (yield ledger.transition("abc", ("proposed",), state="pending", due_at=500.0))
+    # A second master whose grace period also ended loses the race to file.
+    first = ledger.transition("abc", ("pending",), state="filing", filed_at=600.0)
+    second = ledger.transition("abc", ("pending",), state="filing", filed_at=600.0)
+    assert sorted((yield defer.gatherResults([first, second]))) == [False, True]
+    assert (yield ledger.filed_since(0.0)) == 1
+    assert (yield ledger.filed_since(601.0)) == 0
+    with pytest.raises(ValueError, match="unknown ledger state"):
+        ledger.transition("abc", ("filing",), state="exploded")
+    assert [e.revision for e in (yield ledger.entries(("filing",)))] == ["abc"]

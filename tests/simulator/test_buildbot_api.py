@@ -1,0 +1,156 @@
+"""The Buildbot REST client against real HTTP on 127.0.0.1.
+
+A small threaded HTTP server answers with the response bodies recorded from
+buildbot.python.org (``tests/fixtures/buildbot.python.org/``) or with the
+failures a real master or proxy produces (5xx, dropped connections, HTML),
+and records the requests it saw so the tests can check the query strings.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError, BuilderInfo, BuildInfo, NotFound, api_url, parse_build, parse_builder
+
+
+def fast(url: str, **kwargs: object) -> BuildbotAPI:
+    return BuildbotAPI(url, timeout=2.0, backoff=0.01, **kwargs)  # type: ignore[arg-type]
+
+
+def test_recorded_responses_parse(serve, python_org) -> None:
+    server = serve(python_org)
+    with fast(server.url + "/all/") as api:
+        api.check()
+        builders = api.builders()
+        assert builders == [
+            BuilderInfo(3, "AMD64 RHEL8 LTO 3.13", ("3.13", "stable", "lto", "nondebug", "tier-1")),
+            BuilderInfo(
+                1623,
+                "AMD64 Windows PGO NoGIL PR",
+                ("PullRequest", "unstable", "win64", "nogil", "nondebug", "pgo", "tier-1"),
+            ),
+        ]
+        rows, total = api.collection("/builders/3/builds", fields=("buildid",))
+        assert total == 1
+        assert [parse_build(r) for r in rows] == [
+            BuildInfo(1732278, 3, 228, 2341889, 28, 2, 1734197714.0, 1734198808.0)
+        ]
+        assert api.collection("/builders/1623/builds") == ([], 0)
+        (green,) = api.all("/builds", fields=("buildid",))
+        assert parse_build(green).results == 0
+        assert parse_build(green).complete_at - parse_build(green).started_at == 957
+
+
+def test_every_fixture_parses_with_the_record_types(recorded) -> None:
+    for d in json.loads(recorded("builders.json"))["builders"]:
+        assert parse_builder(d).name == d["name"]
+    for name in ("failure.json", "success.json", "no-builds.json"):
+        for d in json.loads(recorded(name))["builds"]:
+            b = parse_build(d)
+            assert b.number == d["number"] and b.buildrequestid == d["buildrequestid"]
+
+
+def test_filters_and_order_name_their_fields(serve, python_org) -> None:
+    server = serve(python_org)
+    with fast(server.url + "/all/api/v2") as api:
+        api.collection(
+            "/builds",
+            fields=("buildid",),
+            filters=[("complete_at__ge", 1734197714.0), ("builderid", 3), ("builderid", 7)],
+            order=("-complete_at",),
+            limit=10,
+        )
+    path, query = server.seen[-1]
+    assert path == "/all/api/v2/builds"
+    fields = [v for k, v in query if k == "field"]
+    assert sorted(fields) == ["builderid", "buildid", "complete_at"]
+    assert ("complete_at__ge", "1734197714") in query  # integer, as Buildbot wants
+    assert [v for k, v in query if k == "builderid"] == ["3", "7"]
+    assert ("order", "-complete_at") in query and ("limit", "10") in query
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("https://buildbot.python.org/all", "https://buildbot.python.org/all/api/v2"),
+        ("https://buildbot.python.org/all/", "https://buildbot.python.org/all/api/v2"),
+        ("https://buildbot.python.org/all/#/builders", "https://buildbot.python.org/all/api/v2"),
+        ("https://buildbot.python.org/all/api/v2/", "https://buildbot.python.org/all/api/v2"),
+        ("http://127.0.0.1:8010", "http://127.0.0.1:8010/api/v2"),
+    ],
+)
+def test_base_or_api_url(given: str, expected: str) -> None:
+    assert api_url(given) == expected
+
+
+def test_not_an_url() -> None:
+    with pytest.raises(BuildbotAPIError, match="not an http"):
+        api_url("buildbot.python.org")
+
+
+def test_retries_5xx_and_dropped_connections(serve, python_org) -> None:
+    failures = iter([(502, b"bad gateway"), None, (503, b"busy")])
+
+    def flaky(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes] | None:
+        answer = next(failures, "ok")
+        return python_org(path, query) if answer == "ok" else answer
+
+    server = serve(flaky)
+    with fast(server.url + "/all", retries=4) as api:
+        assert [b.builderid for b in api.builders()] == [3, 1623]
+        assert api.requests == 4
+    assert len(server.seen) == 4
+
+
+def test_gives_up_with_one_line(serve) -> None:
+    server = serve(lambda path, query: (500, b"oops"))
+    with fast(server.url, retries=2) as api, pytest.raises(BuildbotAPIError) as err:
+        api.builders()
+    assert str(err.value) == f"cannot reach {server.url}/api/v2 (HTTP 500, after 3 attempts)"
+    assert len(server.seen) == 3
+
+
+def test_unreachable_master() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with fast(f"http://127.0.0.1:{port}/", retries=1) as api, pytest.raises(BuildbotAPIError) as e:
+        api.check()
+    assert str(e.value).startswith(f"cannot reach http://127.0.0.1:{port}/api/v2 (")
+    assert "\n" not in str(e.value)
+
+
+def test_not_a_buildbot_master(serve) -> None:
+    html = serve(lambda path, query: (200, b"<html><body>Welcome</body></html>"))
+    with fast(html.url) as api, pytest.raises(BuildbotAPIError, match="Buildbot 4 master"):
+        api.check()
+    other = serve(lambda path, query: (200, b'{"hello": "world"}'))
+    with fast(other.url) as api, pytest.raises(BuildbotAPIError, match="not a Buildbot 4"):
+        api.check()
+
+
+def test_bad_query_and_missing_resource(serve) -> None:
+    def route(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
+        if path.endswith("/contents"):
+            return 404, b'{"error": "not found"}'
+        return 400, b'{"error": "no such field \'bogus\'"}'
+
+    server = serve(route)
+    with fast(server.url) as api:
+        with pytest.raises(BuildbotAPIError, match="HTTP 400: no such field 'bogus'"):
+            api.collection("/builds", fields=("bogus",))
+        with pytest.raises(NotFound):
+            api.get("/logs/1/contents")
+
+
+def test_credentials_never_shown(serve) -> None:
+    server = serve(lambda path, query: (500, b""))
+    url = server.url.replace("http://", "http://alice:s3cret-token@")
+    with fast(url, retries=0) as api, pytest.raises(BuildbotAPIError) as err:
+        api.check()
+    assert "s3cret" not in str(err.value) and "alice" not in str(err.value)
+    assert "s3cret" not in api.display_url

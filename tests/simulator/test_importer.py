@@ -1,0 +1,183 @@
+"""The importer's pieces that need no master: records, selection, bookkeeping.
+
+The importer converts with the plugin's helpers (:mod:`buildbot_revert.records`,
+:mod:`buildbot_revert.blamelist`); these tests feed them the importer's typed
+REST records.  The blamelist derivation itself is tested against a real master
+in ``test_pull_integration.py`` (and at scale by ``benchmarks/pull.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from buildbot_revert.core import blamelist
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep
+from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from simulator.history.rest_client import BuildbotAPI, ChangeInfo, LogInfo, parse_change, parse_log, parse_step
+from simulator.history.importer import PullError, _Changes, default_history_path, pull, select_builders
+from simulator.history.store import HistoryStore
+
+
+def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: str = "main",
+         ssid: int | None = None) -> ChangeInfo:  # fmt: skip
+    return ChangeInfo(
+        changeid, revision, "Ada <ada@example.org>", comments, 1.0e9, ("Lib/a.py",),
+        branch, "https://github.com/python/cpython", "", "cpython", ssid,
+    )  # fmt: skip
+
+
+def change_record(c: ChangeInfo) -> Change:
+    return change_from_dict(c._asdict())
+
+
+def test_change_record_title_and_pr() -> None:
+    c = change_record(info(1, "gh-1234: Fix the parser (#5678)\n\nLonger text.\n"))
+    assert c.title == "gh-1234: Fix the parser (#5678)"
+    assert c.pr_number == 5678
+    assert c.message.endswith("Longer text.\n")
+    assert c.files == ("Lib/a.py",)
+    # A number in the middle of the title is not a PR reference.
+    assert change_record(info(2, "Revert #12 partially")).pr_number is None
+    # A change without a revision (some change sources) still gets a stable key.
+    assert change_record(info(3, "", revision=None)) == Change(
+        "change-3", "Ada <ada@example.org>", "", 1.0e9, None, "", ("Lib/a.py",), "main"
+    )
+
+
+# A change as Buildbot's REST API and its data API both describe it (the data
+# API hands out a datetime where REST has epoch seconds).
+REST_CHANGE = {
+    "changeid": 7, "revision": "f" * 40, "author": "Ada <ada@example.org>",
+    "comments": "gh-1: Fix (#2)\n\nBody", "when_timestamp": 1700000000, "files": ["Lib/a.py"],
+    "branch": "main", "repository": "https://github.com/python/cpython", "codebase": "",
+    "project": "cpython", "sourcestamp": {"ssid": 70},
+}  # fmt: skip
+
+
+def test_typed_rest_records_convert_like_the_plugins_entities() -> None:
+    """What the REST client keeps of an entity is enough for the shared rules."""
+    typed = parse_change(REST_CHANGE)
+    assert change_record(typed) == change_from_dict(REST_CHANGE)
+    assert blamelist.change_line(typed._asdict()) == blamelist.change_line(REST_CHANGE)
+    assert change_record(typed).pr_number == 2 and change_record(typed).when == 1.7e9
+    steps = [{"stepid": 31, "number": 3, "name": "test", "results": 2},
+             {"stepid": 30, "number": 0, "name": "compile", "results": 4},
+             {"stepid": 29, "number": 1, "name": "tests", "results": 0}]  # fmt: skip
+    typed_steps = [parse_step(s)._asdict() for s in steps]
+    assert [s for s in steps if is_failed_step(s)] == [s for s in typed_steps if is_failed_step(s)]
+    tails = {31: "tail", 30: None}
+    assert failed_steps(typed_steps, tails) == (
+        FailedStep("compile", 4, None),
+        FailedStep("test", 2, "tail"),
+    )
+    logs = [{"logid": 1, "slug": "warnings", "num_lines": 3, "type": "t"},
+            {"logid": 2, "slug": "stdio", "num_lines": 9, "type": "s"}]  # fmt: skip
+    chosen = stdio_log(parse_log(x)._asdict() for x in logs)
+    assert chosen is not None and LogInfo(**chosen) == parse_log(logs[1])
+    # A log whose chunks the janitor deleted is missing evidence, not a log.
+    assert stdio_log([parse_log({**logs[1], "type": "d"})._asdict()]) is None
+
+
+tips_maps = st.dictionaries(st.sampled_from("LMN"), st.integers(1, 50), max_size=3)
+
+
+@given(tips_maps, tips_maps)
+def test_ranges_are_what_blame_asks_for(previous: dict[str, int], tips: dict[str, int]) -> None:
+    """The importer fetches ``ranges()`` before blaming; blame must need no other."""
+    asked: dict[str, tuple[int, int]] = {}
+
+    def between(line: str, after: int, upto: int) -> list[int]:
+        asked[line] = (after, upto)
+        return list(range(after + 1, upto + 1))
+
+    blamed, after = blamelist.blame(previous, tips, between)
+    assert asked == blamelist.ranges(previous, tips)
+    assert after == blamelist.advance(previous, tips)
+    assert all(after[line] >= tip for line, tip in {**previous, **tips}.items())
+
+
+def test_select_builders_regex_and_all_tags() -> None:
+    fleet = [
+        Builder("AMD64 RHEL8 LTO 3.13", ("3.13", "stable", "tier-1")),
+        Builder("AMD64 Windows PGO NoGIL PR", ("PullRequest", "unstable", "tier-1")),
+        Builder("ARM64 macOS 3.x", ("3.x", "stable", "tier-2")),
+    ]
+    assert select_builders(fleet, None, ()) == fleet
+    assert [b.name for b in select_builders(fleet, re.compile("AMD64"), ["stable"])] == [
+        "AMD64 RHEL8 LTO 3.13"
+    ]
+    assert [b.name for b in select_builders(fleet, None, ["stable", "tier-2"])] == [
+        "ARM64 macOS 3.x"
+    ]
+
+
+def test_changes_index_by_line(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    store.ensure_import_tables()
+    changes = _Changes(store)
+    for c in [info(5, "e", ssid=50), info(2, "b", ssid=20), info(3, "c", branch="3.13"),
+              info(4, "d", ssid=40)]:  # fmt: skip
+        changes.add(c)
+    main = blamelist.line_key("https://github.com/python/cpython", "main", "", "cpython")
+    assert changes.between(main, 2, 5) == [4, 5]
+    assert changes.between(main, 0, 4) == [2, 4]
+    assert changes.by_ssid == {50: 5, 20: 2, 40: 4}
+    # What a pull writes comes back on the next one.
+    with store.transaction():
+        cid = store.add_change(change_record(info(4, "d")))
+        store.add_import_change(4, cid, 40, main)
+    again = _Changes(store)
+    assert again.between(main, 0, 10) == [4] and again.by_ssid == {40: 4}
+    store.close()
+
+
+def test_import_bookkeeping(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    store.ensure_import_tables()
+    store.ensure_import_tables()  # idempotent
+    with store.transaction():
+        bid = store.add_builder(Builder("b1"))
+        for number, tips, at in [(1, {"L": 3}, 100.0), (2, {"L": 7, "M": 1}, 200.0),
+                                 (3, {"L": 5}, 300.0)]:  # fmt: skip
+            build = Build("b1", number, 0, at - 10, at)
+            store.add_import_build(1000 + number, store.add_build(bid, build, []), tips, at)
+    assert store.import_builder_tips() == {"b1": {"L": 7, "M": 1}}
+    assert store.import_build_ids(200.0) == {1002, 1003}
+    assert store.import_build_ids() == {1001, 1002, 1003}
+    store.close()
+
+
+def test_default_history_is_per_master(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("sys.platform", "linux")
+    a = default_history_path("https://buildbot.python.org/all/")
+    assert a == default_history_path("https://buildbot.python.org/all/api/v2")
+    assert a == default_history_path("https://buildbot.python.org/all/#/builders")
+    assert a.parent == tmp_path / "buildbot-revert"
+    assert a.name.startswith("buildbot.python.org_all-") and a.suffix == ".sqlite"
+    assert default_history_path("http://127.0.0.1:8010/") != a
+
+
+def test_refuses_a_history_not_pulled_from_this_master(serve, python_org, tmp_path: Path) -> None:
+    server = serve(python_org)
+    generated = HistoryStore(tmp_path / "generated.sqlite", create=True)
+    with generated.transaction():
+        bid = generated.add_builder(Builder("b1"))
+        generated.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
+    with BuildbotAPI(server.url + "/all", backoff=0.01) as api:
+        with pytest.raises(PullError, match="not pulled from a master"):
+            pull(api, generated)
+        nothing = HistoryStore(tmp_path / "n.sqlite", create=True)
+        with pytest.raises(PullError, match="none of its 2 builders matches"):
+            pull(api, nothing, builders=re.compile("^Windows"))
+    # Refusing wrote nothing.
+    assert generated.get_meta("import.master") is None
+    assert json.loads(nothing.get_meta("import.synced") or "{}") == {}
+    generated.close()
+    nothing.close()

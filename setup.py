@@ -50,6 +50,6 @@ setup(
     },
     entry_points={
         "console_scripts": ["simulate=simulator.cli:run"],
-        "buildbot.reporters": ["RevertReporter=buildbot_revert.reporter:RevertReporter"],
+        "buildbot.reporters": ["RevertReporter=buildbot_revert.plugin.reporter:RevertReporter"],
     },
 )

@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulator.history.rest_client import BuildbotAPI
 from simulator.history.importer import pull
+from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from testkit.buildbot_harness import BuildbotHarness, BuilderSpec
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from buildbot_revert.core.policy import Policy
-from simulator.cli import SHIPPED_HISTORY
 from simulator.analysis.replay import Selection, replay
+from simulator.cli import SHIPPED_HISTORY
 from simulator.history.store import HistoryStore
 
 

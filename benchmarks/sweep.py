@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 from buildbot_revert.core.policy import Policy
-from simulator.cli import SHIPPED_HISTORY
 from simulator.analysis.replay import Selection, replay, select_builds
-from simulator.history.store import HistoryStore
 from simulator.analysis.sweep import combinations, parse_axes, run_sweep
+from simulator.cli import SHIPPED_HISTORY
+from simulator.history.store import HistoryStore
 
 GRACE_SWEEP = ["failures=2,3,4,5", "grace=0h,24h,7d"]
 DISTINCT_SWEEP = ["failures=2,3,4,5", "max-culprit-age=none,24h,7d"]

@@ -1,7 +1,7 @@
 """The ``simulate`` command: a thin click layer over the simulator library.
 
-It translates flags into a :class:`~buildbot_revert.policy.Policy`, a grace
-period and a :class:`~simulator.replay.Selection`, runs the replay, and
+It translates flags into a :class:`~buildbot_revert.core.policy.Policy`, a grace
+period and a :class:`~simulator.analysis.replay.Selection`, runs the replay, and
 renders the report.  Every user error (a bad date, a missing or foreign
 history file, a bad regular expression, a place it cannot write) becomes one
 line on stderr and exit status 2, and is found before the slow part starts
@@ -24,20 +24,25 @@ from typing import IO, Any, cast
 import click
 from click.core import ParameterSource
 
-from buildbot_revert.plugin.config import Settings
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
-
-from simulator.history import paths
+from buildbot_revert.plugin.config import Settings
 from simulator.analysis.evaluation import evaluate, guard_table
-from simulator.progress import replay_with_progress
 from simulator.analysis.replay import ReplayResult, Selection
-from simulator.reports.text import iso, render_text, to_json
-from simulator.reports.model import gather
+from simulator.analysis.sweep import (
+    SweepError,
+    apply_grace,
+    parse_axes,
+    parse_duration,
+    sweep_report,
+)
+from simulator.history import paths
 from simulator.history.store import HistoryError, HistoryStore
-from simulator.analysis.sweep import SweepError, apply_grace, parse_axes, parse_duration, sweep_report
+from simulator.progress import replay_with_progress
+from simulator.reports.model import gather
+from simulator.reports.text import iso, render_text, to_json
 
 # The defaults live with the settings they belong to: the policy's in
-# buildbot_revert.policy, the reporter's grace period in buildbot_revert.config.
+# buildbot_revert.core.policy, the reporter's grace period in buildbot_revert.plugin.config.
 DEFAULT_POLICY = Policy()
 DEFAULT_GRACE = cast(float, next(f.default for f in fields(Settings) if f.name == "grace_period"))
 
@@ -473,8 +478,8 @@ def pull_master(
 ) -> tuple[Path, Any]:
     """Pull ``url`` into ``history``, with a progress bar on a terminal."""
     from simulator import progress as bars
-    from simulator.history.rest_client import BuildbotAPIError
     from simulator.history.importer import PullError, pull_into
+    from simulator.history.rest_client import BuildbotAPIError
 
     bar: Any = None
 

@@ -15,7 +15,6 @@ from typing import IO, TypeVar
 import click
 
 from buildbot_revert.core.policy import Policy
-
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.history.store import HistoryStore
 

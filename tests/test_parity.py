@@ -20,9 +20,9 @@ from twisted.internet import threads
 
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.verdicts import Reason, Verdict
-from simulator.history.rest_client import BuildbotAPI
-from simulator.history.importer import pull
 from simulator.analysis.replay import Selection, replay
+from simulator.history.importer import pull
+from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from testkit.buildbot_harness import free_port
 from testkit.reporter_master import InProcessMaster

@@ -1,0 +1,68 @@
+"""The decision core: the whole revert policy, pure, shared by both shells.
+
+Theory of operation
+===================
+
+Two shells feed this package the same facts and carry out what it returns:
+the Buildbot plugin (``buildbot_revert.plugin``) as builds finish on a live
+master, and the simulator (``simulator``) from a year of recorded history.
+Nothing here does I/O or reads a clock (time comes in with the data), so the
+simulator's numbers are what the plugin, deployed, would have done.
+
+The rule
+--------
+A revert of change C is proposed on builder B when B completes its N-th
+consecutive FAILURE build (N = ``Policy.failures``, 3 by default), the last
+non-neutral build before the first failing one was green (SUCCESS or
+WARNINGS), the changes since that green build up to the first failing build
+are exactly [C], and the failures are evidence that C broke B.  SKIPPED,
+EXCEPTION, RETRY and CANCELLED builds neither extend nor break a streak.
+
+The order of checks
+-------------------
+:mod:`.tracker` runs them at the N-th failure (or when the streak ends
+before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
+
+==========================  ===============================================
+``always-red``              no green build was seen before the streak
+``no-changes``              the first failing build holds no change
+``multiple-changes``        it holds several: the policy does not guess
+``culprit-is-revert``       never revert a revert
+``culprit-too-old``         C landed longer ago than ``max_culprit_age``
+``not-watched``             B is evidence only: outside the selection
+``infra``                   a failure is the infrastructure's (checkout,
+                            lost worker, full disk)
+``generic-failure``         the failures name nothing (exit codes only)
+``inconsistent-failure``    the failing builds do not share a failure
+``failing-before``          the same tests failed without C (14 days)
+``environment-test``        only tests of what the worker provides fail,
+                            and C touched none of their code
+``flaky-builder``           B fails alone and recovers too often
+``already-proposed``        C was proposed from another builder: B joins
+``revert``                  every check holds: propose the revert
+==========================  ===============================================
+
+and a streak that never reached N failures ends as ``too-short`` (it went
+green) or ``unfinished`` (the history ended).  Every red streak gets exactly
+one verdict, with a machine-readable reason and a sentence that explains it.
+The evidence guards (``infra`` .. ``flaky-builder``, :mod:`.guards`) read
+failure signatures off the failing steps' log tails (:mod:`.signatures`);
+each can be switched off in :class:`.policy.Policy`.
+
+After the verdict
+-----------------
+A ``revert`` verdict carries a :class:`.verdicts.RevertRequest`.  What the
+plugin then does on GitHub (record, comment, wait for the grace period, file,
+adopt an existing revert, stand down) is decided by :mod:`.actions` from the
+facts the shell fetched; :mod:`.grace` decides a grace period from when each
+builder qualified and when its streak ended; :mod:`.pr_text` writes the pull
+request and comments, escaping every untrusted string (:mod:`.markdown`).
+
+The modules
+-----------
+:mod:`.model` (builds, changes, results), :mod:`.policy` (settings),
+:mod:`.blamelist` and :mod:`.records` (turning Buildbot's entities into the
+model, shared by the plugin's gatherer and the simulator's importer),
+:mod:`.signatures`, :mod:`.guards`, :mod:`.tracker`, :mod:`.verdicts`,
+:mod:`.grace`, :mod:`.actions`, :mod:`.pr_text`, :mod:`.markdown`.
+"""

@@ -62,7 +62,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
-from buildbot_revert.core.guards import CORROBORABLE, FailureMemory, FlakeMemory, Guard, Landings, common_tests, consistent, environment_only, failing_ids, is_infra, signature_of, specific_tests
+from buildbot_revert.core.guards import (
+    CORROBORABLE,
+    FailureMemory,
+    FlakeMemory,
+    Guard,
+    Landings,
+    common_tests,
+    consistent,
+    environment_only,
+    failing_ids,
+    is_infra,
+    signature_of,
+    specific_tests,
+)
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.signatures import Signature

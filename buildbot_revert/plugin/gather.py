@@ -2,7 +2,7 @@
 
 This is the only module of the plugin that reads Buildbot's data API
 (``master.data``).  :class:`Gatherer` turns a finished build into a core
-:class:`~buildbot_revert.model.Build`: its builder and tags, its blamelist,
+:class:`~buildbot_revert.core.model.Build`: its builder and tags, its blamelist,
 and for FAILURE builds the failed steps with the last lines of their stdio
 logs.  It decides nothing.
 
@@ -27,7 +27,15 @@ from twisted.internet import defer
 
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
-from buildbot_revert.core.records import change_from_dict, epoch, failed_steps, is_failed_step, log_text, stdio_log, tail_window
+from buildbot_revert.core.records import (
+    change_from_dict,
+    epoch,
+    failed_steps,
+    is_failed_step,
+    log_text,
+    stdio_log,
+    tail_window,
+)
 
 _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096

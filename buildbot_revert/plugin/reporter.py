@@ -45,13 +45,20 @@ from twisted.python import log
 from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from buildbot_revert.plugin.config import Mode, Settings, SettingsError, describe_token, parse_arguments, rendered_token
-from buildbot_revert.plugin.gather import Gatherer
-from buildbot_revert.github.client import GitHubClient
-from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.github.client import GitHubClient
+from buildbot_revert.plugin.config import (
+    Mode,
+    Settings,
+    SettingsError,
+    describe_token,
+    parse_arguments,
+    rendered_token,
+)
+from buildbot_revert.plugin.filing import Filer
+from buildbot_revert.plugin.gather import Gatherer
+from buildbot_revert.plugin.ledger import Ledger
 
 FINISHED = ("builds", None, "finished")
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildbot_revert.core.verdicts import Reason, Streak
-
 from simulator.analysis.replay import ReplayResult
 from simulator.reports.text import iso
 

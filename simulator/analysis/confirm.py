@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildbot_revert.core.model import Build, Change
-
 from simulator.analysis.replay import ReplayResult
 
 _REVERTS_COMMIT = re.compile(r"This reverts commit ([0-9a-fA-F]{7,40})")

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from buildbot_revert.core.guards import Guard
 from buildbot_revert.core.verdicts import Reason, Streak
-
 from simulator.analysis.replay import ReplayResult
 from simulator.history.store import Labels
 

@@ -1,7 +1,7 @@
 """Replays a stored history through the decision core.
 
 This is the simulator's half of the parity promise: it feeds the very same
-:class:`~buildbot_revert.tracker.StreakTracker` the plugin uses, one build
+:class:`~buildbot_revert.core.tracker.StreakTracker` the plugin uses, one build
 at a time in completion order, and collects what it answers.  Nothing here
 decides anything; it only selects builds and gathers events.
 """
@@ -17,7 +17,6 @@ from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
-
 from simulator.history.store import HistoryStore
 
 # How long before the window a replay starts feeding builds, to know each

@@ -4,7 +4,7 @@
 combinations.  The history is loaded once; combinations that differ only in
 the grace period share one replay, because the grace period does not change
 which streaks qualify, only whether a qualified revert is finally filed (see
-:mod:`buildbot_revert.grace`).  The distinct replays run in parallel in
+:mod:`buildbot_revert.core.grace`).  The distinct replays run in parallel in
 forked worker processes, which inherit the loaded builds copy-on-write
 instead of each reading the history again.
 
@@ -36,7 +36,6 @@ from buildbot_revert.core.grace import GraceDecision, Qualified, outcome
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.verdicts import Reason, Verdict
-
 from simulator.analysis.evaluation import DEFAULT_MERGE_DELAY, evaluate
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.history.store import HistoryStore, Labels

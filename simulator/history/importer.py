@@ -23,8 +23,8 @@ where the previous tip is the newest tip of the builder's earlier completed
 builds (a rebuild of an old revision blames nothing).  A builder's first build
 ever blames only its own tip.  A build with no change behind it (a forced
 build of no particular revision) blames nothing and moves no tip.  Those rules
-live in :mod:`buildbot_revert.blamelist`, and the conversion of changes, steps
-and logs in :mod:`buildbot_revert.records`, which the plugin uses too: the
+live in :mod:`buildbot_revert.core.blamelist`, and the conversion of changes, steps
+and logs in :mod:`buildbot_revert.core.records`, which the plugin uses too: the
 simulator must see the history the plugin saw.
 
 **Incremental and resumable.**  Builds are read in completion order, a page at
@@ -57,9 +57,16 @@ from urllib.parse import urlsplit
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
-
 from simulator.history import paths
-from simulator.history.rest_client import BUILD_FIELDS, BuildbotAPI, BuildInfo, ChangeInfo, LogInfo, SourceStampInfo, parse_build
+from simulator.history.rest_client import (
+    BUILD_FIELDS,
+    BuildbotAPI,
+    BuildInfo,
+    ChangeInfo,
+    LogInfo,
+    SourceStampInfo,
+    parse_build,
+)
 from simulator.history.store import HistoryStore
 
 # Builds whose completion is stamped in the same second as the sync position
@@ -442,7 +449,7 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
 def default_history_path(url: str) -> Path:
     """The per-master history file in the user's cache directory.
 
-    That is :func:`simulator.paths.cache_dir` (``~/.cache/buildbot-revert``
+    That is :func:`simulator.history.paths.cache_dir` (``~/.cache/buildbot-revert``
     on Linux, honouring ``$XDG_CACHE_HOME``); the name says which master the
     file holds.
     """

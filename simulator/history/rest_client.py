@@ -6,10 +6,10 @@ master.  It knows the API's conventions (collections named by their plural,
 fields, ``limit``/``offset`` pagination, ``order``) and its failure modes
 (5xx under load, dropped connections), and turns the JSON into small typed
 records whose fields keep Buildbot's names, so that a record's ``_asdict()``
-is the entity shape :mod:`buildbot_revert.records` and
-:mod:`buildbot_revert.blamelist` take (the plugin hands them ``master.data``
+is the entity shape :mod:`buildbot_revert.core.records` and
+:mod:`buildbot_revert.core.blamelist` take (the plugin hands them ``master.data``
 entities).  It knows nothing about blamelists or the history store: that is
-:mod:`simulator.importer`.
+:mod:`simulator.history.importer`.
 
 It uses the standard library (``http.client`` with one persistent connection
 per thread, and a bounded thread pool) rather than Twisted: the importer is

@@ -3,7 +3,7 @@
 This is the only module of the project that speaks SQL.  Writers (the
 generator of the shipped history, the importer that pulls a real master) add
 rows through :class:`HistoryStore`; the replay reads them back as the core's
-:class:`~buildbot_revert.model.Build` records, in completion order.
+:class:`~buildbot_revert.core.model.Build` records, in completion order.
 
 The schema is documented for users in ``history/README.md``; keep the two in
 step.  Every write goes through a transaction so that an interrupted writer

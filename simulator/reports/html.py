@@ -14,7 +14,7 @@ from the :class:`ReportContext`, as for the Markdown report.
 
 Every piece of text from the history (titles, authors, builder names) goes
 through :func:`text`: control and bidirectional formatting characters
-dropped (:func:`buildbot_revert.markdown.strip_controls`), HTML-escaped, and
+dropped (:func:`buildbot_revert.core.markdown.strip_controls`), HTML-escaped, and
 with ``@`` defused so that text copied out of the page cannot ping anybody
 either.
 """
@@ -28,13 +28,12 @@ from datetime import UTC, datetime
 
 from buildbot_revert.core.markdown import strip_controls
 from buildbot_revert.core.verdicts import Reason
-
 from simulator.analysis.blindspots import red_hours, window_end
 from simulator.analysis.confirm import REVERTED
-from simulator.reports.markdown import MAX_ROWS, guards_intro, missed_intro, months_of
-from simulator.reports.text import iso
-from simulator.reports.model import ReportContext
 from simulator.analysis.sweep import SweepResult, legend, table_rows
+from simulator.reports.markdown import MAX_ROWS, guards_intro, missed_intro, months_of
+from simulator.reports.model import ReportContext
+from simulator.reports.text import iso
 
 # Colour-blind-friendly colours for the reasons the core gives today; any
 # reason added later takes the next colour of the spare palette.

@@ -18,14 +18,13 @@ from datetime import UTC, datetime
 
 from buildbot_revert.core.markdown import link as md_link
 from buildbot_revert.core.markdown import text as escape
-
 from simulator.analysis.blindspots import blind_spots, red_hours, window_end
 from simulator.analysis.confirm import REVERTED
 from simulator.analysis.evaluation import Evaluation
 from simulator.analysis.replay import ReplayResult
-from simulator.reports.text import iso
-from simulator.reports.model import ReportContext
 from simulator.analysis.sweep import SweepResult, legend, table_rows
+from simulator.reports.model import ReportContext
+from simulator.reports.text import iso
 
 # Past this many rows a table stops helping a discussion; the JSON has all.
 MAX_ROWS = 200

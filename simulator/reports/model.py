@@ -17,8 +17,8 @@ from simulator.analysis.blindspots import BlindSpots, blind_spots
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
 from simulator.analysis.evaluation import Evaluation, GuardRow, guard_table
 from simulator.analysis.replay import ReplayResult
-from simulator.history.store import HistoryStore
 from simulator.analysis.sweep import SweepResult
+from simulator.history.store import HistoryStore
 
 # How the history itself confirms a proposed revert (see confirm.py).
 _CHECKS = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from buildbot_revert.core.verdicts import Reason
-
 from simulator.analysis.evaluation import Evaluation, GuardRow
 from simulator.analysis.replay import ReplayResult
 

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 1. **Changes.**  Commit times on ``main`` with a daily, weekly and seasonal
-   rhythm (:mod:`simulator.change_model`); each gets an author, a title, files
+   rhythm (:mod:`simulator.synthetic.change_model`); each gets an author, a title, files
    and a PR number.
 2. **Breakages.**  A few percent of changes break one builder, a family of
    builders (Windows, s390x, refleak, NoGIL...) or many.  Each is fixed later
@@ -17,7 +17,7 @@ Theory of operation
    tests fail for days) are ranges of *time*.  Some builders are red at the
    start of the year, two stay red all year.
 4. **Scheduling.**  Per worker, Buildbot's behaviour
-   (:mod:`simulator.worker_schedule`): each scheduler's ``treeStableTimer``
+   (:mod:`simulator.synthetic.worker_schedule`): each scheduler's ``treeStableTimer``
    turns changes into build requests (30 s; one hour for refleak builders);
    a worker runs at most ``max_builds`` builds at once (usually one), shared
    by its builders on ``main`` and on the maintained branches.  A waiting
@@ -28,7 +28,7 @@ Theory of operation
    previous build.  The history starts with a warm-up month before the
    window (meta ``warmup_start``).
 5. **Branches.**  Backports of ``main``'s changes land on the maintained
-   branches (:mod:`simulator.branch_model`) as changes of their own (40-hex
+   branches (:mod:`simulator.synthetic.branch_model`) as changes of their own (40-hex
    revision, ``[3.13] ... (GH-N) (#M)`` title, ``branch`` set); each
    machine has a builder per branch it builds (``"<name> 3.13"``, tagged
    ``3.13``; main's keep their name and are tagged ``3.x``), recorded like
@@ -43,9 +43,9 @@ Theory of operation
    the labelled cause; their failures all show in the log, a compile error
    hides the tests), a flaky test (usually isolated, sometimes failing two to
    four builds in a row), a flaky test that passed on re-run (WARNINGS), or
-   SUCCESS.  Log tails come from :mod:`simulator.log_tails`.
+   SUCCESS.  Log tails come from :mod:`simulator.synthetic.log_tails`.
 7. **Writing.**  Everything goes into a temporary SQLite file beside the
-   target through :class:`~simulator.store.HistoryStore`, which is renamed
+   target through :class:`~simulator.history.store.HistoryStore`, which is renamed
    over the target only when complete.
 
 Every random choice comes from ``random.Random`` objects seeded from the
@@ -67,11 +67,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from buildbot_revert.core.model import Builder, Change, FailedStep, Result
-from simulator.synthetic import branch_model, log_tails, worker_schedule
 from simulator.history import paths
+from simulator.history.store import HistoryStore, peek_meta
+from simulator.synthetic import branch_model, log_tails, worker_schedule
 from simulator.synthetic.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
 from simulator.synthetic.fleet_model import BuilderSpec, build_fleet
-from simulator.history.store import HistoryStore, peek_meta
 
 GENERATOR_VERSION = "4"
 # The history is "exported" a few days after the window closes; with the
@@ -1399,7 +1399,7 @@ def ensure_shipped_history(
 ) -> Path:
     """The shipped history at ``path``, generated first if it is not there yet.
 
-    ``path`` defaults to :func:`simulator.paths.shipped_history`, in the
+    ``path`` defaults to :func:`simulator.history.paths.shipped_history`, in the
     user's data directory: never beside the code, which may be a read-only
     site-packages.  A history made by another version of this generator is
     made again (it is a cache of :func:`generate`); a file that is not a

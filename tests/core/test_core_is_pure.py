@@ -7,11 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import buildbot_revert
+import buildbot_revert.core
 
-CORE_DIR = Path(buildbot_revert.__file__).parent
-# The shells: everything else in the package is core.
-SHELL_MODULES = {"reporter", "github", "ledger", "gather", "config", "markdown"}
+CORE_DIR = Path(buildbot_revert.core.__file__).parent
 FORBIDDEN = {
     "twisted",
     "buildbot",
@@ -30,14 +28,12 @@ FORBIDDEN = {
     "os",
     "subprocess",
 }
+# Pure string functions inside a forbidden package: URL parsing does no I/O.
+ALLOWED = {"urllib.parse"}
 
 
 def core_modules() -> list[Path]:
-    return sorted(
-        p
-        for p in CORE_DIR.glob("*.py")
-        if p.stem not in SHELL_MODULES and not p.stem.startswith(("reporter", "github"))
-    )
+    return sorted(CORE_DIR.glob("*.py"))
 
 
 def test_the_core_imports_nothing_impure() -> None:
@@ -52,11 +48,14 @@ def test_the_core_imports_nothing_impure() -> None:
             else:
                 continue
             for name in names:
-                assert name.split(".")[0] not in FORBIDDEN, f"{path.name} imports {name}"
+                if name not in ALLOWED:
+                    assert name.split(".")[0] not in FORBIDDEN, f"{path.name} imports {name}"
 
 
 def test_importing_the_core_loads_no_io_library() -> None:
-    mods = ", ".join(f"buildbot_revert.{p.stem}" for p in core_modules() if p.stem != "__init__")
+    mods = ", ".join(
+        f"buildbot_revert.core.{p.stem}" for p in core_modules() if p.stem != "__init__"
+    )
     code = (
         f"import sys, {mods}\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "

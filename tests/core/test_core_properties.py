@@ -11,7 +11,6 @@ from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
-
 from tests.builds_dsl import LETTERS, builds
 
 RESULT_LETTERS = list(LETTERS)

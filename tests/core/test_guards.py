@@ -9,7 +9,6 @@ from buildbot_revert.core.model import Build, FailedStep, Result
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Verdict
-
 from tests.builds_dsl import builds, change
 
 

@@ -1,4 +1,4 @@
-"""Tests for buildbot_revert.signatures on hand-written logs in real CPython formats."""
+"""Tests for buildbot_revert.core.signatures on hand-written logs in real CPython formats."""
 
 from __future__ import annotations
 

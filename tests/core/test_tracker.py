@@ -8,7 +8,6 @@ from buildbot_revert.core.model import Result
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
-
 from tests.builds_dsl import builds, change
 
 # These tests are about the structural rule; the evidence guards (which need

@@ -15,9 +15,18 @@ from buildbot.secrets.secret import SecretDetails
 from twisted.internet import defer
 from twisted.python import log
 
-from buildbot_revert.plugin.config import DEFAULT_OBJECTION_WORDS, OPTIONS, Mode, SettingsError, describe_token, parse_arguments, parse_settings, rendered_token
+from buildbot_revert.plugin.config import (
+    DEFAULT_OBJECTION_WORDS,
+    OPTIONS,
+    Mode,
+    SettingsError,
+    describe_token,
+    parse_arguments,
+    parse_settings,
+    rendered_token,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghp_SECRET123"
 
 
@@ -125,7 +134,7 @@ def test_a_bad_reporter_setting_fails_checkconfig_with_a_clear_message(tmp_path)
 def test_the_plugin_is_registered_with_buildbot():
     code = (
         "from buildbot.plugins import reporters; "
-        "from buildbot_revert.reporter import RevertReporter; "
+        "from buildbot_revert.plugin.reporter import RevertReporter; "
         "assert reporters.RevertReporter is RevertReporter"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

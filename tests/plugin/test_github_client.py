@@ -14,7 +14,13 @@ from treq.client import HTTPClient
 from twisted.internet import defer, reactor
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from buildbot_revert.github.client import GitHubClient, GitHubError, PullRequest, revert_branch, revert_marker
+from buildbot_revert.github.client import (
+    GitHubClient,
+    GitHubError,
+    PullRequest,
+    revert_branch,
+    revert_marker,
+)
 from testkit.github_standin import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
 
 ORIGINAL = "x = 1\n"

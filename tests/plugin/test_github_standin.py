@@ -12,7 +12,17 @@ import urllib.request
 
 import pytest
 
-from testkit.github_standin import DEFAULT_TOKEN, SECONDARY_RATE_LIMIT_MESSAGE, Fault, GitHubStandIn, _nullable_to_jsonschema, running, validate_graphql, validate_request, validate_response
+from testkit.github_standin import (
+    DEFAULT_TOKEN,
+    SECONDARY_RATE_LIMIT_MESSAGE,
+    Fault,
+    GitHubStandIn,
+    _nullable_to_jsonschema,
+    running,
+    validate_graphql,
+    validate_request,
+    validate_response,
+)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import pytest
 
 from testkit.buildbot_harness import _kill_group, _venv_script, free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "master.cfg.example"
 TOKEN_LINE = re.compile(r"buildbot-revert: .*token.*(could not be rendered|is unusable)")
 

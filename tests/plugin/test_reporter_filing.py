@@ -16,16 +16,16 @@ from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.core import actions
 from buildbot_revert.core.actions import RevertState
-from buildbot_revert.plugin.config import parse_settings
-from buildbot_revert.github.client import GitHubClient
-from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.core.model import Change, FailedStep
-from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.github.client import GitHubClient
+from buildbot_revert.plugin.config import parse_settings
+from buildbot_revert.plugin.filing import Filer
+from buildbot_revert.plugin.ledger import Ledger
 from testkit.buildbot_harness import engine_runner
-from tests.builds_dsl import builds
 from testkit.github_standin import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
+from tests.builds_dsl import builds
 
 LABEL = ":hammer: test-with-buildbots"
 FAILING_LOG = (

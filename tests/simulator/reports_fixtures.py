@@ -33,7 +33,6 @@ from pathlib import Path
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from simulator.history.store import HistoryStore
-
 from tests.builds_dsl import builds
 
 T0 = 1_704_067_200.0  # 2024-01-01

@@ -11,7 +11,6 @@ from buildbot_revert.core.policy import Policy
 from simulator.analysis.blindspots import blind_spots, render_text
 from simulator.analysis.replay import Selection, replay, replay_builds
 from simulator.history.store import HistoryStore
-
 from tests.builds_dsl import builds
 from tests.simulator.reports_fixtures import DAY, HOSTILE_BUILDER, T0, compile_error, make_history
 

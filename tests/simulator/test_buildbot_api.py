@@ -12,7 +12,16 @@ import json
 
 import pytest
 
-from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError, BuilderInfo, BuildInfo, NotFound, api_url, parse_build, parse_builder
+from simulator.history.rest_client import (
+    BuildbotAPI,
+    BuildbotAPIError,
+    BuilderInfo,
+    BuildInfo,
+    NotFound,
+    api_url,
+    parse_build,
+    parse_builder,
+)
 
 
 def fast(url: str, **kwargs: object) -> BuildbotAPI:

@@ -22,10 +22,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 import simulator
-from simulator.synthetic import generator
-from simulator.history import paths
 from simulator.cli import main, pull_command
-
+from simulator.history import paths
+from simulator.synthetic import generator
 from tests.simulator.reports_fixtures import make_history
 
 # Two days of a thin fleet: a history shaped like the shipped one, made in

@@ -6,7 +6,6 @@ from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, UNCONFIRMED, confirm, find_revert
 from simulator.analysis.replay import Selection, replay_builds
-
 from tests.simulator.reports_fixtures import COMPILE_ERROR, DAY, T0
 
 

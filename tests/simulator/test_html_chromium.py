@@ -26,11 +26,10 @@ import pytest
 
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.evaluation import evaluate
-from simulator.reports.html import render_html
 from simulator.analysis.replay import Selection, replay
-from simulator.reports.model import gather
 from simulator.history.store import HistoryStore
-
+from simulator.reports.html import render_html
+from simulator.reports.model import gather
 from tests.simulator.reports_fixtures import HOSTILE_BUILDER, HOSTILE_TITLE, make_history
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,7 +1,7 @@
 """The importer's pieces that need no master: records, selection, bookkeeping.
 
-The importer converts with the plugin's helpers (:mod:`buildbot_revert.records`,
-:mod:`buildbot_revert.blamelist`); these tests feed them the importer's typed
+The importer converts with the plugin's helpers (:mod:`buildbot_revert.core.records`,
+:mod:`buildbot_revert.core.blamelist`); these tests feed them the importer's typed
 REST records.  The blamelist derivation itself is tested against a real master
 in ``test_pull_integration.py`` (and at scale by ``benchmarks/pull.py``).
 """
@@ -19,8 +19,21 @@ from hypothesis import strategies as st
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
-from simulator.history.rest_client import BuildbotAPI, ChangeInfo, LogInfo, parse_change, parse_log, parse_step
-from simulator.history.importer import PullError, _Changes, default_history_path, pull, select_builders
+from simulator.history.importer import (
+    PullError,
+    _Changes,
+    default_history_path,
+    pull,
+    select_builders,
+)
+from simulator.history.rest_client import (
+    BuildbotAPI,
+    ChangeInfo,
+    LogInfo,
+    parse_change,
+    parse_log,
+    parse_step,
+)
 from simulator.history.store import HistoryStore
 
 

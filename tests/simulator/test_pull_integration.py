@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from buildbot_revert.core.model import FailedStep
-from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.importer import pull
+from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.store import HistoryStore
 from testkit.buildbot_harness import BuildbotHarness
 

@@ -11,10 +11,9 @@ from click.testing import CliRunner
 
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
-from simulator.cli import main
 from simulator.analysis.replay import Selection, replay
+from simulator.cli import main
 from simulator.history.store import HistoryStore
-
 from tests.builds_dsl import builds
 
 DAY = 86400.0

@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from simulator.cli import main
 from simulator.progress import counted
-
 from tests.simulator.reports_fixtures import make_history
 
 

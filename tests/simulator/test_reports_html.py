@@ -8,13 +8,17 @@ from pathlib import Path
 
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.evaluation import evaluate
-from simulator.reports.html import render_html
 from simulator.analysis.replay import Selection, replay
-from simulator.reports.text import to_json
-from simulator.reports.model import build_url_template, gather, github_repo, web_url
 from simulator.history.store import HistoryStore
-
-from tests.simulator.reports_fixtures import CONTROL_TITLE, HOSTILE_AUTHOR, MISSED_BUILDER, make_history
+from simulator.reports.html import render_html
+from simulator.reports.model import build_url_template, gather, github_repo, web_url
+from simulator.reports.text import to_json
+from tests.simulator.reports_fixtures import (
+    CONTROL_TITLE,
+    HOSTILE_AUTHOR,
+    MISSED_BUILDER,
+    make_history,
+)
 
 # What must never reach the page: C0 controls but tab and newline, DEL, C1,
 # and the bidirectional marks, embeddings, overrides and isolates.

@@ -9,12 +9,11 @@ import pytest
 
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.evaluation import evaluate, guard_table
-from simulator.reports.markdown import render_markdown
 from simulator.analysis.replay import Selection, replay
-from simulator.reports.text import to_json
-from simulator.reports.model import ReportContext, gather
 from simulator.history.store import HistoryStore
-
+from simulator.reports.markdown import render_markdown
+from simulator.reports.model import ReportContext, gather
+from simulator.reports.text import to_json
 from tests.simulator.reports_fixtures import CONTROL_AUTHOR, MISSED_BUILDER, make_history
 
 # What GitHub would turn into a notification: "@" starting a login or team.

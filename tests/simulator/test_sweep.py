@@ -10,10 +10,17 @@ import pytest
 from buildbot_revert.core.grace import GraceDecision, GraceError, Qualified, decide, outcome
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import Selection, replay, select_builds
-from simulator.reports.text import to_json
+from simulator.analysis.sweep import (
+    SweepError,
+    apply_grace,
+    combinations,
+    parse_axes,
+    parse_duration,
+    run_sweep,
+    sweep_report,
+)
 from simulator.history.store import HistoryStore
-from simulator.analysis.sweep import SweepError, apply_grace, combinations, parse_axes, parse_duration, run_sweep, sweep_report
-
+from simulator.reports.text import to_json
 from tests.simulator.reports_fixtures import DAY, T0, make_history
 
 # -- the grace period (pure core) ----------------------------------------------

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from buildbot_revert.core.guards import Guard
 from buildbot_revert.core.verdicts import Reason, Streak
 from simulator.analysis.replay import ReplayResult
-from simulator.history.store import Labels
+from simulator.history.labels import Labels
 
 DEFAULT_MERGE_DELAY = 2 * 3600.0
 _HOUR = 3600.0

@@ -38,7 +38,8 @@ from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.evaluation import DEFAULT_MERGE_DELAY, evaluate
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
-from simulator.history.store import HistoryStore, Labels
+from simulator.history.labels import Labels
+from simulator.history.store import HistoryStore
 
 # The sweep JSON's own version, under the key the main report uses.  Its
 # window says ``since``/``until`` as asked and the first and last build, as

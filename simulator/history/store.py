@@ -1,13 +1,13 @@
 """The history store: a SQLite file of builders, builds, changes and labels.
 
-This is the only module of the project that speaks SQL.  Writers (the
-generator of the shipped history, the importer that pulls a real master) add
-rows through :class:`HistoryStore`; the replay reads them back as the core's
+With :mod:`simulator.history.schema`, which declares the tables, this is the
+only module of the project that speaks SQL.  Writers (the generator of the
+shipped history, the importer that pulls a real master) add rows through
+:class:`HistoryStore`; the replay reads them back as the core's
 :class:`~buildbot_revert.core.model.Build` records, in completion order.
 
-The schema is documented for users in ``history/README.md``; keep the two in
-step.  Every write goes through a transaction so that an interrupted writer
-never leaves half a build behind.
+Every write goes through a transaction so that an interrupted writer never
+leaves half a build behind.
 """
 
 from __future__ import annotations
@@ -16,124 +16,23 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+from simulator.history import schema
+from simulator.history.labels import Breakage, Labels
 
-SCHEMA_VERSION = 2
-
-_TABLES: dict[str, dict[str, Any]] = {
-    "builders": {
-        "columns": {"id": int, "name": str, "tags": str, "master_id": int},
-        "pk": "id",
-        "not_null": {"name", "tags"},
-    },
-    "changes": {
-        "columns": {
-            "id": int,
-            "revision": str,
-            "author": str,
-            "title": str,
-            "message": str,
-            "when_ts": float,
-            "pr_number": int,
-            "files": str,
-            "branch": str,
-            "master_id": int,
-        },
-        "pk": "id",
-        "not_null": {"revision", "author", "title", "when_ts"},
-    },
-    "builds": {
-        "columns": {
-            "id": int,
-            "builder_id": int,
-            "number": int,
-            "result": int,
-            "started_at": float,
-            "completed_at": float,
-            "worker": str,
-            "master_id": int,
-        },
-        "pk": "id",
-        "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
-        "foreign_keys": [("builder_id", "builders", "id")],
-    },
-    "blamelist": {
-        "columns": {"build_id": int, "change_id": int},
-        "pk": ("build_id", "change_id"),
-        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
-    },
-    "failed_steps": {
-        "columns": {
-            "build_id": int,
-            "step_number": int,
-            "name": str,
-            "result": int,
-            "log_tail": str,
-        },
-        "pk": ("build_id", "step_number"),
-        "not_null": {"name", "result"},
-        "foreign_keys": [("build_id", "builds", "id")],
-    },
-    # Ground truth, present only in generated histories.
-    "label_breakages": {
-        "columns": {
-            "change_id": int,
-            "builder_id": int,
-            "broken_at": float,
-            "fixed_at": float,
-            "fixed_by": str,
-        },
-        "pk": ("change_id", "builder_id"),
-        "foreign_keys": [("change_id", "changes", "id"), ("builder_id", "builders", "id")],
-    },
-    "label_builds": {
-        "columns": {"build_id": int, "cause": str, "change_id": int},
-        "pk": "build_id",
-        "foreign_keys": [("build_id", "builds", "id")],
-    },
-    "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
-}
-
-_INDEXES: list[tuple[str, list[str], bool]] = [
-    ("builders", ["name"], True),
-    ("changes", ["revision"], True),
-    ("builds", ["builder_id", "number"], True),
-    ("builds", ["completed_at", "id"], False),
-    ("blamelist", ["change_id"], False),
-    ("label_breakages", ["builder_id"], False),
-]
+# One failed step; add_build and add_builds_bulk both write them.
+_INSERT_FAILED_STEP = (
+    "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
+)
 
 
 class HistoryError(Exception):
     """A history file that cannot be used: missing, empty, corrupt or foreign."""
-
-
-@dataclass(frozen=True)
-class Breakage:
-    """Ground truth: ``revision`` broke ``builder`` from ``broken_at`` to ``fixed_at``."""
-
-    revision: str
-    builder: str
-    broken_at: float
-    fixed_at: float | None
-    fixed_by: str
-
-
-@dataclass(frozen=True)
-class Labels:
-    """All ground-truth labels of a generated history."""
-
-    breakages: tuple[Breakage, ...]
-    # (builder, build number) -> cause: "breakage", "flake", "infra", ...
-    build_causes: dict[tuple[str, int], str]
-    # (builder, build number) -> revision that broke it, for "breakage" builds.
-    build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def peek_meta(path: str | Path) -> dict[str, str] | None:
@@ -185,29 +84,24 @@ class HistoryStore:
 
     def _create_schema(self) -> None:
         with self.transaction():
-            for name, spec in _TABLES.items():
-                if not self.db[name].exists():
-                    self.db.table(name).create(**spec)
-            for table, columns, unique in _INDEXES:
-                self.db.table(table).create_index(columns, unique=unique, if_not_exists=True)
-            existing = self.get_meta("schema_version")
-            if existing is None:
-                self.set_meta("schema_version", str(SCHEMA_VERSION))
+            schema.create_tables(self.db)
+            if self.get_meta(schema.META_SCHEMA_VERSION) is None:
+                self.set_meta(schema.META_SCHEMA_VERSION, str(schema.SCHEMA_VERSION))
         self._check_schema()
 
     def _check_schema(self) -> None:
         names = set(self.db.table_names())
-        missing = {"builders", "builds", "changes", "blamelist", "meta"} - names
+        missing = schema.REQUIRED_TABLES - names
         if missing:
             raise HistoryError(
                 f"{self.path}: not a buildbot-revert history (missing tables: "
                 f"{', '.join(sorted(missing))})"
             )
-        version = self.get_meta("schema_version")
-        if version != str(SCHEMA_VERSION):
+        version = self.get_meta(schema.META_SCHEMA_VERSION)
+        if version != str(schema.SCHEMA_VERSION):
             raise HistoryError(
                 f"{self.path}: history schema version {version!r}, this version of "
-                f"buildbot-revert reads {SCHEMA_VERSION}"
+                f"buildbot-revert reads {schema.SCHEMA_VERSION}"
             )
 
     @contextmanager
@@ -316,8 +210,7 @@ class HistoryStore:
         )
         self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
         self.conn.executemany(
-            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
-            " VALUES (?, ?, ?, ?, ?)",
+            _INSERT_FAILED_STEP,
             [
                 (build_id, i, step.name, int(step.result), step.log_tail)
                 for i, step in enumerate(build.failed_steps)
@@ -367,11 +260,7 @@ class HistoryStore:
             builds,
         )
         self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
-        self.conn.executemany(
-            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
-            " VALUES (?, ?, ?, ?, ?)",
-            failed_steps,
-        )
+        self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
 
     # -- reading --------------------------------------------------------------
 
@@ -446,6 +335,10 @@ class HistoryStore:
         wanted = None if names is None else set(names)
         return {n: i for n, i in rows if wanted is None or n in wanted}
 
+    def _builder_names(self) -> dict[int, str]:
+        """Store builder id -> builder name."""
+        return {i: n for n, i in self.builder_ids().items()}
+
     def scan_rows(
         self,
         since: float | None = None,
@@ -476,7 +369,7 @@ class HistoryStore:
         builder_names: Iterable[str] | None = None,
     ) -> Iterator[Build]:
         """Yield the stored builds as core records, in completion order."""
-        names = {i: n for n, i in self.builder_ids().items()}
+        names = self._builder_names()
         ids = None
         if builder_names is not None:
             wanted = set(builder_names)
@@ -514,7 +407,7 @@ class HistoryStore:
             )
 
     def labels(self) -> Labels:
-        names = {i: n for n, i in self.builder_ids().items()}
+        names = self._builder_names()
         revs = dict(self.conn.execute("SELECT id, revision FROM changes").fetchall())
         breakages = tuple(
             Breakage(revs[cid], names[bid], broken, fixed, how)
@@ -536,31 +429,14 @@ class HistoryStore:
                     culprits[key] = revs[change_id]
         return Labels(breakages, causes, culprits)
 
-    # -- import bookkeeping (simulator/importer.py) -------------------------------
+    # -- import bookkeeping (simulator.history.importer) -------------------------
     #
-    # A history pulled from a live master remembers the master's own ids so
-    # that the next pull is incremental and idempotent: which master change
-    # each stored change came from (and its sourcestamp and branch "line"),
-    # and which master build each stored build came from, with the newest
-    # change it covered on each line (its "tips").  Blamelists of later builds
-    # are computed against those tips.  The tables are created on first pull,
-    # so histories that were never pulled do not carry them.
+    # The master's own ids of what a pull stored, and the tips of its builds
+    # (see ``schema.IMPORT_TABLES``): what makes the next pull incremental.
 
     def ensure_import_tables(self) -> None:
         with self.transaction():
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS import_changes (master_changeid INTEGER PRIMARY KEY,"
-                " change_id INTEGER NOT NULL REFERENCES changes(id), ssid INTEGER,"
-                " line TEXT NOT NULL)"
-            )
-            self.conn.execute(
-                "CREATE INDEX IF NOT EXISTS import_changes_ssid ON import_changes(ssid)"
-            )
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS import_builds (master_buildid INTEGER PRIMARY KEY,"
-                " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
-                " complete_at REAL NOT NULL)"
-            )
+            schema.create_import_tables(self.conn)
 
     def import_known_changes(self) -> dict[int, tuple[int, int | None, str]]:
         """Master change id -> (store change id, sourcestamp id, line)."""

@@ -1,0 +1,32 @@
+"""The ground truth of a generated history: which change broke which builder, and why.
+
+Only generated histories carry it (the generator knows what it injected);
+:meth:`simulator.history.store.HistoryStore.labels` reads it back for the
+evaluation, which scores the policy's verdicts against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """Ground truth: ``revision`` broke ``builder`` from ``broken_at`` to ``fixed_at``."""
+
+    revision: str
+    builder: str
+    broken_at: float
+    fixed_at: float | None
+    fixed_by: str
+
+
+@dataclass(frozen=True)
+class Labels:
+    """All ground-truth labels of a generated history."""
+
+    breakages: tuple[Breakage, ...]
+    # (builder, build number) -> cause: "breakage", "flake", "infra", ...
+    build_causes: dict[tuple[str, int], str]
+    # (builder, build number) -> revision that broke it, for "breakage" builds.
+    build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)

@@ -1,0 +1,148 @@
+"""The history file's schema: its tables, indexes, version and metadata keys.
+
+What a history file holds, declared once; :mod:`simulator.history.store`
+creates it from these declarations and does every read and write.  The
+schema is documented for users in ``history/README.md``; keep the two in
+step, and bump :data:`SCHEMA_VERSION` when a change makes older files
+unreadable.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import sqlite_utils
+
+# Files of any other version are refused (the shipped history is regenerated).
+SCHEMA_VERSION = 2
+
+# Keys of the ``meta`` table that the history package reads and writes.  The
+# generator of the shipped history keeps its own keys (``source``,
+# ``generator_version``, ``seed``, ``window_start``, ...) beside these.
+META_SCHEMA_VERSION = "schema_version"
+# The display URL of the master a pulled history came from.
+META_IMPORT_MASTER = "import.master"
+# Builder id on the master -> completion time up to which its builds are stored.
+META_IMPORT_SYNCED = "import.synced"
+# [low, high]: the contiguous range of master change ids already fetched.
+META_IMPORT_CHANGES_RANGE = "import.changes_range"
+
+# Table name -> keyword arguments of ``sqlite_utils.Table.create``.
+TABLES: dict[str, dict[str, Any]] = {
+    "builders": {
+        "columns": {"id": int, "name": str, "tags": str, "master_id": int},
+        "pk": "id",
+        "not_null": {"name", "tags"},
+    },
+    "changes": {
+        "columns": {
+            "id": int,
+            "revision": str,
+            "author": str,
+            "title": str,
+            "message": str,
+            "when_ts": float,
+            "pr_number": int,
+            "files": str,
+            "branch": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"revision", "author", "title", "when_ts"},
+    },
+    "builds": {
+        "columns": {
+            "id": int,
+            "builder_id": int,
+            "number": int,
+            "result": int,
+            "started_at": float,
+            "completed_at": float,
+            "worker": str,
+            "master_id": int,
+        },
+        "pk": "id",
+        "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
+        "foreign_keys": [("builder_id", "builders", "id")],
+    },
+    "blamelist": {
+        "columns": {"build_id": int, "change_id": int},
+        "pk": ("build_id", "change_id"),
+        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
+    },
+    "failed_steps": {
+        "columns": {
+            "build_id": int,
+            "step_number": int,
+            "name": str,
+            "result": int,
+            "log_tail": str,
+        },
+        "pk": ("build_id", "step_number"),
+        "not_null": {"name", "result"},
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    # Ground truth, present only in generated histories.
+    "label_breakages": {
+        "columns": {
+            "change_id": int,
+            "builder_id": int,
+            "broken_at": float,
+            "fixed_at": float,
+            "fixed_by": str,
+        },
+        "pk": ("change_id", "builder_id"),
+        "foreign_keys": [("change_id", "changes", "id"), ("builder_id", "builders", "id")],
+    },
+    "label_builds": {
+        "columns": {"build_id": int, "cause": str, "change_id": int},
+        "pk": "build_id",
+        "foreign_keys": [("build_id", "builds", "id")],
+    },
+    "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
+}
+
+# The tables without which a file is not a history at all.
+REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "blamelist", "meta"})
+
+# (table, columns, unique)
+INDEXES: list[tuple[str, list[str], bool]] = [
+    ("builders", ["name"], True),
+    ("changes", ["revision"], True),
+    ("builds", ["builder_id", "number"], True),
+    ("builds", ["completed_at", "id"], False),
+    ("blamelist", ["change_id"], False),
+    ("label_breakages", ["builder_id"], False),
+]
+
+# A history pulled from a live master remembers the master's own ids so that
+# the next pull is incremental and idempotent: which master change each
+# stored change came from (and its sourcestamp and branch "line"), and which
+# master build each stored build came from, with the newest change it covered
+# on each line (its "tips", a JSON object).  Created on the first pull, so
+# histories that were never pulled do not carry them.
+IMPORT_TABLES = (
+    "CREATE TABLE IF NOT EXISTS import_changes (master_changeid INTEGER PRIMARY KEY,"
+    " change_id INTEGER NOT NULL REFERENCES changes(id), ssid INTEGER,"
+    " line TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS import_changes_ssid ON import_changes(ssid)",
+    "CREATE TABLE IF NOT EXISTS import_builds (master_buildid INTEGER PRIMARY KEY,"
+    " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
+    " complete_at REAL NOT NULL)",
+)
+
+
+def create_tables(db: sqlite_utils.Database) -> None:
+    """Create the tables and indexes that ``db`` lacks (the caller holds a transaction)."""
+    for name, spec in TABLES.items():
+        if not db[name].exists():
+            db.table(name).create(**spec)
+    for table, columns, unique in INDEXES:
+        db.table(table).create_index(columns, unique=unique, if_not_exists=True)
+
+
+def create_import_tables(conn: sqlite3.Connection) -> None:
+    """Create the pull's bookkeeping tables unless they exist (the caller holds a transaction)."""
+    for statement in IMPORT_TABLES:
+        conn.execute(statement)

@@ -58,15 +58,15 @@ from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from simulator.history import paths
-from simulator.history.rest_client import (
+from simulator.history.entities import (
     BUILD_FIELDS,
-    BuildbotAPI,
     BuildInfo,
     ChangeInfo,
     LogInfo,
     SourceStampInfo,
     parse_build,
 )
+from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 
 # Builds whose completion is stamped in the same second as the sync position

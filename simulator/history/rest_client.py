@@ -4,12 +4,9 @@ This is the only module of the simulator that speaks HTTP to a Buildbot
 master.  It knows the API's conventions (collections named by their plural,
 ``field=`` selection, ``name__op=value`` filters that only work on selected
 fields, ``limit``/``offset`` pagination, ``order``) and its failure modes
-(5xx under load, dropped connections), and turns the JSON into small typed
-records whose fields keep Buildbot's names, so that a record's ``_asdict()``
-is the entity shape :mod:`buildbot_revert.core.records` and
-:mod:`buildbot_revert.core.blamelist` take (the plugin hands them ``master.data``
-entities).  It knows nothing about blamelists or the history store: that is
-:mod:`simulator.history.importer`.
+(5xx under load, dropped connections), and hands back the typed records of
+:mod:`simulator.history.entities`.  It knows nothing about blamelists or the
+history store: that is :mod:`simulator.history.importer`.
 
 It uses the standard library (``http.client`` with one persistent connection
 per thread, and a bounded thread pool) rather than Twisted: the importer is
@@ -26,12 +23,28 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
-from buildbot_revert.core.records import DELETED_LOG_TYPE, epoch, log_text, tail_window
+from buildbot_revert.core.records import log_text, tail_window
+from simulator.history.entities import (
+    BUILDER_FIELDS,
+    CHANGE_FIELDS,
+    LOG_FIELDS,
+    STEP_FIELDS,
+    BuilderInfo,
+    ChangeInfo,
+    LogInfo,
+    SourceStampInfo,
+    StepInfo,
+    parse_builder,
+    parse_change,
+    parse_log,
+    parse_sourcestamp,
+    parse_step,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +52,9 @@ R = TypeVar("R")
 # Filters that name many ids go in the query string; keep URLs well under the
 # 16 KiB request line that Twisted's web server accepts.
 MAX_IDS_PER_REQUEST = 100
+
+# The longest wait between two attempts of one request.
+MAX_BACKOFF_SECONDS = 30.0
 
 # The collections the importer relies on; a server without them is not a
 # Buildbot REST API the importer can use.
@@ -54,153 +70,6 @@ class BuildbotAPIError(Exception):
 
 class NotFound(BuildbotAPIError):
     """The master answered 404 for one resource (e.g. a deleted log)."""
-
-
-class BuilderInfo(NamedTuple):
-    builderid: int
-    name: str
-    tags: tuple[str, ...]
-
-
-class BuildInfo(NamedTuple):
-    """One build as the builds collection lists it (times in epoch seconds)."""
-
-    buildid: int
-    builderid: int
-    number: int
-    buildrequestid: int | None
-    workerid: int | None
-    results: int | None
-    started_at: float
-    complete_at: float | None
-
-
-class SourceStampInfo(NamedTuple):
-    ssid: int
-    revision: str | None
-    branch: str | None
-    repository: str
-    codebase: str
-    project: str
-
-
-class ChangeInfo(NamedTuple):
-    """One change; ``ssid`` is its sourcestamp's id (Buildbot nests the sourcestamp)."""
-
-    changeid: int
-    revision: str | None
-    author: str
-    comments: str
-    when_timestamp: float
-    files: tuple[str, ...]
-    branch: str | None
-    repository: str
-    codebase: str
-    project: str
-    ssid: int | None
-
-
-class StepInfo(NamedTuple):
-    stepid: int
-    number: int
-    name: str
-    results: int | None
-
-
-class LogInfo(NamedTuple):
-    """A step's log; ``type`` is Buildbot's: ``s`` stdio, ``t`` text, ``d`` deleted."""
-
-    logid: int
-    slug: str
-    num_lines: int
-    type: str
-
-    @property
-    def deleted(self) -> bool:
-        return self.type == DELETED_LOG_TYPE
-
-
-BUILDER_FIELDS = ("builderid", "name", "tags")
-BUILD_FIELDS = (
-    "buildid",
-    "builderid",
-    "number",
-    "buildrequestid",
-    "workerid",
-    "results",
-    "started_at",
-    "complete_at",
-    "complete",
-)
-CHANGE_FIELDS = (
-    "changeid",
-    "revision",
-    "author",
-    "comments",
-    "when_timestamp",
-    "files",
-    "branch",
-    "repository",
-    "codebase",
-    "project",
-    "sourcestamp",
-)
-
-
-def parse_builder(d: Mapping[str, Any]) -> BuilderInfo:
-    return BuilderInfo(int(d["builderid"]), str(d["name"]), tuple(d.get("tags") or ()))
-
-
-def parse_build(d: Mapping[str, Any]) -> BuildInfo:
-    complete_at = d.get("complete_at")
-    return BuildInfo(
-        int(d["buildid"]),
-        int(d["builderid"]),
-        int(d["number"]),
-        d.get("buildrequestid"),
-        d.get("workerid"),
-        d.get("results"),
-        float(d["started_at"]),
-        None if complete_at is None else float(complete_at),
-    )
-
-
-def parse_sourcestamp(d: Mapping[str, Any]) -> SourceStampInfo:
-    return SourceStampInfo(
-        int(d["ssid"]),
-        d.get("revision"),
-        d.get("branch"),
-        d.get("repository") or "",
-        d.get("codebase") or "",
-        d.get("project") or "",
-    )
-
-
-def parse_change(d: Mapping[str, Any]) -> ChangeInfo:
-    ss = d.get("sourcestamp") or {}
-    return ChangeInfo(
-        int(d["changeid"]),
-        d.get("revision"),
-        d.get("author") or "",
-        d.get("comments") or "",
-        epoch(d.get("when_timestamp")),
-        tuple(d.get("files") or ()),
-        d.get("branch"),
-        d.get("repository") or "",
-        d.get("codebase") or "",
-        d.get("project") or "",
-        ss.get("ssid"),
-    )
-
-
-def parse_step(d: Mapping[str, Any]) -> StepInfo:
-    return StepInfo(int(d["stepid"]), int(d["number"]), str(d["name"]), d.get("results"))
-
-
-def parse_log(d: Mapping[str, Any]) -> LogInfo:
-    return LogInfo(
-        int(d["logid"]), str(d["slug"]), int(d.get("num_lines") or 0), str(d.get("type") or "s")
-    )
 
 
 def api_url(url: str) -> str:
@@ -299,60 +168,80 @@ class BuildbotAPI:
             self._local.conn = None
 
     def get(self, path: str, params: Iterable[tuple[str, Any]] = ()) -> Any:
-        """GET ``path`` (relative to ``/api/v2``) and decode the JSON answer."""
+        """GET ``path`` (relative to ``/api/v2``) and decode the JSON answer.
+
+        5xx and 429 answers, timeouts and dropped connections are retried
+        (see the class docstring); anything else is answered at once.
+        """
         query = urlencode([(k, _param(v)) for k, v in params])
         target = self._prefix + quote(path) + (f"?{query}" if query else "")
-        shown = f"{self.display_url}{path}"
         last_error = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
-            with self._count_lock:
-                self.requests += 1
-            began = time.perf_counter()
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS))
             try:
-                conn = self._connection()
-                conn.request("GET", target, headers=self._headers)
-                resp = conn.getresponse()
-                body = resp.read()
+                status, body = self._send(path, target)
             except (OSError, http.client.HTTPException) as exc:
-                self._drop_connection()
                 last_error = _describe(exc)
-                self.failures.append(
-                    f"{path}: {last_error} after {time.perf_counter() - began:.1f} s"
-                )
                 if not self._answered and isinstance(exc, ConnectionRefusedError | socket.gaierror):
                     # Nothing listens there (or no such host): a wrong URL,
                     # not a hiccup, as long as the master never answered.
                     break
                 continue
-            self._answered = True
-            kind = re.sub(r"/\d+", "/{id}", path) or "/"
-            with self._count_lock:
-                self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
-                    time.perf_counter() - began
-                )
-            if resp.will_close:
-                self._drop_connection()
-            if resp.status >= 500 or resp.status == 429:
-                last_error = f"HTTP {resp.status}"
+            if status >= 500 or status == 429:
+                last_error = f"HTTP {status}"
                 self.failures.append(f"{path}: {last_error}")
                 continue
-            if resp.status == 404:
-                raise NotFound(f"{shown}: not found")
-            if resp.status >= 400:
-                raise BuildbotAPIError(f"{shown}: HTTP {resp.status}: {_error_text(body)}")
-            try:
-                return json.loads(body)
-            except ValueError:
-                raise BuildbotAPIError(
-                    f"{shown} did not answer JSON: is {self.display_url} the REST API of a "
-                    "Buildbot 4 master (with buildbot-www installed)?"
-                ) from None
+            return self._decode(path, status, body)
         raise BuildbotAPIError(
             f"cannot reach {self.display_url} ({last_error}, after {attempt + 1} "
             f"attempt{'s' if attempt else ''})"
         )
+
+    def _send(self, path: str, target: str) -> tuple[int, bytes]:
+        """One attempt: the answer's status and body, whatever the status.
+
+        A failed attempt is noted in :attr:`failures` and its connection
+        dropped; its ``OSError`` or ``HTTPException`` propagates.
+        """
+        with self._count_lock:
+            self.requests += 1
+        began = time.perf_counter()
+        try:
+            conn = self._connection()
+            conn.request("GET", target, headers=self._headers)
+            resp = conn.getresponse()
+            body = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop_connection()
+            self.failures.append(
+                f"{path}: {_describe(exc)} after {time.perf_counter() - began:.1f} s"
+            )
+            raise
+        self._answered = True
+        kind = re.sub(r"/\d+", "/{id}", path) or "/"
+        with self._count_lock:
+            self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
+                time.perf_counter() - began
+            )
+        if resp.will_close:
+            self._drop_connection()
+        return resp.status, body
+
+    def _decode(self, path: str, status: int, body: bytes) -> Any:
+        """The JSON of a final (not retried) answer, or the one-line error it means."""
+        shown = f"{self.display_url}{path}"
+        if status == 404:
+            raise NotFound(f"{shown}: not found")
+        if status >= 400:
+            raise BuildbotAPIError(f"{shown}: HTTP {status}: {_error_text(body)}")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise BuildbotAPIError(
+                f"{shown} did not answer JSON: is {self.display_url} the REST API of a "
+                "Buildbot 4 master (with buildbot-www installed)?"
+            ) from None
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``[fn(x) for x in items]``, at most ``concurrency`` at a time, in order."""
@@ -380,16 +269,9 @@ class BuildbotAPI:
         to ``fields`` because the master ignores filters on unselected fields.
         """
         key = next(seg for seg in reversed(path.strip("/").split("/")) if not seg.isdigit())
-        selected = list(fields)
-        if selected:
-            for name, _ in filters:
-                base = name.split("__", 1)[0]
-                if base not in selected:
-                    selected.append(base)
-            for name in order:
-                if name.lstrip("-") not in selected:
-                    selected.append(name.lstrip("-"))
-        params: list[tuple[str, Any]] = [("field", f) for f in selected]
+        params: list[tuple[str, Any]] = [
+            ("field", f) for f in _selected_fields(fields, filters, order)
+        ]
         params.extend(filters)
         params.extend(("order", o) for o in order)
         if limit is not None:
@@ -515,15 +397,11 @@ class BuildbotAPI:
         return {int(d["buildrequestid"]): int(d["buildsetid"]) for d in rows}
 
     def build_steps(self, buildid: int) -> list[StepInfo]:
-        rows, _ = self.collection(
-            f"/builds/{buildid}/steps", fields=("stepid", "number", "name", "results")
-        )
+        rows, _ = self.collection(f"/builds/{buildid}/steps", fields=STEP_FIELDS)
         return [parse_step(d) for d in rows]
 
     def step_logs(self, stepid: int) -> list[LogInfo]:
-        rows, _ = self.collection(
-            f"/steps/{stepid}/logs", fields=("logid", "slug", "num_lines", "type")
-        )
+        rows, _ = self.collection(f"/steps/{stepid}/logs", fields=LOG_FIELDS)
         return [parse_log(d) for d in rows]
 
     def log_lines(self, log: LogInfo, last: int) -> str | None:
@@ -541,6 +419,22 @@ class BuildbotAPI:
         if not contents:
             return None
         return log_text(str(contents[0].get("content") or ""), log.type)
+
+
+def _selected_fields(
+    fields: Sequence[str], filters: Sequence[tuple[str, Any]], order: Sequence[str]
+) -> list[str]:
+    """``fields`` plus those ``filters`` and ``order`` name; empty (all) if ``fields`` is."""
+    selected = list(fields)
+    if selected:
+        for name, _ in filters:
+            base = name.split("__", 1)[0]
+            if base not in selected:
+                selected.append(base)
+        for name in order:
+            if name.lstrip("-") not in selected:
+                selected.append(name.lstrip("-"))
+    return selected
 
 
 def _param(value: Any) -> str:

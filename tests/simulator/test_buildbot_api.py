@@ -12,16 +12,8 @@ import json
 
 import pytest
 
-from simulator.history.rest_client import (
-    BuildbotAPI,
-    BuildbotAPIError,
-    BuilderInfo,
-    BuildInfo,
-    NotFound,
-    api_url,
-    parse_build,
-    parse_builder,
-)
+from simulator.history.entities import BuilderInfo, BuildInfo, parse_build, parse_builder
+from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError, NotFound, api_url
 
 
 def fast(url: str, **kwargs: object) -> BuildbotAPI:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from simulator.history.entities import ChangeInfo, LogInfo, parse_change, parse_log, parse_step
 from simulator.history.importer import (
     PullError,
     _Changes,
@@ -26,14 +27,7 @@ from simulator.history.importer import (
     pull,
     select_builders,
 )
-from simulator.history.rest_client import (
-    BuildbotAPI,
-    ChangeInfo,
-    LogInfo,
-    parse_change,
-    parse_log,
-    parse_step,
-)
+from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 
 

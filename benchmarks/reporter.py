@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from twisted.internet import defer, task  # noqa: E402
 
 from buildbot_revert.core.model import Result  # noqa: E402
-from testkit.reporter_master import InProcessMaster  # noqa: E402
+from testkit.buildbot.in_process_master import InProcessMaster  # noqa: E402
 
 HEARTBEAT = 0.005
 MEDIAN_TARGET_MS = 5.0

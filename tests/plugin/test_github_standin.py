@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from testkit.github_standin import (
+from testkit.github.standin import (
     DEFAULT_TOKEN,
     SECONDARY_RATE_LIMIT_MESSAGE,
     Fault,

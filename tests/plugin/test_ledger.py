@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from twisted.internet import defer
 
 from buildbot_revert.plugin.ledger import Ledger
-from testkit.buildbot_harness import engine_runner, postgres_database
+from testkit.buildbot.harness import engine_runner, postgres_database
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.buildbot_harness import _kill_group, _venv_script, free_port
+from testkit.buildbot.harness import _kill_group, _venv_script, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "master.cfg.example"

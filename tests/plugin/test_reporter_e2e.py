@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from testkit.buildbot_harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
-from testkit.github_standin import DEFAULT_TOKEN, GitHubStandIn, running
+from testkit.buildbot.harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
+from testkit.github.standin import DEFAULT_TOKEN, GitHubStandIn, running
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live

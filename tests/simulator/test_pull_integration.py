@@ -24,7 +24,7 @@ from buildbot_revert.core.model import FailedStep
 from simulator.history.importer import pull
 from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.store import HistoryStore
-from testkit.buildbot_harness import BuildbotHarness
+from testkit.buildbot.harness import BuildbotHarness
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live

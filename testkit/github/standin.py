@@ -10,7 +10,7 @@ Bearer`` tokens.  The server runs in its own thread (a stdlib
 
 It keeps the state a revert needs -- one repository with commits, trees,
 blobs, refs, pull requests, issue comments and labels -- and it holds itself
-to GitHub's published descriptions, vendored in ``tests/github_api/``:
+to GitHub's published descriptions, vendored in ``testkit/github/descriptions/``:
 
 * every REST response body is validated against the documented response
   schema of the operation (OpenAPI 3.0 ``nullable`` translated to JSON
@@ -65,7 +65,7 @@ DOCS = "https://docs.github.com/rest"
 
 
 # GitHub's published descriptions, vendored with their licences (see its README).
-API_DESCRIPTIONS = Path(__file__).resolve().parent / "github_api"
+API_DESCRIPTIONS = Path(__file__).resolve().parent / "descriptions"
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""A stateful stand-in for GitHub, served over real HTTP, for tests and benchmarks."""

@@ -24,7 +24,7 @@ from twisted.python import log
 from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, Plan, RevertState, Step
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.github.client import GitHubClient, GitHubError, PullRequest
+from buildbot_revert.github import GitHubClient, GitHubError, PullRequest
 from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.ledger import Entry, Ledger
 

@@ -47,7 +47,7 @@ from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
-from buildbot_revert.github.client import GitHubClient
+from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,

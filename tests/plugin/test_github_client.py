@@ -14,7 +14,7 @@ from treq.client import HTTPClient
 from twisted.internet import defer, reactor
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from buildbot_revert.github.client import (
+from buildbot_revert.github import (
     GitHubClient,
     GitHubError,
     PullRequest,

@@ -19,7 +19,7 @@ from buildbot_revert.core.actions import RevertState
 from buildbot_revert.core.model import Change, FailedStep
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.github.client import GitHubClient
+from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import parse_settings
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger

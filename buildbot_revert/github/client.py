@@ -1,0 +1,161 @@
+"""``GitHubClient``: what the plugin asks of one GitHub repository, in one object.
+
+A thin facade.  It builds the :class:`~.transport.Transport` (HTTP, retries,
+rate limits, serialised writes, redaction) and the
+:class:`~.strategies.Reverter` (finding and filing revert PRs) from one set
+of arguments, and adds the few reads and writes the plugin needs besides:
+the PR a commit came from, labels, comments.  Answers come back as the
+records of :mod:`.responses`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from twisted.internet.interfaces import IReactorTime
+
+from buildbot_revert.github.responses import (
+    IssueComment,
+    PullRequest,
+    comment_from_rest,
+    label_names,
+    pull_from_rest,
+)
+from buildbot_revert.github.strategies import Reverter, RevertOutcome
+from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport
+
+_TITLE_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
+
+
+class GitHubClient:
+    """Async GitHub client for one repository ``owner/name``."""
+
+    def __init__(
+        self,
+        http: HTTPClient,
+        base_url: str,
+        repo: str,
+        token: str,
+        *,
+        clock: IReactorTime,
+        timeout: float = 30.0,
+        max_attempts: int = 6,
+        backoff: float = 2.0,
+        max_backoff: float = 300.0,
+        max_wait: float = 3600.0,
+        write_interval: float = 1.0,
+        graphql_url: str | None = None,
+        scan_pages: int = 3,
+        settle: float = 10.0,
+    ) -> None:
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+            raise ValueError(f"repository must look like 'owner/name', got {repo!r}")
+        self.repo = repo
+        self._repo_path = f"/repos/{repo}"
+        self._transport = Transport(
+            http,
+            base_url,
+            token,
+            clock=clock,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            max_wait=max_wait,
+            write_interval=write_interval,
+            settle=settle,
+        )
+        if graphql_url is None:
+            base = self._transport.base_url
+            # GitHub Enterprise serves REST under /api/v3 and GraphQL under /api/graphql.
+            graphql_url = (
+                base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
+            )
+        self._reverter = Reverter(
+            self._transport, repo, graphql_url=graphql_url, scan_pages=scan_pages
+        )
+
+    def __repr__(self) -> str:
+        return f"GitHubClient({self._transport.base_url!r}, {self.repo!r})"
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_pull(self, number: int) -> PullRequest:
+        reply = await self._transport.get(f"{self._repo_path}/pulls/{number}")
+        return pull_from_rest(reply)
+
+    async def pull_for_commit(self, sha: str, title: str | None = None) -> PullRequest | None:
+        """The merged PR whose merge commit is ``sha``; falls back to the ``(#123)`` title."""
+        pulls = await self._transport.get(f"{self._repo_path}/commits/{sha}/pulls")
+        for raw in pulls:
+            if raw.get("merged_at") and raw.get("merge_commit_sha") == sha:
+                return pull_from_rest(raw)
+        if title is not None:
+            return await self.pull_from_title(title, sha)
+        return None
+
+    async def pull_from_title(self, title: str, sha: str) -> PullRequest | None:
+        """The PR named by a ``(#123)`` title suffix, if its merge commit really is ``sha``."""
+        first_line = title.splitlines()[0] if title else ""
+        match = _TITLE_PR_SUFFIX.search(first_line)
+        if match is None:
+            return None
+        try:
+            pull = await self.get_pull(int(match.group(1)))
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if pull.merged and pull.merge_commit_sha == sha:
+            return pull
+        return None
+
+    async def pull_labels(self, number: int) -> tuple[str, ...]:
+        return label_names(await self._transport.get(f"{self._repo_path}/issues/{number}/labels"))
+
+    async def comments(self, issue_number: int) -> list[IssueComment]:
+        raw = await self._transport.get_pages(
+            f"{self._repo_path}/issues/{issue_number}/comments", pages=30
+        )
+        return [comment_from_rest(c) for c in raw]
+
+    async def rate_limit(self) -> dict[str, Any]:
+        limits: dict[str, Any] = await self._transport.get("/rate_limit")
+        return limits
+
+    async def find_revert_pull(
+        self, sha: str, original: PullRequest | None = None
+    ) -> PullRequest | None:
+        """An existing PR (open, closed or merged) that reverts ``sha``, if any."""
+        return await self._reverter.find_revert_pull(sha, original)
+
+    # ------------------------------------------------------------------ writes
+
+    async def comment(self, issue_number: int, body: str) -> IssueComment:
+        """Comment on an issue or PR; a retried comment is looked for, never doubled."""
+
+        async def look() -> IssueComment | None:
+            for existing in reversed(await self.comments(issue_number)):
+                if existing.body == body:
+                    return existing
+            return None
+
+        result = await self._transport.write(
+            "POST", f"{self._repo_path}/issues/{issue_number}/comments", {"body": body}, look
+        )
+        return result if isinstance(result, IssueComment) else comment_from_rest(result)
+
+    async def add_labels(self, issue_number: int, labels: Iterable[str]) -> tuple[str, ...]:
+        """Add labels (adding is idempotent on GitHub, so retries need no look)."""
+        result = await self._transport.write(
+            "POST", f"{self._repo_path}/issues/{issue_number}/labels", {"labels": list(labels)}
+        )
+        return label_names(result)
+
+    async def open_revert(
+        self, pull: PullRequest, title: str, body: str, *, draft: bool = False
+    ) -> RevertOutcome:
+        """File the revert PR of ``pull`` (see :mod:`.strategies` for how)."""
+        return await self._reverter.open_revert(pull, title, body, draft=draft)

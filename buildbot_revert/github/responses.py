@@ -1,0 +1,100 @@
+"""GitHub's JSON, REST and GraphQL, read into the adapter's records.
+
+The rest of the adapter (and the plugin) never reads GitHub's dicts: a pull
+request is a :class:`PullRequest` in REST terms whichever API it came from,
+a comment an :class:`IssueComment`.  :data:`PULL_FIELDS` is the GraphQL
+selection :func:`pull_from_graphql` reads, kept next to it so the two change
+together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+
+class PullRequest(NamedTuple):
+    """A pull request, in REST terms (``state`` is ``open`` or ``closed``)."""
+
+    number: int
+    node_id: str
+    title: str
+    body: str
+    state: str
+    merged: bool
+    merge_commit_sha: str | None
+    head_ref: str
+    base_ref: str
+    author: str
+    html_url: str
+    labels: tuple[str, ...] = ()
+    draft: bool = False
+
+
+class IssueComment(NamedTuple):
+    """A comment on an issue or pull request."""
+
+    id: int
+    body: str
+    author: str
+    html_url: str
+    created_at: str
+
+
+PULL_FIELDS = """
+  id number title body url state merged isDraft headRefName baseRefName
+  author { login } mergeCommit { oid } labels(first: 50) { nodes { name } }
+"""
+
+
+def label_names(labels: Iterable[dict[str, Any]]) -> tuple[str, ...]:
+    """The names of label objects (REST labels, GraphQL label nodes)."""
+    return tuple(label["name"] for label in labels)
+
+
+def pull_from_rest(raw: dict[str, Any]) -> PullRequest:
+    merged = bool(raw.get("merged") or raw.get("merged_at"))
+    return PullRequest(
+        number=raw["number"],
+        node_id=raw["node_id"],
+        title=raw["title"],
+        body=raw.get("body") or "",
+        state=raw["state"],
+        merged=merged,
+        merge_commit_sha=raw.get("merge_commit_sha") if merged else None,
+        head_ref=raw["head"]["ref"],
+        base_ref=raw["base"]["ref"],
+        author=(raw.get("user") or {}).get("login", ""),
+        html_url=raw["html_url"],
+        labels=label_names(raw.get("labels") or ()),
+        draft=bool(raw.get("draft")),
+    )
+
+
+def pull_from_graphql(raw: dict[str, Any]) -> PullRequest:
+    merged = raw["state"] == "MERGED"
+    return PullRequest(
+        number=raw["number"],
+        node_id=raw["id"],
+        title=raw["title"],
+        body=raw.get("body") or "",
+        state="open" if raw["state"] == "OPEN" else "closed",
+        merged=merged,
+        merge_commit_sha=(raw.get("mergeCommit") or {}).get("oid") if merged else None,
+        head_ref=raw["headRefName"],
+        base_ref=raw["baseRefName"],
+        author=(raw.get("author") or {}).get("login", ""),
+        html_url=raw["url"],
+        labels=label_names((raw.get("labels") or {}).get("nodes") or ()),
+        draft=bool(raw.get("isDraft")),
+    )
+
+
+def comment_from_rest(raw: dict[str, Any]) -> IssueComment:
+    return IssueComment(
+        id=raw["id"],
+        body=raw.get("body") or "",
+        author=(raw.get("user") or {}).get("login", ""),
+        html_url=raw["html_url"],
+        created_at=raw["created_at"],
+    )

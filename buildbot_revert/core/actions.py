@@ -40,9 +40,8 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from buildbot_revert.core.grace import GraceDecision
+from buildbot_revert.core.references import MARKER_PREFIX
 
-# Our comments and PRs carry this marker; comments holding it are never objections.
-MARKER_PREFIX = "<!-- buildbot-revert"
 # A row left ``proposed`` (GitHub failed) is retried after this many seconds.
 RETRY_AFTER = 300.0
 
@@ -135,6 +134,7 @@ def objected(comments: Iterable[tuple[str, str]], words: Iterable[str]) -> bool:
     """Whether any comment (author, body) not written by us holds an objection phrase."""
     phrases = [w.lower() for w in words]
     for _author, body in comments:
+        # Our own comments and PRs carry the marker: they are never objections.
         if MARKER_PREFIX in body:
             continue
         text = body.lower()

@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from buildbot_revert.core.references import is_github_login
+
 _ZWSP = "&#8203;"
-_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 # Characters that start or end Markdown inline constructs.
 _INLINE = re.compile(r"([\\`*_\[\]|~!])")
 _MENTION = re.compile(r"(?<![\w`])@(?=[\w-])")
@@ -77,7 +78,7 @@ def _escape_line_start(match: re.Match[str]) -> str:
 
 def mention(login: str) -> str:
     """``@login`` for the one person we mean to notify; the login must be valid."""
-    if not _LOGIN.fullmatch(login):
+    if not is_github_login(login):
         raise ValueError(f"not a GitHub login: {login!r}")
     return "@" + login
 

@@ -14,16 +14,12 @@ Pure: the reporter passes in the links and facts, nothing here fetches.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from buildbot_revert.core import markdown
+from buildbot_revert.core import markdown, references
 
-# GitHub logins: letters, digits and single hyphens, at most 39 characters.
-_LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}\Z")
 _TITLE_MAX = 200
-MARKER = "<!-- buildbot-revert -->"
 
 
 class BuildLink(NamedTuple):
@@ -55,7 +51,7 @@ class RevertContext(NamedTuple):
 
 def mention(login: str | None) -> str:
     """``@login`` for a valid GitHub login, else a neutral word."""
-    if login and _LOGIN_RE.match(login):
+    if login and references.is_github_login(login):
         return markdown.mention(login)
     return "the author"
 
@@ -65,7 +61,7 @@ def revert_title(ctx: RevertContext) -> str:
     title = " ".join(ctx.title.split())
     if len(title) > _TITLE_MAX:
         title = title[: _TITLE_MAX - 1] + "\u2026"
-    return f'Revert "{title}"'
+    return references.revert_title(title)
 
 
 def _builds_list(builds: Sequence[BuildLink]) -> str:
@@ -101,7 +97,7 @@ def revert_body(ctx: RevertContext) -> str:
     """The revert PR's body."""
     builders = len({b.builder for b in ctx.builds})
     return (
-        f"{MARKER}\n"
+        f"{references.MARKER}\n"
         f"This reverts {_culprit(ctx)}.\n\n"
         f"{mention(ctx.author_login)}: after this change landed, "
         f"{builders} builder(s) failed {ctx.failures} builds in a row:\n\n"
@@ -164,7 +160,7 @@ def manual_comment(ctx: RevertContext, reason: str, files: Sequence[str] = ()) -
 def _opening(ctx: RevertContext) -> str:
     """Every comment on the culprit PR opens alike: who, which builds, what they share."""
     return (
-        f"{MARKER}\n"
+        f"{references.MARKER}\n"
         f"{mention(ctx.author_login)}, this change seems to have broken the build:\n\n"
         f"{_builds_list(ctx.builds)}\n"
         f"{_evidence(ctx)}\n"

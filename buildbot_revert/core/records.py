@@ -11,14 +11,12 @@ differ (``datetime`` objects in-process, epoch numbers over REST), and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from buildbot_revert.core.model import Change, FailedStep, Result
+from buildbot_revert.core.references import pr_number_from_title
 
-# CPython's squash-merge titles end in "(#123)".
-_PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)\s*\Z")
 # The step results whose steps the core sees as failed (as the importer keeps them).
 FAILING_STEP_RESULTS = frozenset({int(Result.FAILURE), int(Result.EXCEPTION)})
 # The log whose tail is a failed step's evidence.
@@ -35,12 +33,6 @@ def epoch(value: Any) -> float:
     if stamp is not None:
         return float(stamp())
     return float(value)
-
-
-def pr_number_from_title(title: str) -> int | None:
-    """The PR number of a squash-merged commit title (``... (#123)``), if any."""
-    m = _PR_SUFFIX_RE.search(title)
-    return int(m.group(1)) if m else None
 
 
 def change_from_dict(change: Mapping[str, Any]) -> Change:

@@ -78,6 +78,7 @@ from buildbot_revert.core.guards import (
 )
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
 
@@ -88,11 +89,6 @@ _FAILURE = int(Result.FAILURE)
 _HOUR = 3600.0
 _UNKNOWN = float("inf")
 _WHEN = attrgetter("when")
-
-
-def is_revert(change: Change) -> bool:
-    """Whether the change itself reverts an earlier one (git's wording)."""
-    return change.title.startswith('Revert "') or "This reverts commit " in change.message
 
 
 class _OpenStreak:

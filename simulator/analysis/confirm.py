@@ -17,16 +17,13 @@ Reports print both and call them estimates.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.references import is_revert, reverts
 from simulator.analysis.replay import ReplayResult
-
-_REVERTS_COMMIT = re.compile(r"This reverts commit ([0-9a-fA-F]{7,40})")
-_MIN_SHA = 7
 
 REVERTED = "reverted"
 FIXED_IN_PLACE = "fixed-in-place"
@@ -93,15 +90,11 @@ def _round(value: float | None) -> float | None:
 
 def find_revert(change: Change, later: Iterable[Change]) -> Change | None:
     """The first change that reverts ``change``, by git's wording."""
-    title_prefix = f'Revert "{change.title}"'
     for other in later:
         if other.revision == change.revision or other.when < change.when:
             continue
-        if change.title and other.title.startswith(title_prefix):
+        if reverts(other, change):
             return other
-        for sha in _REVERTS_COMMIT.findall(other.message):
-            if len(sha) >= _MIN_SHA and change.revision.lower().startswith(sha.lower()):
-                return other
     return None
 
 
@@ -115,14 +108,7 @@ def confirm(
     which the green build that ended each streak is found.
     """
     # Only reverts can confirm the first way: keep the list short.
-    reverts = sorted(
-        (
-            c
-            for c in changes
-            if c.title.startswith('Revert "') or "This reverts commit" in c.message
-        ),
-        key=lambda c: c.when,
-    )
+    reverting = sorted((c for c in changes if is_revert(c)), key=lambda c: c.when)
     proposals = result.proposals()
     # (builder, time the streak ended) -> the proposal's revision
     ends: dict[tuple[str, float], str] = {}
@@ -140,7 +126,7 @@ def confirm(
     unknown = 0
     for p in proposals:
         change = p.request.change
-        revert = find_revert(change, reverts)
+        revert = find_revert(change, reverting)
         if revert is not None:
             items.append(Confirmed(change.revision, p.request.builder, REVERTED, revert.revision))
             continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildbot_revert.core import pr_text
+from buildbot_revert.core import pr_text, references
 from buildbot_revert.core.pr_text import BuildLink, RevertContext
 
 
@@ -64,4 +64,4 @@ def test_comments_link_the_revert_or_say_why_there_is_none():
     assert "manual revert is needed" in manual and "`Lib/a.py`" in manual
     assert "daily cap" in pr_text.notice_comment(c, "the daily cap of 3 revert PR(s) is reached")
     for text in (reverted, warning, manual):
-        assert text.startswith(pr_text.MARKER)
+        assert text.startswith(references.MARKER)

@@ -1,0 +1,76 @@
+"""How commits and pull requests name each other: PR numbers, logins, reverts, markers.
+
+Several parts of the project read or write the same few wordings: the
+records take a squash-merge title's ``(#123)`` as its pull request, the
+tracker never reverts a revert, the pull request texts write git's
+``Revert "..."`` title, mention the culprit's author and hide a marker in
+what they post, the GitHub adapter finds a pull request from its title and
+its own revert by that marker, and the simulator looks for the later change
+that reverted a proposal.  Each wording is written here once, so that what
+one part writes the others recognise.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+from buildbot_revert.core.model import Change
+
+# CPython's squash-merge titles end in "(#123)".
+_PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)\s*\Z")
+# GitHub logins: letters, digits and single hyphens, at most 39 characters.
+_LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
+# git revert's wording: the title ``Revert "<title>"`` and, in the message,
+# ``This reverts commit <sha>.``
+_REVERT_TITLE_PREFIX = 'Revert "'
+_REVERTS_COMMIT = "This reverts commit "
+_REVERTED_SHA_RE = re.compile(_REVERTS_COMMIT + r"([0-9a-fA-F]{7,40})")
+# Everything this tool posts on GitHub carries a hidden marker starting so.
+MARKER_PREFIX = "<!-- buildbot-revert"
+# The marker of the comments and revert PR bodies the texts write.
+MARKER = f"{MARKER_PREFIX} -->"
+
+
+def pr_number_from_title(title: str) -> int | None:
+    """The PR number of a squash-merged commit title (``... (#123)``), if any."""
+    m = _PR_SUFFIX_RE.search(title)
+    return int(m.group(1)) if m else None
+
+
+def is_github_login(login: str) -> bool:
+    """Whether ``login`` is a valid GitHub login (so mentioning it pings that user only)."""
+    return _LOGIN_RE.fullmatch(login) is not None
+
+
+def revert_title(title: str) -> str:
+    """The title git gives the revert of a commit titled ``title``."""
+    return f'{_REVERT_TITLE_PREFIX}{title}"'
+
+
+def reverts_commit(sha: str) -> str:
+    """The line git writes in the message of the revert of ``sha``."""
+    return f"{_REVERTS_COMMIT}{sha}."
+
+
+def is_revert(change: Change) -> bool:
+    """Whether the change itself reverts an earlier one (git's wording)."""
+    return change.title.startswith(_REVERT_TITLE_PREFIX) or _REVERTS_COMMIT in change.message
+
+
+def reverts(candidate: Change, change: Change) -> bool:
+    """Whether ``candidate`` reverts ``change``, by git's wording.
+
+    Its title is the revert title of ``change``'s, or its message names a
+    prefix (7 hex digits or more) of ``change``'s revision.
+    """
+    if change.title and candidate.title.startswith(revert_title(change.title)):
+        return True
+    revision = change.revision.lower()
+    return any(
+        revision.startswith(sha.lower()) for sha in _REVERTED_SHA_RE.findall(candidate.message)
+    )
+
+
+def revert_marker(sha: str) -> str:
+    """The hidden marker that identifies the revert PR of ``sha``."""
+    return f"{MARKER_PREFIX}:{sha} -->"

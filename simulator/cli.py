@@ -16,16 +16,15 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import click
 from click.core import ParameterSource
 
+from buildbot_revert.core import defaults
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
-from buildbot_revert.plugin.config import Settings
 from simulator.analysis.evaluation import evaluate, guard_table
 from simulator.analysis.replay import ReplayResult, Selection
 from simulator.analysis.sweep import (
@@ -41,10 +40,11 @@ from simulator.progress import replay_with_progress
 from simulator.reports.model import gather
 from simulator.reports.text import iso, render_text, to_json
 
-# The defaults live with the settings they belong to: the policy's in
-# buildbot_revert.core.policy, the reporter's grace period in buildbot_revert.plugin.config.
+# The plugin's defaults, so that a run without flags replays a freshly
+# configured reporter: the policy's in buildbot_revert.core.policy, the rest
+# in buildbot_revert.core.defaults.
 DEFAULT_POLICY = Policy()
-DEFAULT_GRACE = cast(float, next(f.default for f in fields(Settings) if f.name == "grace_period"))
+DEFAULT_GRACE = defaults.GRACE_PERIOD
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,10 @@
 Buildbot, so it is tested as plain Python; the reporter calls it from
 ``checkConfig`` and turns the error into Buildbot's ``config.error``.
 
+An option left out takes its default from :mod:`buildbot_revert.core.defaults`
+(the policy's from :class:`~buildbot_revert.core.policy.Policy`), where the
+simulator reads the same defaults.
+
 Misspelled keywords are caught by :func:`parse_arguments`, which names the
 bad one, suggests the nearest option and lists them all (:data:`OPTIONS`).
 
@@ -28,15 +32,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from buildbot_revert.core import defaults
 from buildbot_revert.core.policy import Policy, PolicyError
+from buildbot_revert.core.selection import BuilderSelection
 
 _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
 _URL_RE = re.compile(r"https?://[^\s/]+(?::\d+)?(?:/[^\s]*)?\Z")
 DEFAULT_API_URL = "https://api.github.com"
-DEFAULT_OPT_OUT_LABEL = "skip-auto-revert"
-DEFAULT_OBJECTION_WORDS = ("/no-revert", "do not revert", "don't revert")
 # ``%(secret:NAME)s`` or ``%(secret:NAME:-default)s`` in a util.Interpolate.
 _INTERPOLATED_SECRET_RE = re.compile(r"%\(secret:([^:)]+)")
+# The policy a master.cfg gets when it sets none of the policy's options.
+_DEFAULT_POLICY = Policy()
 
 
 class SettingsError(ValueError):
@@ -56,30 +62,33 @@ class Mode(StrEnum):
 
 @dataclass(frozen=True)
 class Settings:
-    """Everything the reporter was configured with, validated."""
+    """Everything the reporter was configured with, validated.
+
+    Made by :func:`parse_settings`, which fills every field: the defaults are
+    its keyword defaults (:mod:`buildbot_revert.core.defaults`).
+    """
 
     repo: str
-    token: Any = field(default=None, repr=False)
-    api_url: str = DEFAULT_API_URL
-    mode: Mode = Mode.DRY_RUN
-    builders: re.Pattern[str] | None = None
-    # A builder is watched when it carries every one of these tags (the
-    # simulator's --tags means the same).
-    tags: frozenset[str] = frozenset()
-    policy: Policy = field(default_factory=Policy)
+    token: Any = field(repr=False)
+    api_url: str
+    mode: Mode
+    # The builders that propose reverts (the simulator's --builders and
+    # --tags make the same selection); the others are evidence only.
+    watched: BuilderSelection
+    policy: Policy
     # Seconds between the comment on the culprit and the revert PR; 0 files at once.
-    grace_period: float = 0.0
+    grace_period: float
     # At most this many revert PRs in any 24 hours (None: no cap).
-    daily_cap: int | None = 3
-    opt_out_label: str | None = DEFAULT_OPT_OUT_LABEL
-    revert_labels: tuple[str, ...] = ()
-    draft: bool = False
+    daily_cap: int | None
+    opt_out_label: str | None
+    revert_labels: tuple[str, ...]
+    draft: bool
     # How many of the master's most recent builds to replay on start.
-    startup_builds: int = 2000
+    startup_builds: int
     # The lines of each failing step's stdio log handed to the core.
-    log_lines: int = 300
+    log_lines: int
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
-    objection_words: tuple[str, ...] = DEFAULT_OBJECTION_WORDS
+    objection_words: tuple[str, ...]
 
     @property
     def owner(self) -> str:
@@ -91,37 +100,91 @@ class Settings:
 
     def watches(self, builder: str, tags: Iterable[str]) -> bool:
         """Whether the reporter acts on this builder."""
-        if self.builders is not None and not self.builders.search(builder):
-            return False
-        return self.tags <= set(tags)
+        return self.watched.keeps(builder, tags)
 
 
-def _positive_number(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SettingsError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise SettingsError(f"{name} must be {'zero or ' if allow_zero else ''}positive")
-    return float(value)
+def parse_settings(
+    repo: Any = None,
+    token: Any = None,
+    *,
+    api_url: Any = DEFAULT_API_URL,
+    mode: Any = Mode.DRY_RUN.value,
+    builders: Any = None,
+    tags: Any = (),
+    failures: Any = _DEFAULT_POLICY.failures,
+    max_culprit_age: Any = _DEFAULT_POLICY.max_culprit_age,
+    policy_options: Mapping[str, Any] | None = None,
+    grace_period: Any = defaults.GRACE_PERIOD,
+    daily_cap: Any = defaults.DAILY_CAP,
+    opt_out_label: Any = defaults.OPT_OUT_LABEL,
+    revert_labels: Any = (),
+    draft: Any = False,
+    startup_builds: Any = defaults.STARTUP_BUILDS,
+    log_lines: Any = defaults.LOG_TAIL_LINES,
+    objection_words: Any = defaults.OBJECTION_WORDS,
+) -> Settings:
+    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one.
+
+    The checks run in the order of the arguments, so the first bad one is named.
+    """
+    valid_repo = _repo(repo)
+    valid_api_url = _api_url(api_url)
+    valid_mode, valid_token = _mode_and_token(mode, token)
+    watched = _builder_selection(builders, tags)
+    policy = _policy(failures, max_culprit_age, policy_options)
+    grace = _positive_number("grace_period", grace_period, allow_zero=True)
+    cap = _daily_cap(daily_cap)
+    opt_out = None if opt_out_label is None else _label("opt_out_label", opt_out_label)
+    labels = _labels("revert_labels", revert_labels)
+    if not isinstance(draft, bool):
+        raise SettingsError("draft must be True or False")
+    startup = _whole_number("startup_builds", startup_builds, low=0)
+    lines = _whole_number("log_lines", log_lines, low=1)
+    objections = _phrases("objection_words", objection_words)
+    return Settings(
+        repo=valid_repo,
+        token=valid_token,
+        api_url=valid_api_url,
+        mode=valid_mode,
+        watched=watched,
+        policy=policy,
+        grace_period=grace,
+        daily_cap=cap,
+        opt_out_label=opt_out,
+        revert_labels=labels,
+        draft=draft,
+        startup_builds=startup,
+        log_lines=lines,
+        objection_words=objections,
+    )
 
 
-def _label(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > 100:
-        raise SettingsError(f"{name} must be a non-empty label name of at most 100 characters")
-    return value
+def _repo(repo: Any) -> str:
+    if not isinstance(repo, str) or not _REPO_RE.match(repo):
+        raise SettingsError(f"repo must look like 'owner/name', not {repo!r:.60}")
+    return repo
 
 
-def _phrases(name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    words: tuple[Any, ...] = ()
-    if isinstance(value, Iterable) and not isinstance(value, Mapping):
-        words = tuple(value)
-    # A blank phrase would be "in" every comment: each would count as an objection.
-    if not words or not all(isinstance(w, str) and w.strip() for w in words):
+def _api_url(api_url: Any) -> str:
+    """The API's base URL, without a trailing slash (paths are appended to it)."""
+    if not isinstance(api_url, str) or not _URL_RE.match(api_url):
+        raise SettingsError(f"api_url must be an http(s) URL such as {DEFAULT_API_URL}")
+    return api_url.rstrip("/")
+
+
+def _mode_and_token(mode: Any, token: Any) -> tuple[Mode, Any]:
+    """The mode, and the token (None when there is none), which every mode but dry-run needs."""
+    try:
+        valid_mode = Mode(mode)
+    except ValueError:
+        choices = ", ".join(m.value for m in Mode)
+        raise SettingsError(f"mode must be one of {choices}, not {mode!r:.40}") from None
+    valid_token = _token(token)
+    if valid_mode is not Mode.DRY_RUN and valid_token is None:
         raise SettingsError(
-            f"{name} must be a non-empty list of non-empty phrases, e.g. ['/no-revert']"
+            f"mode {valid_mode.value!r} needs a token, e.g. token=util.Secret('github_token')"
         )
-    return words
+    return valid_mode, valid_token
 
 
 def _token(token: Any) -> Any:
@@ -136,42 +199,7 @@ def _token(token: Any) -> Any:
     return token if token.strip() else None
 
 
-def parse_settings(
-    repo: Any = None,
-    token: Any = None,
-    *,
-    api_url: Any = DEFAULT_API_URL,
-    mode: Any = "dry-run",
-    builders: Any = None,
-    tags: Any = (),
-    failures: Any = 3,
-    max_culprit_age: Any = None,
-    policy_options: Mapping[str, Any] | None = None,
-    grace_period: Any = 0,
-    daily_cap: Any = 3,
-    opt_out_label: Any = DEFAULT_OPT_OUT_LABEL,
-    revert_labels: Any = (),
-    draft: Any = False,
-    startup_builds: Any = 2000,
-    log_lines: Any = 300,
-    objection_words: Any = DEFAULT_OBJECTION_WORDS,
-) -> Settings:
-    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
-    if not isinstance(repo, str) or not _REPO_RE.match(repo):
-        raise SettingsError(f"repo must look like 'owner/name', not {repo!r:.60}")
-    if not isinstance(api_url, str) or not _URL_RE.match(api_url):
-        raise SettingsError("api_url must be an http(s) URL such as https://api.github.com")
-    try:
-        mode_value = Mode(mode)
-    except ValueError:
-        choices = ", ".join(m.value for m in Mode)
-        raise SettingsError(f"mode must be one of {choices}, not {mode!r:.40}") from None
-    token = _token(token)
-    if mode_value is not Mode.DRY_RUN and token is None:
-        raise SettingsError(
-            f"mode {mode_value.value!r} needs a token, e.g. token=util.Secret('github_token')"
-        )
-
+def _builder_selection(builders: Any, tags: Any) -> BuilderSelection:
     pattern = None
     if builders is not None:
         if not isinstance(builders, str):
@@ -180,66 +208,82 @@ def parse_settings(
             pattern = re.compile(builders)
         except re.error as exc:
             raise SettingsError(f"builders is not a valid regular expression: {exc}") from None
-    if isinstance(tags, str):
-        tags = [tags]
-    if not isinstance(tags, Iterable) or not all(isinstance(t, str) and t for t in tags):
+    tag_names = [tags] if isinstance(tags, str) else tags
+    if not isinstance(tag_names, Iterable) or not all(isinstance(t, str) and t for t in tag_names):
         raise SettingsError("tags must be a list of tag names")
+    return BuilderSelection(pattern, frozenset(tag_names))
 
+
+def _policy(failures: Any, max_culprit_age: Any, policy_options: Any) -> Policy:
+    """The policy: ``failures`` and ``max_culprit_age``, then any of its other settings."""
     if isinstance(failures, bool) or not isinstance(failures, int):
         raise SettingsError("failures must be a whole number of builds")
     age = None if max_culprit_age is None else _positive_number("max_culprit_age", max_culprit_age)
-    options = dict(policy_options or {})
     if not isinstance(policy_options, Mapping | None):
         raise SettingsError("policy_options must be a dict of policy settings")
+    options = dict(policy_options or {})
     unknown = sorted(set(options) - set(Policy.__dataclass_fields__))
     if unknown:
         raise SettingsError(f"policy_options has unknown settings: {', '.join(unknown)}")
     for key, value in options.items():
         # master.cfg writes lists; the policy holds frozensets (guards, results).
         if isinstance(value, list | tuple | set) and isinstance(
-            getattr(Policy(), key, None), frozenset
+            getattr(_DEFAULT_POLICY, key, None), frozenset
         ):
             options[key] = frozenset(value)
     try:
-        policy = Policy(**{"failures": failures, "max_culprit_age": age, **options})
+        return Policy(**{"failures": failures, "max_culprit_age": age, **options})
     except PolicyError as exc:
         raise SettingsError(f"policy: {exc}") from None
     except TypeError as exc:
         raise SettingsError(f"policy_options: {exc}") from None
 
-    grace = _positive_number("grace_period", grace_period, allow_zero=True)
-    if daily_cap is not None and (
-        isinstance(daily_cap, bool) or not isinstance(daily_cap, int) or daily_cap < 1
-    ):
-        raise SettingsError("daily_cap must be a positive whole number, or None for no cap")
-    opt_out = None if opt_out_label is None else _label("opt_out_label", opt_out_label)
-    if isinstance(revert_labels, str):
-        revert_labels = [revert_labels]
-    labels = tuple(_label("revert_labels", x) for x in revert_labels)
-    if not isinstance(draft, bool):
-        raise SettingsError("draft must be True or False")
-    for name, value, low in (("startup_builds", startup_builds, 0), ("log_lines", log_lines, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise SettingsError(f"{name} must be a whole number of at least {low}")
-    objections = _phrases("objection_words", objection_words)
 
-    return Settings(
-        repo=repo,
-        token=token,
-        api_url=api_url.rstrip("/"),
-        mode=mode_value,
-        builders=pattern,
-        tags=frozenset(tags),
-        policy=policy,
-        grace_period=grace,
-        daily_cap=daily_cap,
-        opt_out_label=opt_out,
-        revert_labels=labels,
-        draft=draft,
-        startup_builds=startup_builds,
-        log_lines=log_lines,
-        objection_words=objections,
-    )
+def _positive_number(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SettingsError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise SettingsError(f"{name} must be {'zero or ' if allow_zero else ''}positive")
+    return float(value)
+
+
+def _whole_number(name: str, value: Any, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SettingsError(f"{name} must be a whole number of at least {low}")
+    return value
+
+
+def _daily_cap(daily_cap: Any) -> int | None:
+    if daily_cap is None:
+        return None
+    if isinstance(daily_cap, bool) or not isinstance(daily_cap, int) or daily_cap < 1:
+        raise SettingsError("daily_cap must be a positive whole number, or None for no cap")
+    return daily_cap
+
+
+def _label(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        raise SettingsError(f"{name} must be a non-empty label name of at most 100 characters")
+    return value
+
+
+def _labels(name: str, value: Any) -> tuple[str, ...]:
+    """One label name or a list of them."""
+    return tuple(_label(name, x) for x in ([value] if isinstance(value, str) else value))
+
+
+def _phrases(name: str, value: Any) -> tuple[str, ...]:
+    """One phrase or a list of them."""
+    given = [value] if isinstance(value, str) else value
+    words: tuple[Any, ...] = ()
+    if isinstance(given, Iterable) and not isinstance(given, Mapping):
+        words = tuple(given)
+    # A blank phrase would be "in" every comment: each would count as an objection.
+    if not words or not all(isinstance(w, str) and w.strip() for w in words):
+        raise SettingsError(
+            f"{name} must be a non-empty list of non-empty phrases, e.g. ['/no-revert']"
+        )
+    return words
 
 
 # Every argument ``RevertReporter`` takes (besides Buildbot's ``name``), in order.

@@ -15,6 +15,7 @@ from itertools import chain
 
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
 from simulator.history.store import HistoryStore
@@ -26,18 +27,22 @@ WARMUP = 31 * 86400.0
 
 @dataclass(frozen=True)
 class Selection:
-    """Which part of a history to replay."""
+    """Which part of a history to replay: a time window, and the builders that propose."""
 
     since: float | None = None
     until: float | None = None
+    # The builders' name pattern and required tags, as the plugin's settings
+    # name them (see :attr:`watched`).
     builders: re.Pattern[str] | None = None
-    # A builder is kept when it carries every one of these tags.
     tags: frozenset[str] = frozenset()
 
+    @property
+    def watched(self) -> BuilderSelection:
+        """The builders that propose reverts, chosen by the plugin's own rule."""
+        return BuilderSelection(self.builders, self.tags)
+
     def keeps(self, builder: Builder) -> bool:
-        if self.builders is not None and not self.builders.search(builder.name):
-            return False
-        return self.tags <= set(builder.tags)
+        return self.watched.keeps(builder.name, builder.tags)
 
 
 @dataclass(frozen=True)

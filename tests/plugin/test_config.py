@@ -15,8 +15,8 @@ from buildbot.secrets.secret import SecretDetails
 from twisted.internet import defer
 from twisted.python import log
 
+from buildbot_revert.core import defaults
 from buildbot_revert.plugin.config import (
-    DEFAULT_OBJECTION_WORDS,
     OPTIONS,
     Mode,
     SettingsError,
@@ -178,7 +178,7 @@ def test_every_option_of_parse_settings_is_known():
 
 
 def test_objection_words_default_and_can_be_set():
-    assert parse_settings("python/cpython").objection_words == DEFAULT_OBJECTION_WORDS
+    assert parse_settings("python/cpython").objection_words == defaults.OBJECTION_WORDS
     s = parse_settings("python/cpython", objection_words=["/no-revert", "please wait"])
     assert s.objection_words == ("/no-revert", "please wait")
     assert parse_settings("python/cpython", objection_words="/hold").objection_words == ("/hold",)

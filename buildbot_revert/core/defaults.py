@@ -1,0 +1,25 @@
+"""The reporter's defaults, stated once for both shells.
+
+The plugin's settings (:mod:`buildbot_revert.plugin.config`) take these when
+a ``master.cfg`` leaves an option out, and the simulator's flags start from
+the same ones, so a backtest run without flags replays what a freshly
+configured reporter would do.  They parameterise the rules of :mod:`.actions`
+and :mod:`.grace`.  The policy's own defaults (failures, guards, windows) are
+the field defaults of :class:`~.policy.Policy`.
+"""
+
+from __future__ import annotations
+
+# Seconds between the comment on the culprit and the revert PR; 0 files at once.
+GRACE_PERIOD = 0.0
+# At most this many revert PRs in any 24 hours (None: no cap).
+DAILY_CAP: int | None = 3
+# The label that, on a culprit PR, keeps the reporter off it (None: no label does).
+OPT_OUT_LABEL: str | None = "skip-auto-revert"
+# Comments that, posted on the culprit PR during the grace period, stop the revert.
+OBJECTION_WORDS: tuple[str, ...] = ("/no-revert", "do not revert", "don't revert")
+# How many of the master's most recent builds the plugin replays on start.
+STARTUP_BUILDS = 2000
+# The lines of each failing step's stdio log handed to the core: the plugin
+# and the simulator's importer read the same tail, so both see the same evidence.
+LOG_TAIL_LINES = 300

@@ -25,7 +25,8 @@ ever blames only its own tip.  A build with no change behind it (a forced
 build of no particular revision) blames nothing and moves no tip.  Those rules
 live in :mod:`buildbot_revert.core.blamelist`, and the conversion of changes, steps
 and logs in :mod:`buildbot_revert.core.records`, which the plugin uses too: the
-simulator must see the history the plugin saw.
+simulator must see the history the plugin saw.  The changes they look up are
+held by :mod:`simulator.history.change_index`.
 
 **Incremental and resumable.**  Builds are read in completion order, a page at
 a time, with every request for the page made before anything is written; the
@@ -43,7 +44,6 @@ costs a handful of requests; only failing builds cost requests of their own
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import re
@@ -58,15 +58,20 @@ from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from simulator.history import paths
+from simulator.history.change_index import ChangeIndex, blamed_ranges
 from simulator.history.entities import (
     BUILD_FIELDS,
     BuildInfo,
-    ChangeInfo,
     LogInfo,
     SourceStampInfo,
     parse_build,
 )
-from simulator.history.rest_client import BuildbotAPI
+from simulator.history.rest_client import BuildbotAPI, api_url
+from simulator.history.schema import (
+    META_IMPORT_CHANGES_RANGE,
+    META_IMPORT_MASTER,
+    META_IMPORT_SYNCED,
+)
 from simulator.history.store import HistoryStore
 
 # Builds whose completion is stamped in the same second as the sync position
@@ -74,11 +79,6 @@ from simulator.history.store import HistoryStore
 # cheap (known build ids are skipped) and closes that gap.
 RESYNC_SECONDS = 5.0
 LOG_TAIL_LINES = 300
-
-# Keys of the store's meta table.
-META_MASTER = "import.master"
-META_SYNCED = "import.synced"
-META_CHANGES = "import.changes_range"
 
 
 class PullError(Exception):
@@ -106,49 +106,6 @@ def select_builders(
     return [
         b for b in builders if (pattern is None or pattern.search(b.name)) and wanted <= set(b.tags)
     ]
-
-
-class _Changes:
-    """The master changes known to this pull, indexed for blamelist queries."""
-
-    def __init__(self, store: HistoryStore) -> None:
-        known = store.import_known_changes()
-        self.line: dict[int, str] = {m: line for m, (_, _, line) in known.items()}
-        self.by_ssid: dict[int, int] = {}
-        self.on_line: dict[str, list[int]] = {}
-        self.store_id: dict[int, int] = {m: cid for m, (cid, _, _) in known.items()}
-        for m, (_, ssid, line) in sorted(known.items()):
-            self._index(m, ssid, line)
-        self.new: dict[int, ChangeInfo] = {}
-        raw = store.get_meta(META_CHANGES)
-        self.low: int | None
-        self.high: int | None
-        self.low, self.high = json.loads(raw) if raw else (None, None)
-
-    def _index(self, m: int, ssid: int | None, line: str) -> None:
-        if ssid is not None:
-            self.by_ssid[ssid] = max(m, self.by_ssid.get(ssid, m))
-        ids = self.on_line.setdefault(line, [])
-        if not ids or ids[-1] < m:
-            ids.append(m)
-        else:
-            bisect.insort(ids, m)
-
-    def add(self, c: ChangeInfo) -> None:
-        if c.changeid in self.line:
-            return
-        line = blamelist.change_line(c._asdict())
-        self.line[c.changeid] = line
-        self.new[c.changeid] = c
-        self._index(c.changeid, c.ssid, line)
-
-    def between(self, line: str, after: int, upto: int) -> list[int]:
-        ids = self.on_line.get(line, [])
-        return ids[bisect.bisect_right(ids, after) : bisect.bisect_right(ids, upto)]
-
-    def with_ssid(self, line: str, ssid: int) -> list[int]:
-        tip = self.by_ssid.get(ssid)
-        return [] if tip is None else [tip]
 
 
 class Importer:
@@ -186,17 +143,28 @@ class Importer:
         self._check_store_owner()
         self._sync_builders()
         self.workers = self.api.workers()
-        self.changes = _Changes(self.store)
+        self.changes = ChangeIndex(self.store)
         self.tips = self.store.import_builder_tips()
         self.looked_back: set[str] = set()
-        synced: dict[str, float] = json.loads(self.store.get_meta(META_SYNCED) or "{}")
+        synced: dict[str, float] = json.loads(self.store.get_meta(META_IMPORT_SYNCED) or "{}")
+        self._pull_builds(self._lower_bound(synced), synced)
+        self.stats.requests = self.api.requests - first_request
+        self.stats.seconds = time.monotonic() - started
+        self.stats.builders = sorted(self.builder_ids.values())
+        return self.stats
+
+    def _lower_bound(self, synced: dict[str, float]) -> float:
+        """The completion time from which this pull reads builds (whole seconds)."""
         floor = self.since if self.since is not None else 0.0
         # Re-read a little before a sync position, never before what was asked.
         lower = min(
             max(floor, synced[str(b)] - RESYNC_SECONDS) if str(b) in synced else floor
             for b in self.builder_ids
         )
-        lower = float(int(lower)) if lower > 0 else 0.0
+        return float(int(lower)) if lower > 0 else 0.0
+
+    def _pull_builds(self, lower: float, synced: dict[str, float]) -> None:
+        """Import the completed builds from ``lower`` on, a page at a time."""
         done = self.store.import_build_ids(lower)
         filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
         if len(self.builder_ids) < len(self.all_builders):
@@ -222,13 +190,9 @@ class Importer:
             self._import_page(fresh, position, synced)
             if self.progress is not None and span and position is not None:
                 self.progress(int(position - lower), span)
-        self.stats.requests = self.api.requests - first_request
-        self.stats.seconds = time.monotonic() - started
-        self.stats.builders = sorted(self.builder_ids.values())
-        return self.stats
 
     def _check_store_owner(self) -> None:
-        owner = self.store.get_meta(META_MASTER)
+        owner = self.store.get_meta(META_IMPORT_MASTER)
         if owner is None and self.store.count_builds():
             raise PullError(
                 f"{self.store.path} holds a history that was not pulled from a master; "
@@ -256,7 +220,7 @@ class Importer:
                 "--builders/--tags"
             )
         with self.store.transaction():
-            self.store.set_meta(META_MASTER, self.api.display_url)
+            self.store.set_meta(META_IMPORT_MASTER, self.api.display_url)
             self.store_builder = {
                 i.builderid: self.store.add_builder(Builder(i.name, i.tags))
                 for i in infos
@@ -289,7 +253,7 @@ class Importer:
         previous = self.api.map(self._previous_build, list(first_seen.values()))
         lookback = [p for p in previous if p is not None]
         stamps = self._sourcestamps(builds + lookback)
-        tips = {b.buildid: self._tips(stamps.get(b.buildid, [])) for b in builds + lookback}
+        tips = {b.buildid: self.changes.tips(stamps.get(b.buildid, [])) for b in builds + lookback}
         for p in lookback:
             self.tips.setdefault(self.builder_ids[p.builderid], {}).update(tips[p.buildid])
         for bid in first_seen:
@@ -299,12 +263,12 @@ class Importer:
         for b in builds:
             blamelists[b.buildid] = self._blame(b, tips[b.buildid])
         failing = [b for b in builds if b.results == int(Result.FAILURE)]
-        failed_steps = dict(
+        steps_by_build = dict(
             zip(
                 (b.buildid for b in failing), self.api.map(self._failed_steps, failing), strict=True
             )
         )
-        self._write(builds, tips, blamelists, failed_steps, position, synced)
+        self._write(builds, tips, blamelists, steps_by_build, position, synced)
 
     def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
         """The builder's last build completed before ``b`` (not imported: before the window)."""
@@ -329,50 +293,22 @@ class Importer:
         for b in builds:
             bsid = buildset_of.get(b.buildrequestid) if b.buildrequestid is not None else None
             out[b.buildid] = stamps.get(bsid, []) if bsid is not None else []
-        unresolved = {
-            ss.revision
-            for sss in out.values()
-            for ss in sss
-            if ss.ssid not in self.changes.by_ssid and ss.revision
-        }
+        unresolved = self.changes.unresolved_revisions(ss for sss in out.values() for ss in sss)
         if unresolved:
             for c in self.api.changes_by_revision(unresolved):
                 self.changes.add(c)
         return out
 
-    def _tips(self, stamps: list[SourceStampInfo]) -> dict[str, int]:
-        heads = (self.changes.by_ssid.get(ss.ssid) for ss in stamps)
-        return blamelist.newest_per_line((self.changes.line[h], h) for h in heads if h is not None)
-
     def _fetch_ranges(self, builds: list[BuildInfo], tips: dict[int, dict[str, int]]) -> None:
         """Make every change between a builder's previous tip and its new tip known."""
-        state = dict(self.tips)
-        wanted: list[tuple[int, int]] = []
-        for b in builds:
-            name = self.builder_ids[b.builderid]
-            mine = state.get(name, {})
-            wanted.extend(blamelist.ranges(mine, tips[b.buildid]).values())
-            state[name] = blamelist.advance(mine, tips[b.buildid])
-        if not wanted:
-            return
-        need_lo = min(after for after, _ in wanted) + 1
-        need_hi = max(upto for _, upto in wanted)
-        low, high = self.changes.low, self.changes.high
-        if low is None or high is None:
-            self._fetch(need_lo - 1, need_hi)
-            low, high = need_lo, need_hi
-        else:
-            if need_lo < low:
-                self._fetch(need_lo - 1, low - 1)
-                low = need_lo
-            if need_hi > high:
-                self._fetch(high, need_hi)
-                high = need_hi
-        self.changes.low, self.changes.high = low, high
-
-    def _fetch(self, after: int, upto: int) -> None:
-        for c in self.api.changes_between(after, upto):
-            self.changes.add(c)
+        wanted = blamed_ranges(
+            self.tips, ((self.builder_ids[b.builderid], tips[b.buildid]) for b in builds)
+        )
+        missing = self.changes.unfetched(wanted)
+        for after, upto in missing:
+            for c in self.api.changes_between(after, upto):
+                self.changes.add(c)
+        self.changes.mark_fetched(missing)
 
     def _blame(self, b: BuildInfo, tips: dict[str, int]) -> list[int]:
         name = self.builder_ids[b.builderid]
@@ -398,7 +334,7 @@ class Importer:
         builds: list[BuildInfo],
         tips: dict[int, dict[str, int]],
         blamelists: dict[int, list[int]],
-        failed_steps: dict[int, tuple[FailedStep, ...]],
+        steps_by_build: dict[int, tuple[FailedStep, ...]],
         position: float | None,
         synced: dict[str, float],
     ) -> None:
@@ -410,7 +346,7 @@ class Importer:
                 store.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
                 self.changes.store_id[c.changeid] = cid
             for b in builds:
-                steps = failed_steps.get(b.buildid, ())
+                steps = steps_by_build.get(b.buildid, ())
                 record = Build(
                     builder=self.builder_ids[b.builderid],
                     number=b.number,
@@ -424,16 +360,18 @@ class Importer:
                 build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
                 store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
                 self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
-            if self.changes.low is not None:
-                store.set_meta(META_CHANGES, json.dumps([self.changes.low, self.changes.high]))
+            if self.changes.fetched_range is not None:
+                store.set_meta(
+                    META_IMPORT_CHANGES_RANGE, json.dumps(list(self.changes.fetched_range))
+                )
             if position is not None:
                 for bid in self.builder_ids:
                     synced[str(bid)] = max(position, synced.get(str(bid), position))
-                store.set_meta(META_SYNCED, json.dumps(synced, sort_keys=True))
+                store.set_meta(META_IMPORT_SYNCED, json.dumps(synced, sort_keys=True))
         self.changes.new.clear()
         self.stats.builds += len(builds)
         self.stats.changes += len(new_changes)
-        self.stats.failing_builds += len(failed_steps)
+        self.stats.failing_builds += len(steps_by_build)
 
 
 def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
@@ -453,8 +391,6 @@ def default_history_path(url: str) -> Path:
     on Linux, honouring ``$XDG_CACHE_HOME``); the name says which master the
     file holds.
     """
-    from simulator.history.rest_client import api_url
-
     canonical = api_url(url)
     parts = urlsplit(canonical)
     host = parts.hostname or "master"

@@ -19,14 +19,9 @@ from hypothesis import strategies as st
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from simulator.history.change_index import ChangeIndex, blamed_ranges
 from simulator.history.entities import ChangeInfo, LogInfo, parse_change, parse_log, parse_step
-from simulator.history.importer import (
-    PullError,
-    _Changes,
-    default_history_path,
-    pull,
-    select_builders,
-)
+from simulator.history.importer import PullError, default_history_path, pull, select_builders
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 
@@ -127,7 +122,7 @@ def test_select_builders_regex_and_all_tags() -> None:
 def test_changes_index_by_line(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
     store.ensure_import_tables()
-    changes = _Changes(store)
+    changes = ChangeIndex(store)
     for c in [info(5, "e", ssid=50), info(2, "b", ssid=20), info(3, "c", branch="3.13"),
               info(4, "d", ssid=40)]:  # fmt: skip
         changes.add(c)
@@ -139,9 +134,37 @@ def test_changes_index_by_line(tmp_path: Path) -> None:
     with store.transaction():
         cid = store.add_change(change_record(info(4, "d")))
         store.add_import_change(4, cid, 40, main)
-    again = _Changes(store)
+    again = ChangeIndex(store)
     assert again.between(main, 0, 10) == [4] and again.by_ssid == {40: 4}
     store.close()
+
+
+def test_fetched_changes_stay_one_range(tmp_path: Path) -> None:
+    """Each change id is asked for once: what is fetched grows as one contiguous range."""
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    store.ensure_import_tables()
+    changes = ChangeIndex(store)
+    assert changes.unfetched([]) == []
+    assert changes.unfetched([(4, 6), (2, 5)]) == [(2, 6)]
+    changes.mark_fetched([(2, 6)])
+    assert changes.fetched_range == (3, 6)
+    assert changes.unfetched([(3, 5)]) == []
+    assert changes.unfetched([(0, 9)]) == [(0, 2), (6, 9)]
+    changes.mark_fetched([(0, 2), (6, 9)])
+    assert changes.fetched_range == (1, 9)
+    store.close()
+
+
+def test_blamed_ranges_follow_each_builders_tips() -> None:
+    """Ranges are against the builder's tips as advanced by its earlier builds on the page."""
+    before = {"b1": {"L": 3}}
+    page = [("b1", {"L": 5}), ("b2", {"L": 4}), ("b1", {"L": 8, "M": 2})]
+    assert blamed_ranges(before, page) == [
+        *blamelist.ranges({"L": 3}, {"L": 5}).values(),
+        *blamelist.ranges({}, {"L": 4}).values(),
+        *blamelist.ranges({"L": 5}, {"L": 8, "M": 2}).values(),
+    ]
+    assert before == {"b1": {"L": 3}}  # the caller's tips are not moved
 
 
 def test_import_bookkeeping(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 1. **Changes.**  Commit times on ``main`` with a daily, weekly and seasonal
-   rhythm (:mod:`simulator.synthetic.change_model`); each gets an author, a title, files
+   rhythm (:mod:`simulator.synthetic.changes`); each gets an author, a title, files
    and a PR number.
 2. **Breakages.**  A few percent of changes break one builder, a family of
    builders (Windows, s390x, refleak, NoGIL...) or many.  Each is fixed later
@@ -17,7 +17,7 @@ Theory of operation
    tests fail for days) are ranges of *time*.  Some builders are red at the
    start of the year, two stay red all year.
 4. **Scheduling.**  Per worker, Buildbot's behaviour
-   (:mod:`simulator.synthetic.worker_schedule`): each scheduler's ``treeStableTimer``
+   (:mod:`simulator.synthetic.schedule`): each scheduler's ``treeStableTimer``
    turns changes into build requests (30 s; one hour for refleak builders);
    a worker runs at most ``max_builds`` builds at once (usually one), shared
    by its builders on ``main`` and on the maintained branches.  A waiting
@@ -28,7 +28,7 @@ Theory of operation
    previous build.  The history starts with a warm-up month before the
    window (meta ``warmup_start``).
 5. **Branches.**  Backports of ``main``'s changes land on the maintained
-   branches (:mod:`simulator.synthetic.branch_model`) as changes of their own (40-hex
+   branches (:mod:`simulator.synthetic.branches`) as changes of their own (40-hex
    revision, ``[3.13] ... (GH-N) (#M)`` title, ``branch`` set); each
    machine has a builder per branch it builds (``"<name> 3.13"``, tagged
    ``3.13``; main's keep their name and are tagged ``3.x``), recorded like
@@ -69,9 +69,9 @@ from pathlib import Path
 from buildbot_revert.core.model import Builder, Change, FailedStep, Result
 from simulator.history import paths
 from simulator.history.store import HistoryStore, peek_meta
-from simulator.synthetic import branch_model, log_tails, worker_schedule
-from simulator.synthetic.change_model import AREAS, ChangeFactory, ChangeRec, commit_times
-from simulator.synthetic.fleet_model import BuilderSpec, build_fleet
+from simulator.synthetic import branches, log_tails, schedule
+from simulator.synthetic.changes import AREAS, ChangeFactory, ChangeRec, commit_times
+from simulator.synthetic.fleet import BuilderSpec, build_fleet
 
 GENERATOR_VERSION = "4"
 # The history is "exported" a few days after the window closes; with the
@@ -989,11 +989,11 @@ def _make_branch_changes(
     area_lang = {a.name: a.lang for a in AREAS}
     by_name = {s.name: s for s in fleet}
     eligible = [c.kind in ("normal", "reland") for c in changes]
-    plan = branch_model.backport_plan(rng, [c.when for c in changes], eligible, end)
+    plan = branches.backport_plan(rng, [c.when for c in changes], eligible, end)
     out: dict[str, list[ChangeRec]] = {}
     for branch, landings in plan.items():
-        closes = min(end, branch_model.branch_named(branch).eol)
-        branch_fleet = [s for s in fleet if branch in branch_model.builder_branches(s)]
+        closes = min(end, branches.branch_named(branch).eol)
+        branch_fleet = [s for s in fleet if branch in branches.builder_branches(s)]
         on_branch: list[ChangeRec] = []
         for landed, index in landings:
             original = changes[index]
@@ -1015,9 +1015,9 @@ def _make_branch_changes(
             fix_kind = "revert"
             if main_b is not None and (main_b.fix is None or main_b.fix.when > landed):
                 names = [
-                    branch_model.builder_name(n, branch)
+                    branches.builder_name(n, branch)
                     for n in main_b.builders
-                    if branch in branch_model.builder_branches(by_name[n])
+                    if branch in branches.builder_branches(by_name[n])
                 ]
                 if names and rng.random() < _REPEAT_RATE:
                     b = Breakage(
@@ -1033,12 +1033,12 @@ def _make_branch_changes(
                     )
                 if main_b.fix is not None:
                     # Main's fix follows the culprit to the branch.
-                    fix_at = main_b.fix.when + branch_model.backport_delay_s(rng)
+                    fix_at = main_b.fix.when + branches.backport_delay_s(rng)
                     fix_kind = "revert" if main_b.fixed_by == "revert" else "backport"
             elif rng.random() < _BRANCH_BREAK_FACTOR * _BREAK_RATE[area_lang[original.area]]:
                 b = _make_breakage(rng, len(breakages), backport, branch_fleet)
                 if b is not None:
-                    b.builders = tuple(branch_model.builder_name(n, branch) for n in b.builders)
+                    b.builders = tuple(branches.builder_name(n, branch) for n in b.builders)
                     fix_at = landed + _delay_hours(rng) * 3600
                     if b.wide:
                         fix_at = min(fix_at, landed + _delay_hours(rng) * 3600)
@@ -1117,18 +1117,17 @@ def _builders(fleet: list[BuilderSpec], first: float) -> list[_Builder]:
     besides the machine's ``stable``/``unstable``, tier and variant tags.
     """
     out = [
-        _Builder(s, "main", s.name, (*s.tags, branch_model.branch_tag("main")), False)
-        for s in fleet
+        _Builder(s, "main", s.name, (*s.tags, branches.branch_tag("main")), False) for s in fleet
     ]
-    for branch in reversed(branch_model.BRANCHES):
+    for branch in reversed(branches.BRANCHES):
         for s in fleet:
-            if branch.name in branch_model.builder_branches(s):
+            if branch.name in branches.builder_branches(s):
                 out.append(
                     _Builder(
                         s,
                         branch.name,
-                        branch_model.builder_name(s.name, branch.name),
-                        (*s.tags, branch_model.branch_tag(branch.name)),
+                        branches.builder_name(s.name, branch.name),
+                        (*s.tags, branches.branch_tag(branch.name)),
                         branch.created > first,
                     )
                 )
@@ -1151,17 +1150,17 @@ def _schedule(
     for worker, members in workers.items():
         # One generator per worker for its dispatch delays.
         wrng = random.Random(f"{seed}:worker:{worker}")
-        lanes: list[worker_schedule.Lane] = []
+        lanes: list[schedule.Lane] = []
         for index in members:
             builder = builders[index]
             key = (builder.branch, builder.spec.tree_stable_timer)
             if key not in requests:
                 requests[key] = _requests(times.get(builder.branch, []), key[1])
             if requests[key]:
-                lanes.append(worker_schedule.Lane(builder.name, requests[key], runs[index].start))
+                lanes.append(schedule.Lane(builder.name, requests[key], runs[index].start))
         offline = [(ep.start, ep.end) for ep in plans[worker].offline]
         max_builds = builders[members[0]].spec.max_builds
-        worker_schedule.run_worker(lanes, max_builds, offline, wrng, end)
+        schedule.run_worker(lanes, max_builds, offline, wrng, end)
 
 
 def generate(
@@ -1199,11 +1198,11 @@ def generate(
     reds = _always_red(rng, fleet, first)
     backport_rng = random.Random(f"{seed}:backports")
     backport_factory = ChangeFactory(backport_rng, start, end, used_prs=factory.used_prs)
-    branches = {"main": main}
-    branches.update(
+    changes_by_branch = {"main": main}
+    changes_by_branch.update(
         _make_branch_changes(backport_rng, backport_factory, main, breakages, full_fleet, end)
     )
-    times = {name: [c.when for c in cs] for name, cs in branches.items()}
+    times = {name: [c.when for c in cs] for name, cs in changes_by_branch.items()}
     instances = _builders(fleet, first)
     by_builder: dict[str, list[Breakage]] = {b.name: [] for b in instances}
     for b in breakages:
@@ -1242,7 +1241,7 @@ def generate(
             tmp,
             path,
             instances,
-            branches,
+            changes_by_branch,
             breakages,
             records,
             seed,
@@ -1261,7 +1260,7 @@ def _write(
     tmp: Path,
     final: Path,
     builders: list[_Builder],
-    branches: dict[str, list[ChangeRec]],
+    changes_by_branch: dict[str, list[ChangeRec]],
     breakages: list[Breakage],
     records: list[_BuildRec],
     seed: int,
@@ -1281,10 +1280,11 @@ def _write(
             builder_ids = [store.add_builder(Builder(b.name, b.tags)) for b in builders]
             # Ids in landing order over all branches; per branch, by index.
             change_ids: dict[str, list[int]] = {
-                name: [0] * len(cs) for name, cs in branches.items()
+                name: [0] * len(cs) for name, cs in changes_by_branch.items()
             }
             everything = sorted(
-                (c for cs in branches.values() for c in cs), key=lambda c: (c.when, c.revision)
+                (c for cs in changes_by_branch.values() for c in cs),
+                key=lambda c: (c.when, c.revision),
             )
             for c in everything:
                 change_ids[c.branch][c.index] = store.add_change(_as_change(c))
@@ -1366,7 +1366,7 @@ def _write(
     return GenerationStats(
         path=final,
         builders=len(builders),
-        changes=sum(len(cs) for cs in branches.values()),
+        changes=sum(len(cs) for cs in changes_by_branch.values()),
         builds=len(records),
         breaking_changes=len({b_id for b_id, _ in broken_at}),
         breakages=labelled,

@@ -1,4 +1,4 @@
-"""Tests of the generator of the shipped history (simulator/generator.py).
+"""Tests of the generator of the shipped history (simulator/synthetic/).
 
 Most tests generate a short window with a thinned fleet (a few seconds at
 most); one test checks the full-size properties on the shipped history
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.synthetic import branch_model, generator
-from simulator.synthetic.fleet_model import FLEET, build_fleet
+from simulator.synthetic import branches, generator
+from simulator.synthetic.fleet import FLEET, build_fleet
 from simulator.synthetic.generator import generate
 
 GREEN = (0, 1)
@@ -143,7 +143,7 @@ def test_branch_builders_blame_only_their_branchs_changes(small: Path) -> None:
 
 def test_every_change_names_its_branch_and_main_has_no_backports(small: Path) -> None:
     db = sqlite3.connect(small)
-    names = {b.name for b in branch_model.BRANCHES}
+    names = {b.name for b in branches.BRANCHES}
     rows = db.execute("SELECT branch, title, message, author FROM changes").fetchall()
     assert {branch for branch, *_ in rows} <= names | {"main"}
     main = [r for r in rows if r[0] == "main"]
@@ -181,7 +181,7 @@ def test_builders_are_named_and_tagged_by_branch(small: Path) -> None:
     fleet = {s.name: s for s in build_fleet(random.Random(7))}
     for name in main:
         has = {_branch_of(builders[n]) for n in builders if n == name or n.startswith(name + " 3.")}
-        expected = {"main", *branch_model.builder_branches(fleet[name])}
+        expected = {"main", *branches.builder_branches(fleet[name])}
         assert has == expected, name
         if fleet[name].nogil:
             assert has <= {"main", "3.13"}

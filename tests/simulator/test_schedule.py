@@ -1,4 +1,4 @@
-"""Tests of one worker's build queue (simulator/worker_schedule.py).
+"""Tests of one worker's build queue (simulator/synthetic/schedule.py).
 
 The queue must behave like a Buildbot master with its defaults: at most
 ``max_builds`` builds at once on the worker, one at a time per builder, a
@@ -13,7 +13,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.synthetic.worker_schedule import Lane, run_worker
+from simulator.synthetic.schedule import Lane, run_worker
 
 END = 1_000_000.0
 

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from simulator.synthetic.fleet_model import BuilderSpec
+from simulator.synthetic.fleet import BuilderSpec
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,6 @@ class Guard(StrEnum):
     FLAKY_BUILDER = "flaky-builder"
 
 
-ALL_GUARDS: frozenset[Guard] = frozenset(Guard)
-
 # Guards that doubt one builder's evidence: when builders on several workers
 # fail the same way from the same single change, the doubt no longer holds
 # (a flaky builder, or a test that also failed elsewhere for some other

@@ -350,45 +350,15 @@ class StreakTracker:
         return streak.verdict
 
     def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str]:
-        n = self.policy.failures
-        if not streak.after_green:
-            return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
-        suspects = streak.suspects
-        if not suspects:
-            return (
-                Reason.NO_CHANGES,
-                "the first failing build has no changes: nothing to blame",
-            )
-        if len(suspects) > 1:
-            return (
-                Reason.MULTIPLE_CHANGES,
-                f"the first failing build holds {len(suspects)} changes since the last green "
-                "build: the policy does not guess which one",
-            )
-        change = suspects[0]
-        if is_revert(change):
-            return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
-        max_age = self.policy.max_culprit_age
-        if max_age is not None and last.completed_at - change.when > max_age:
-            age_h = (last.completed_at - change.when) / _HOUR
-            return (
-                Reason.CULPRIT_TOO_OLD,
-                f"the change landed {age_h:.1f} h before failure number {n}, more than the "
-                f"{max_age / _HOUR:g} h the policy allows",
-            )
-        # Every worker whose builder points structurally at this change: one
-        # builder's weak evidence is strong when other machines fail the
-        # same way from the same change.  Flakes that happen to start on
-        # the same change fail different tests, and do not agree.
-        failed = (
-            common_tests([s for s in streak.signatures if s is not None and not s.generic])
-            if streak.signatures[0] is not None
-            else frozenset()
-        )
-        workers = self._pointing.setdefault(change.revision, {})
-        workers[streak.first.worker or streak.first.builder] = failed
+        """The verdict's reason and explanation: the first check that fails, in order."""
+        declined = self._structural(streak, last)
+        if declined is not None:
+            return declined
+        change = streak.suspects[0]
+        failed, workers = self._point_at(change, streak)
         if self._watched is not None and not self._watched(last.builder):
             return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
+        n = self.policy.failures
         declined = self._guard(streak, change, last)
         if declined is not None:
             k = self.policy.corroboration
@@ -412,6 +382,54 @@ class StreakTracker:
             f"{n} consecutive failing builds after a green build, and the first failing "
             "build holds exactly this one change",
         )
+
+    def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
+        """The structural rule: green before, exactly one suspect, not a revert, not too old."""
+        if not streak.after_green:
+            return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
+        suspects = streak.suspects
+        if not suspects:
+            return (
+                Reason.NO_CHANGES,
+                "the first failing build has no changes: nothing to blame",
+            )
+        if len(suspects) > 1:
+            return (
+                Reason.MULTIPLE_CHANGES,
+                f"the first failing build holds {len(suspects)} changes since the last green "
+                "build: the policy does not guess which one",
+            )
+        change = suspects[0]
+        if is_revert(change):
+            return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
+        max_age = self.policy.max_culprit_age
+        if max_age is not None and last.completed_at - change.when > max_age:
+            age_h = (last.completed_at - change.when) / _HOUR
+            return (
+                Reason.CULPRIT_TOO_OLD,
+                f"the change landed {age_h:.1f} h before failure number {self.policy.failures}, "
+                f"more than the {max_age / _HOUR:g} h the policy allows",
+            )
+        return None
+
+    def _point_at(
+        self, change: Change, streak: _OpenStreak
+    ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+        """Note that this streak's worker points at ``change`` alone, with what it fails.
+
+        Returns what the streak fails and every worker pointing at the change.
+        One builder's weak evidence is strong when other machines fail the
+        same way from the same change; flakes that happen to start on the
+        same change fail different tests, and do not agree.
+        """
+        failed = (
+            common_tests([s for s in streak.signatures if s is not None and not s.generic])
+            if streak.signatures[0] is not None
+            else frozenset()
+        )
+        workers = self._pointing.setdefault(change.revision, {})
+        workers[streak.first.worker or streak.first.builder] = failed
+        return failed, workers
 
     def _guard(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str] | None:
         """The first evidence guard that declines the streak, if any."""

@@ -52,6 +52,8 @@ R = TypeVar("R")
 # Filters that name many ids go in the query string; keep URLs well under the
 # 16 KiB request line that Twisted's web server accepts.
 MAX_IDS_PER_REQUEST = 100
+# Revisions are 40 hex digits: 50 of them keep the URL short.
+MAX_REVISIONS_PER_REQUEST = 50
 
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0
@@ -99,8 +101,8 @@ class BuildbotAPI:
 
     ``concurrency`` bounds the requests in flight; each request gets
     ``timeout`` seconds per attempt and up to ``retries`` retries, with
-    exponential backoff from ``backoff`` seconds, on 5xx answers, timeouts and
-    dropped connections.  ``requests`` counts the HTTP requests made.
+    exponential backoff from ``backoff`` seconds, on 5xx and 429 answers,
+    timeouts and dropped connections.  ``requests`` counts the HTTP requests made.
     """
 
     def __init__(
@@ -171,7 +173,7 @@ class BuildbotAPI:
         """GET ``path`` (relative to ``/api/v2``) and decode the JSON answer.
 
         5xx and 429 answers, timeouts and dropped connections are retried
-        (see the class docstring); anything else is answered at once.
+        (see the class docstring); any other answer is final.
         """
         query = urlencode([(k, _param(v)) for k, v in params])
         target = self._prefix + quote(path) + (f"?{query}" if query else "")
@@ -322,15 +324,36 @@ class BuildbotAPI:
         self, path: str, id_field: str, ids: Iterable[int], fields: Sequence[str]
     ) -> list[dict[str, Any]]:
         """The rows whose ``id_field`` is one of ``ids``, in batched requests."""
-        wanted = sorted(set(ids))
-        batches = list(_chunks(wanted, MAX_IDS_PER_REQUEST))
+        return self._matching(
+            path, id_field, sorted(set(ids)), fields, MAX_IDS_PER_REQUEST, one_row_each=True
+        )
 
-        def one(batch: Sequence[int]) -> list[dict[str, Any]]:
+    def _matching(
+        self,
+        path: str,
+        name: str,
+        values: Sequence[Any],
+        fields: Sequence[str],
+        batch_size: int,
+        *,
+        one_row_each: bool,
+    ) -> list[dict[str, Any]]:
+        """The rows whose field ``name`` is one of ``values``, ``batch_size`` values a request.
+
+        ``one_row_each``: a value matches at most one row (an id), so a
+        request asks for no more rows than it names values.
+        """
+
+        def one(batch: Sequence[Any]) -> list[dict[str, Any]]:
             rows, _ = self.collection(
-                path, fields=fields, filters=[(id_field, i) for i in batch], limit=len(batch)
+                path,
+                fields=fields,
+                filters=[(name, v) for v in batch],
+                limit=len(batch) if one_row_each else None,
             )
             return rows
 
+        batches = list(_chunks(values, batch_size))
         return [row for rows in self.map(one, batches) for row in rows]
 
     # -- what the importer asks -----------------------------------------------------
@@ -361,17 +384,17 @@ class BuildbotAPI:
         return {int(d["workerid"]): str(d["name"]) for d in rows}
 
     def changes_by_revision(self, revisions: Iterable[str]) -> list[ChangeInfo]:
+        """The changes of these revisions (a revision may have several changes)."""
         wanted = sorted({r for r in revisions if r})
-
-        def one(batch: Sequence[str]) -> list[dict[str, Any]]:
-            # Revisions are 40 hex digits: 50 of them keep the URL short.
-            rows, _ = self.collection(
-                "/changes", fields=CHANGE_FIELDS, filters=[("revision", r) for r in batch]
-            )
-            return rows
-
-        batches = list(_chunks(wanted, 50))
-        return [parse_change(d) for rows in self.map(one, batches) for d in rows]
+        rows = self._matching(
+            "/changes",
+            "revision",
+            wanted,
+            CHANGE_FIELDS,
+            MAX_REVISIONS_PER_REQUEST,
+            one_row_each=False,
+        )
+        return [parse_change(d) for d in rows]
 
     def changes_between(self, after: int, upto: int | None) -> Iterator[ChangeInfo]:
         """Changes with ``after < changeid <= upto`` (no bound when ``upto`` is None)."""

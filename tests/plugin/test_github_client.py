@@ -21,7 +21,7 @@ from buildbot_revert.github import (
     revert_branch,
     revert_marker,
 )
-from testkit.github.standin import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
 
 ORIGINAL = "x = 1\n"
 BROKEN = "x = 2  # breaks everything\n"

@@ -12,17 +12,15 @@ import urllib.request
 
 import pytest
 
-from testkit.github.standin import (
+from testkit.github import (
     DEFAULT_TOKEN,
     SECONDARY_RATE_LIMIT_MESSAGE,
     Fault,
     GitHubStandIn,
-    _nullable_to_jsonschema,
     running,
-    validate_graphql,
-    validate_request,
-    validate_response,
 )
+from testkit.github.graphql_api import validate_graphql
+from testkit.github.openapi import openapi_to_json_schema, validate_request, validate_response
 
 
 @pytest.fixture
@@ -201,13 +199,13 @@ def test_compare_and_git_data_follow_history(github):
 
 
 def test_openapi_nullable_becomes_json_schema():
-    assert _nullable_to_jsonschema({"type": "string", "nullable": True}) == {
+    assert openapi_to_json_schema({"type": "string", "nullable": True}) == {
         "type": ["string", "null"]
     }
-    assert _nullable_to_jsonschema({"$ref": "#/x", "nullable": True}) == {
+    assert openapi_to_json_schema({"$ref": "#/x", "nullable": True}) == {
         "anyOf": [{"type": "null"}, {"$ref": "#/x"}]
     }
-    assert _nullable_to_jsonschema({"enum": ["a"], "type": "string", "nullable": True})["enum"] == [
+    assert openapi_to_json_schema({"enum": ["a"], "type": "string", "nullable": True})["enum"] == [
         "a",
         None,
     ]

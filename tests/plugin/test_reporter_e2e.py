@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from testkit.buildbot.harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
-from testkit.github.standin import DEFAULT_TOKEN, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn, running
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live

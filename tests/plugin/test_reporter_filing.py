@@ -24,7 +24,7 @@ from buildbot_revert.plugin.config import parse_settings
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger
 from testkit.buildbot.harness import engine_runner
-from testkit.github.standin import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
 from tests.builds_dsl import builds
 
 LABEL = ":hammer: test-with-buildbots"

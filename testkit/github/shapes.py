@@ -1,0 +1,396 @@
+"""The JSON the REST routes answer with, one function per schema of GitHub's description.
+
+Each function is named after the component it renders (``pull-request-simple``
+-> :func:`pull_request_simple`) and fills every field the schema requires, so
+that the responses validate; fields the client never reads get GitHub's
+typical values.
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from typing import Any
+
+from testkit.github.state import Comment, Commit, Pull, Repository, iso, sha1
+
+# The URL templates of a repository object, relative to its API URL.
+_REPOSITORY_URL_TEMPLATES = {
+    "archive_url": "/{archive_format}{/ref}",
+    "assignees_url": "/assignees{/user}",
+    "blobs_url": "/git/blobs{/sha}",
+    "branches_url": "/branches{/branch}",
+    "collaborators_url": "/collaborators{/collaborator}",
+    "comments_url": "/comments{/number}",
+    "commits_url": "/commits{/sha}",
+    "compare_url": "/compare/{base}...{head}",
+    "contents_url": "/contents/{+path}",
+    "contributors_url": "/contributors",
+    "deployments_url": "/deployments",
+    "downloads_url": "/downloads",
+    "events_url": "/events",
+    "forks_url": "/forks",
+    "git_commits_url": "/git/commits{/sha}",
+    "git_refs_url": "/git/refs{/sha}",
+    "git_tags_url": "/git/tags{/sha}",
+    "hooks_url": "/hooks",
+    "issue_comment_url": "/issues/comments{/number}",
+    "issue_events_url": "/issues/events{/number}",
+    "issues_url": "/issues{/number}",
+    "keys_url": "/keys{/key_id}",
+    "labels_url": "/labels{/name}",
+    "languages_url": "/languages",
+    "merges_url": "/merges",
+    "milestones_url": "/milestones{/number}",
+    "notifications_url": "/notifications{?since,all,participating}",
+    "pulls_url": "/pulls{/number}",
+    "releases_url": "/releases{/id}",
+    "stargazers_url": "/stargazers",
+    "statuses_url": "/statuses/{sha}",
+    "subscribers_url": "/subscribers",
+    "subscription_url": "/subscription",
+    "tags_url": "/tags",
+    "teams_url": "/teams",
+    "trees_url": "/git/trees{/sha}",
+}
+
+
+def api_url(repo: Repository, suffix: str = "") -> str:
+    return f"https://api.github.com/repos/{repo.full_name}{suffix}"
+
+
+def html_url(repo: Repository, suffix: str = "") -> str:
+    return f"https://github.com/{repo.full_name}{suffix}"
+
+
+def simple_user(repo: Repository, login: str) -> dict[str, Any]:
+    uid = int(sha1(login.encode())[:6], 16)
+    api = f"https://api.github.com/users/{login}"
+    return {
+        "login": login,
+        "id": uid,
+        "node_id": repo.node_id("U", uid),
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
+        "gravatar_id": "",
+        "url": api,
+        "html_url": f"https://github.com/{login}",
+        "followers_url": f"{api}/followers",
+        "following_url": f"{api}/following{{/other_user}}",
+        "gists_url": f"{api}/gists{{/gist_id}}",
+        "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{api}/subscriptions",
+        "organizations_url": f"{api}/orgs",
+        "repos_url": f"{api}/repos",
+        "events_url": f"{api}/events{{/privacy}}",
+        "received_events_url": f"{api}/received_events",
+        "type": "User",
+        "site_admin": False,
+    }
+
+
+def repository(repo: Repository) -> dict[str, Any]:
+    api = api_url(repo)
+    out: dict[str, Any] = {key: api + suffix for key, suffix in _REPOSITORY_URL_TEMPLATES.items()}
+    out.update(
+        {
+            "id": 81598961,
+            "node_id": repo.node_id("R", 0),
+            "name": repo.name,
+            "full_name": repo.full_name,
+            "owner": simple_user(repo, repo.owner),
+            "private": False,
+            "html_url": html_url(repo),
+            "description": "",
+            "fork": False,
+            "url": api,
+            "clone_url": html_url(repo, ".git"),
+            "git_url": f"git://github.com/{repo.full_name}.git",
+            "ssh_url": f"git@github.com:{repo.full_name}.git",
+            "svn_url": html_url(repo),
+            "mirror_url": None,
+            "homepage": None,
+            "language": "Python",
+            "forks": 0,
+            "forks_count": 0,
+            "stargazers_count": 0,
+            "watchers_count": 0,
+            "watchers": 0,
+            "size": 1,
+            "default_branch": repo.default_branch,
+            "open_issues": 0,
+            "open_issues_count": 0,
+            "has_issues": True,
+            "has_projects": True,
+            "has_wiki": False,
+            "has_pages": False,
+            "has_downloads": True,
+            "archived": False,
+            "disabled": False,
+            "license": None,
+            "pushed_at": iso(time.time()),
+            "created_at": "2017-02-10T19:23:51Z",
+            "updated_at": iso(time.time()),
+        }
+    )
+    return out
+
+
+def label(repo: Repository, name: str) -> dict[str, Any]:
+    lid = repo.label_id(name)
+    return {
+        "id": lid,
+        "node_id": repo.node_id("LA", lid),
+        "url": api_url(repo, f"/labels/{name}"),
+        "name": name,
+        "description": "",
+        "color": "ededed",
+        "default": False,
+    }
+
+
+def issue_comment(repo: Repository, c: Comment) -> dict[str, Any]:
+    return {
+        "id": c.id,
+        "node_id": repo.node_id("IC", c.id),
+        "url": api_url(repo, f"/issues/comments/{c.id}"),
+        "html_url": html_url(repo, f"/pull/{c.issue_number}#issuecomment-{c.id}"),
+        "issue_url": api_url(repo, f"/issues/{c.issue_number}"),
+        "body": c.body,
+        "user": simple_user(repo, c.user),
+        "created_at": c.created_at,
+        "updated_at": c.created_at,
+        "author_association": "NONE",
+    }
+
+
+def pull_request_simple(repo: Repository, pr: Pull) -> dict[str, Any]:
+    n = pr.number
+    api, html = api_url(repo, f"/pulls/{n}"), html_url(repo, f"/pull/{n}")
+    repository_json = repository(repo)
+
+    def branch(ref: str, sha: str) -> dict[str, Any]:
+        return {
+            "label": f"{repo.owner}:{ref}",
+            "ref": ref,
+            "sha": sha,
+            "user": simple_user(repo, repo.owner),
+            "repo": repository_json,
+        }
+
+    return {
+        "url": api,
+        "id": 10_000 + n,
+        "node_id": pr.node_id,
+        "html_url": html,
+        "diff_url": html + ".diff",
+        "patch_url": html + ".patch",
+        "issue_url": api_url(repo, f"/issues/{n}"),
+        "commits_url": api + "/commits",
+        "review_comments_url": api + "/comments",
+        "review_comment_url": api_url(repo, "/pulls/comments{/number}"),
+        "comments_url": api_url(repo, f"/issues/{n}/comments"),
+        "statuses_url": api_url(repo, f"/statuses/{pr.head_sha}"),
+        "number": n,
+        "state": pr.state,
+        "locked": False,
+        "title": pr.title,
+        "user": simple_user(repo, pr.user),
+        "body": pr.body,
+        "labels": [label(repo, name) for name in pr.labels],
+        "milestone": None,
+        "active_lock_reason": None,
+        "created_at": pr.created_at,
+        "updated_at": pr.updated_at,
+        "closed_at": pr.closed_at,
+        "merged_at": pr.merged_at,
+        "merge_commit_sha": pr.merge_commit_sha,
+        "assignee": None,
+        "assignees": [],
+        "requested_reviewers": [],
+        "requested_teams": [],
+        "head": branch(pr.head_ref, pr.head_sha),
+        "base": branch(pr.base_ref, pr.base_sha),
+        "_links": _pull_links(repo, pr),
+        "author_association": "CONTRIBUTOR",
+        "auto_merge": None,
+        "draft": pr.draft,
+    }
+
+
+def _pull_links(repo: Repository, pr: Pull) -> dict[str, dict[str, str]]:
+    n = pr.number
+    api = api_url(repo, f"/pulls/{n}")
+    return {
+        "self": {"href": api},
+        "html": {"href": html_url(repo, f"/pull/{n}")},
+        "issue": {"href": api_url(repo, f"/issues/{n}")},
+        "comments": {"href": api_url(repo, f"/issues/{n}/comments")},
+        "review_comments": {"href": api + "/comments"},
+        "review_comment": {"href": api_url(repo, "/pulls/comments{/number}")},
+        "commits": {"href": api + "/commits"},
+        "statuses": {"href": api_url(repo, f"/statuses/{pr.head_sha}")},
+    }
+
+
+def pull_request(repo: Repository, pr: Pull) -> dict[str, Any]:
+    files = pull_files(repo, pr)
+    out = pull_request_simple(repo, pr)
+    out.update(
+        {
+            "merged": pr.merged,
+            "mergeable": None if pr.merged else True,
+            "rebaseable": None,
+            "mergeable_state": "unknown" if pr.merged else "clean",
+            "merged_by": simple_user(repo, repo.owner) if pr.merged else None,
+            "comments": len(repo.comments_on(pr.number)),
+            "review_comments": 0,
+            "maintainer_can_modify": False,
+            "commits": 1,
+            "additions": sum(f["additions"] for f in files),
+            "deletions": sum(f["deletions"] for f in files),
+            "changed_files": len(files),
+        }
+    )
+    out["user"] = simple_user(repo, pr.user)
+    return out
+
+
+def _git_person(c: Commit) -> dict[str, str]:
+    return {"name": c.author, "email": f"{c.author}@example.com", "date": c.date}
+
+
+def git_commit(repo: Repository, c: Commit) -> dict[str, Any]:
+    person = _git_person(c)
+    return {
+        "sha": c.sha,
+        "node_id": repo.node_id("C", int(c.sha[:8], 16)),
+        "url": api_url(repo, f"/git/commits/{c.sha}"),
+        "html_url": html_url(repo, f"/commit/{c.sha}"),
+        "author": person,
+        "committer": person,
+        "message": c.message,
+        "tree": {"sha": c.tree, "url": api_url(repo, f"/git/trees/{c.tree}")},
+        "parents": [
+            {
+                "sha": p,
+                "url": api_url(repo, f"/git/commits/{p}"),
+                "html_url": html_url(repo, f"/commit/{p}"),
+            }
+            for p in c.parents
+        ],
+        "verification": {
+            "verified": False,
+            "reason": "unsigned",
+            "signature": None,
+            "payload": None,
+            "verified_at": None,
+        },
+    }
+
+
+def commit(repo: Repository, c: Commit) -> dict[str, Any]:
+    person = _git_person(c)
+    return {
+        "url": api_url(repo, f"/commits/{c.sha}"),
+        "sha": c.sha,
+        "node_id": repo.node_id("C", int(c.sha[:8], 16)),
+        "html_url": html_url(repo, f"/commit/{c.sha}"),
+        "comments_url": api_url(repo, f"/commits/{c.sha}/comments"),
+        "commit": {
+            "url": api_url(repo, f"/git/commits/{c.sha}"),
+            "author": person,
+            "committer": person,
+            "message": c.message,
+            "comment_count": 0,
+            "tree": {"sha": c.tree, "url": api_url(repo, f"/git/trees/{c.tree}")},
+        },
+        "author": simple_user(repo, c.author),
+        "committer": simple_user(repo, c.author),
+        "parents": [
+            {
+                "sha": p,
+                "url": api_url(repo, f"/commits/{p}"),
+                "html_url": html_url(repo, f"/commit/{p}"),
+            }
+            for p in c.parents
+        ],
+    }
+
+
+def git_ref(repo: Repository, ref: str) -> dict[str, Any]:
+    sha = repo.refs[ref]
+    return {
+        "ref": ref,
+        "node_id": repo.node_id("REF", int(sha1(ref.encode())[:8], 16)),
+        "url": api_url(repo, f"/git/{ref}"),
+        "object": {"type": "commit", "sha": sha, "url": api_url(repo, f"/git/commits/{sha}")},
+    }
+
+
+def git_tree(repo: Repository, sha: str, recursive: bool) -> dict[str, Any]:
+    entries = repo.trees[sha]
+    dirs: set[str] = set()
+    for path in entries:
+        parts = path.split("/")[:-1]
+        dirs.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    items: list[dict[str, Any]] = []
+    for d in sorted(dirs):
+        if recursive or "/" not in d:
+            items.append(
+                {"path": d, "mode": "040000", "type": "tree", "sha": sha1(f"{sha}:{d}".encode())}
+            )
+    for path, (mode, blob) in sorted(entries.items()):
+        if recursive or "/" not in path:
+            items.append(
+                {
+                    "path": path,
+                    "mode": mode,
+                    "type": "blob",
+                    "sha": blob,
+                    "size": len(repo.blobs[blob]),
+                    "url": api_url(repo, f"/git/blobs/{blob}"),
+                }
+            )
+    return {
+        "sha": sha,
+        "url": api_url(repo, f"/git/trees/{sha}"),
+        "tree": items,
+        "truncated": False,
+    }
+
+
+def diff_entries(repo: Repository, old_tree: str, new_tree: str) -> list[dict[str, Any]]:
+    """The ``diff-entry`` of every file that differs between two trees, by path."""
+    old, new = repo.trees[old_tree], repo.trees[new_tree]
+    out = []
+    for path in sorted(set(old) | set(new)):
+        before, after = old.get(path), new.get(path)
+        if before == after:
+            continue
+        a = repo.blobs[before[1]].decode().splitlines() if before else []
+        b = repo.blobs[after[1]].decode().splitlines() if after else []
+        diff = list(difflib.ndiff(a, b))
+        adds = sum(1 for line in diff if line.startswith("+ "))
+        dels = sum(1 for line in diff if line.startswith("- "))
+        status = "added" if before is None else "removed" if after is None else "modified"
+        blob = (after or before)[1]  # type: ignore[index]
+        out.append(
+            {
+                "sha": blob,
+                "filename": path,
+                "status": status,
+                "additions": adds,
+                "deletions": dels,
+                "changes": adds + dels,
+                "blob_url": html_url(repo, f"/blob/{blob}/{path}"),
+                "raw_url": html_url(repo, f"/raw/{blob}/{path}"),
+                "contents_url": api_url(repo, f"/contents/{path}?ref={blob}"),
+            }
+        )
+    return out
+
+
+def pull_files(repo: Repository, pr: Pull) -> list[dict[str, Any]]:
+    """The files a PR changes, as ``diff-entry`` objects."""
+    base = repo.merge_base(pr.base_sha, pr.head_sha)
+    return diff_entries(repo, repo.commits[base].tree, repo.commits[pr.head_sha].tree)

@@ -2,11 +2,12 @@
 
 :class:`Filer` takes a REVERT verdict the tracker returned, claims its
 revision in the ledger (only the claimant acts: one PR per revision across
-builders, restarts and masters), fetches the facts :mod:`.actions` needs
-from GitHub, and performs the step it plans: record, comment, wait out a
-grace period, or open the revert PR and comment on the culprit with its
-link.  It knows nothing about Buildbot: the reporter hands it verdicts and
-links, and tests drive it directly against the GitHub stand-in.
+builders, restarts and masters), fetches the facts
+:mod:`buildbot_revert.core.actions` needs from GitHub, and performs the
+step it plans: record, comment, wait out a grace period, or open the revert
+PR and comment on the culprit with its link.  It knows nothing about
+Buildbot: the reporter hands it verdicts and links, and tests drive it
+directly against the GitHub stand-in.
 
 Every failure is contained here: a GitHub error leaves the row ``proposed``
 with the error in ``detail`` (no secret can be in it: the client redacts),
@@ -15,20 +16,21 @@ and :meth:`Filer.check_pending` retries it later.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer
 from twisted.python import log
 
 from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, Plan, RevertState, Step
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.github import GitHubClient, GitHubError, PullRequest
+from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
-from buildbot_revert.plugin.ledger import Entry, Ledger
+from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState
 
 _DAY = 86400.0
+# The rows a step may still move: claimed, or waiting out a grace period.
+_ACTIONABLE = (LedgerState.PROPOSED, LedgerState.PENDING)
 
 
 class Filer:
@@ -100,7 +102,9 @@ class Filer:
             return await self._entry(revision)
         self._contexts[revision] = self.context(verdict)
         if self.settings.mode is Mode.DRY_RUN:
-            await self.ledger.transition(revision, ("proposed",), state="recorded", updated_at=now)
+            await self.ledger.transition(
+                revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
+            )
             log.msg(
                 f"buildbot-revert: dry-run: would revert {revision[:12]} "
                 f"({request.builder} builds {list(request.failing_builds)}): "
@@ -121,7 +125,7 @@ class Filer:
         if self.settings.mode is Mode.DRY_RUN:
             return
         now = self.clock.seconds()
-        for entry in await self.ledger.entries(("pending", "proposed")):
+        for entry in await self.ledger.entries(_ACTIONABLE):
             mine = entry.master == self.master_name
             if actions.due(entry.state, mine, entry.updated_at, entry.due_at, now):
                 await self._act(entry.revision)
@@ -142,15 +146,13 @@ class Filer:
             # A write that failed half-way is found by the next attempt's look.
             await self.ledger.transition(
                 revision,
-                ("filing",),
-                state="proposed",
+                (LedgerState.FILING,),
+                state=LedgerState.PROPOSED,
                 filed_at=None,
                 detail=detail,
                 updated_at=now,
             )
-            await self.ledger.transition(
-                revision, ("proposed", "pending"), detail=detail, updated_at=now
-            )
+            await self.ledger.transition(revision, _ACTIONABLE, detail=detail, updated_at=now)
         finally:
             self._busy.discard(revision)
 
@@ -167,7 +169,7 @@ class Filer:
             ctx = ctx._replace(author_login=pull.author, pr_number=pull.number)
             self._contexts[revision] = ctx
         facts = await self._facts(revision, pull)
-        if entry.state == "pending":
+        if entry.state == LedgerState.PENDING:
             ended = None if self.is_red(entry.builder) else self.clock.seconds()
             decision = grace.decide(
                 entry.decided_at, self.settings.grace_period, self.clock.seconds(), ended
@@ -176,10 +178,10 @@ class Filer:
             objected = actions.objected(
                 ((c.author, c.body) for c in comments), self.settings.objection_words
             )
-            step = actions.after_grace(decision, facts, objected)
+            plan = actions.after_grace(decision, facts, objected)
         else:
-            step = actions.plan(facts)
-        await self._perform(step, revision, entry, ctx, pull)
+            plan = actions.plan(facts)
+        await self._perform(plan, revision, entry, ctx, pull)
 
     async def _facts(self, revision: str, pull: PullRequest | None) -> Facts:
         assert self.client is not None
@@ -204,110 +206,180 @@ class Filer:
 
     async def _perform(
         self,
-        step: Plan,
+        plan: Plan,
         revision: str,
         entry: Entry,
         ctx: pr_text.RevertContext,
         pull: PullRequest | None,
     ) -> None:
-        assert self.client is not None
         now = self.clock.seconds()
-        open_states = ("proposed", "pending")
-        log.msg(f"buildbot-revert: {revision[:12]}: {step.step.value}: {step.why}")
-        common = {"updated_at": now, "detail": step.why}
+        log.msg(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
+        # What every outcome of the step writes to the row, besides its own fields.
+        step_fields: dict[str, Any] = {"updated_at": now, "detail": plan.why}
         if pull is not None:
-            common["culprit_pr"] = pull.number
-        if step.step is Step.SKIP:
-            await self.ledger.transition(revision, open_states, state="skipped", **common)
-            return
-        if step.step is Step.WITHDRAW:
-            await self.ledger.transition(revision, open_states, state="withdrawn", **common)
-            return
-        assert pull is not None
-        if step.step is Step.ADOPT:
-            found = await self.client.find_revert_pull(revision, pull)
+            step_fields["culprit_pr"] = pull.number
+        if plan.step is Step.SKIP:
             await self.ledger.transition(
-                revision,
-                open_states,
-                state="filed",
-                revert_pr=found.number if found else None,
-                revert_url=found.html_url if found else None,
-                **common,
+                revision, _ACTIONABLE, state=LedgerState.SKIPPED, **step_fields
             )
-            return
-        if step.step is Step.COMMENT:
-            body = pr_text.notice_comment(ctx, step.why)
-            comment = await self.client.comment(pull.number, body)
+        elif plan.step is Step.WITHDRAW:
             await self.ledger.transition(
-                revision, open_states, state="commented", comment_url=comment.html_url, **common
+                revision, _ACTIONABLE, state=LedgerState.WITHDRAWN, **step_fields
             )
-            return
-        if step.step is Step.WAIT:
-            if entry.state == "pending":
-                await self.ledger.transition(revision, ("pending",), updated_at=now)
-                return
-            body = pr_text.warning_comment(
-                ctx, self.settings.grace_period, self.settings.objection_words[0]
-            )
-            comment = await self.client.comment(pull.number, body)
+        elif pull is None:
+            raise AssertionError(f"{plan.step.value} needs the culprit pull request")
+        elif plan.step is Step.ADOPT:
+            await self._adopt(revision, pull, step_fields)
+        elif plan.step is Step.COMMENT:
+            await self._comment_only(revision, pull, ctx, plan, step_fields)
+        elif plan.step is Step.WAIT:
+            await self._wait(revision, entry, pull, ctx, step_fields)
+        else:
+            await self._file_revert(revision, pull, ctx, plan, now)
+
+    async def _adopt(self, revision: str, pull: PullRequest, step_fields: dict[str, Any]) -> None:
+        """A revert PR already exists: record it as ours."""
+        assert self.client is not None
+        found = await self.client.find_revert_pull(revision, pull)
+        await self.ledger.transition(
+            revision,
+            _ACTIONABLE,
+            state=LedgerState.FILED,
+            revert_pr=found.number if found else None,
+            revert_url=found.html_url if found else None,
+            **step_fields,
+        )
+
+    async def _comment_only(
+        self,
+        revision: str,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        plan: Plan,
+        step_fields: dict[str, Any],
+    ) -> None:
+        """Tell the culprit PR what was found, and stop there."""
+        assert self.client is not None
+        comment = await self.client.comment(pull.number, pr_text.notice_comment(ctx, plan.why))
+        await self.ledger.transition(
+            revision,
+            _ACTIONABLE,
+            state=LedgerState.COMMENTED,
+            comment_url=comment.html_url,
+            **step_fields,
+        )
+
+    async def _wait(
+        self,
+        revision: str,
+        entry: Entry,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        step_fields: dict[str, Any],
+    ) -> None:
+        """Start the grace period with a warning on the culprit PR, or keep waiting."""
+        assert self.client is not None
+        if entry.state == LedgerState.PENDING:
             await self.ledger.transition(
-                revision,
-                ("proposed",),
-                state="pending",
-                comment_url=comment.html_url,
-                due_at=grace.deadline(entry.decided_at, self.settings.grace_period),
-                **common,
+                revision, (LedgerState.PENDING,), updated_at=step_fields["updated_at"]
             )
             return
-        # REVERT: take the row from proposed/pending to filing first, so that a
-        # second master whose grace period also ended cannot file it too.
+        body = pr_text.warning_comment(
+            ctx, self.settings.grace_period, self.settings.objection_words[0]
+        )
+        comment = await self.client.comment(pull.number, body)
+        await self.ledger.transition(
+            revision,
+            (LedgerState.PROPOSED,),
+            state=LedgerState.PENDING,
+            comment_url=comment.html_url,
+            due_at=grace.deadline(entry.decided_at, self.settings.grace_period),
+            **step_fields,
+        )
+
+    async def _file_revert(
+        self,
+        revision: str,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        plan: Plan,
+        now: float,
+    ) -> None:
+        """Open the revert PR and tell the culprit PR, or say why a human has to."""
+        assert self.client is not None
+        # Take the row from proposed/pending to filing first, so that a second
+        # master whose grace period also ended cannot file it too.
         if not await self.ledger.transition(
-            revision, open_states, state="filing", filed_at=now, updated_at=now
+            revision, _ACTIONABLE, state=LedgerState.FILING, filed_at=now, updated_at=now
         ):
             return
         outcome = await self.client.open_revert(
             pull, pr_text.revert_title(ctx), pr_text.revert_body(ctx), draft=self.settings.draft
         )
-        if outcome.pull is None:
-            body = pr_text.manual_comment(ctx, outcome.reason, outcome.files)
-            comment = await self.client.comment(pull.number, body)
-            await self.ledger.transition(
-                revision,
-                ("filing",),
-                state="skipped",
-                filed_at=None,
-                comment_url=comment.html_url,
-                detail=f"manual revert needed: {outcome.reason}"[:2000],
-                updated_at=now,
-            )
-            return
         revert = outcome.pull
-        if (
+        if revert is None:
+            await self._manual_revert_needed(revision, pull, ctx, outcome, now)
+        elif (
             outcome.how == "existing"
             and actions.revert_state(revert.state, revert.merged) is RevertState.CLOSED
         ):
             await self.ledger.transition(
                 revision,
-                ("filing",),
-                state="closed",
+                (LedgerState.FILING,),
+                state=LedgerState.CLOSED,
                 filed_at=None,
                 revert_pr=revert.number,
                 revert_url=revert.html_url,
                 updated_at=now,
             )
-            return
+        else:
+            await self._filed(revision, pull, ctx, revert, f"{outcome.how}: {plan.why}", now)
+
+    async def _manual_revert_needed(
+        self,
+        revision: str,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        outcome: RevertOutcome,
+        now: float,
+    ) -> None:
+        """No revert could be built: say why on the culprit PR and file nothing."""
+        assert self.client is not None
+        body = pr_text.manual_comment(ctx, outcome.reason, outcome.files)
+        comment = await self.client.comment(pull.number, body)
+        await self.ledger.transition(
+            revision,
+            (LedgerState.FILING,),
+            state=LedgerState.SKIPPED,
+            filed_at=None,
+            comment_url=comment.html_url,
+            detail=f"manual revert needed: {outcome.reason}"[:2000],
+            updated_at=now,
+        )
+
+    async def _filed(
+        self,
+        revision: str,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        revert: PullRequest,
+        detail: str,
+        now: float,
+    ) -> None:
+        """The revert PR is open: label it and link it from the culprit PR."""
+        assert self.client is not None
         if self.settings.revert_labels:
             await self.client.add_labels(revert.number, self.settings.revert_labels)
         body = pr_text.reverted_comment(ctx, revert.html_url, revert.number)
         comment = await self.client.comment(pull.number, body)
         await self.ledger.transition(
             revision,
-            ("filing",),
-            state="filed",
+            (LedgerState.FILING,),
+            state=LedgerState.FILED,
             revert_pr=revert.number,
             revert_url=revert.html_url,
             comment_url=comment.html_url,
-            detail=f"{outcome.how}: {step.why}",
+            detail=detail,
             updated_at=now,
         )
 
@@ -329,12 +401,3 @@ class Filer:
             explanation=entry.detail,
             master_url=self.master_url,
         )
-
-
-def describe(entries: Sequence[Entry]) -> Mapping[str, str]:
-    """``{revision: state}``: a compact view of the ledger for logs and tests."""
-    return {e.revision: e.state for e in entries}
-
-
-def deferred(coro: Any) -> defer.Deferred[Any]:
-    return defer.Deferred.fromCoroutine(coro)

@@ -7,13 +7,19 @@ has a unique key on the revision: :meth:`Ledger.claim` is an INSERT, and of
 two masters (or two builders of one master) that qualify the same revision
 at once exactly one gets the row.  Only the owner of a row acts on GitHub.
 
-A row moves through these states::
+A row moves through the states of :class:`LedgerState`, only along the moves
+:data:`TRANSITIONS` allows (:meth:`Ledger.transition` refuses any other)::
 
     proposed ──► pending (grace: commented, waiting) ──► filing ──► filed
-       │                                  │                          │
-       ├──► recorded (dry-run)            └──► withdrawn             └──► closed
-       ├──► commented (mode comment)
-       └──► skipped (opt-out, daily cap, no PR, manual revert needed, ...)
+       │                                                   │
+       ├──► recorded (dry-run)                             ├──► closed (a human closed
+       ├──► commented (mode comment, daily cap)            │    the revert PR found)
+       ├──► filed (a revert PR existed: adopted)           ├──► skipped (manual revert)
+       ├──► withdrawn                                      └──► proposed (GitHub error:
+       └──► skipped (opt-out, no PR, a closed revert, ...)          retried later)
+
+A ``pending`` row moves on as a ``proposed`` one does once its grace period
+ends (to filing, filed, commented, withdrawn or skipped).
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
@@ -24,13 +30,13 @@ connection in a thread (the master's ``db.pool.do``) and returns a Deferred.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-T = TypeVar("T")
 Runner = Callable[..., Any]
 
 TABLE = "buildbot_revert_ledger"
@@ -62,26 +68,61 @@ ledger_table = sa.Table(
 )
 sa.Index(f"{TABLE}_state", ledger_table.c.state)
 
-STATES = (
-    "proposed",
-    "recorded",
-    "commented",
-    "pending",
-    "filing",
-    "filed",
-    "closed",
-    "withdrawn",
-    "skipped",
-)
-# The states in which a revision still waits for this reporter to act.
-OPEN_STATES = ("proposed", "pending", "filing")
+
+class LedgerState(StrEnum):
+    """Where a row is; the stored value is the string itself."""
+
+    PROPOSED = "proposed"  # claimed; GitHub not yet touched, or failed (retried later)
+    RECORDED = "recorded"  # dry-run: decided and written down, nothing done on GitHub
+    COMMENTED = "commented"  # commented on the culprit PR and stopped there
+    PENDING = "pending"  # commented; waiting for the grace period to end
+    FILING = "filing"  # this master is opening the revert PR
+    FILED = "filed"  # a revert PR is open (ours, or one we adopted)
+    CLOSED = "closed"  # the revert PR found was closed unmerged: a human said no
+    WITHDRAWN = "withdrawn"  # the grace period ended without a revert
+    SKIPPED = "skipped"  # nothing to do on GitHub (opt-out, no PR, manual revert, ...)
+
+
+# The states each state may move to; the ledger refuses any other move.  A
+# GitHub error takes ``filing`` back to ``proposed`` so the row is retried.
+TRANSITIONS: Mapping[LedgerState, frozenset[LedgerState]] = {
+    LedgerState.PROPOSED: frozenset(
+        {
+            LedgerState.RECORDED,
+            LedgerState.COMMENTED,
+            LedgerState.PENDING,
+            LedgerState.FILING,
+            LedgerState.FILED,
+            LedgerState.WITHDRAWN,
+            LedgerState.SKIPPED,
+        }
+    ),
+    LedgerState.PENDING: frozenset(
+        {
+            LedgerState.COMMENTED,
+            LedgerState.FILING,
+            LedgerState.FILED,
+            LedgerState.WITHDRAWN,
+            LedgerState.SKIPPED,
+        }
+    ),
+    LedgerState.FILING: frozenset(
+        {LedgerState.PROPOSED, LedgerState.FILED, LedgerState.CLOSED, LedgerState.SKIPPED}
+    ),
+    LedgerState.RECORDED: frozenset(),
+    LedgerState.COMMENTED: frozenset(),
+    LedgerState.FILED: frozenset(),
+    LedgerState.CLOSED: frozenset(),
+    LedgerState.WITHDRAWN: frozenset(),
+    LedgerState.SKIPPED: frozenset(),
+}
 
 
 class Entry(NamedTuple):
     """One ledger row."""
 
     revision: str
-    state: str
+    state: LedgerState
     builder: str
     build_number: int
     mode: str
@@ -102,7 +143,21 @@ _UPDATABLE = frozenset(_FIELDS) - {"revision"}
 
 
 def _entry(row: Any) -> Entry:
-    return Entry(*(getattr(row, f) for f in _FIELDS))
+    entry = Entry(*(getattr(row, f) for f in _FIELDS))
+    return entry._replace(state=LedgerState(entry.state))
+
+
+def _known(state: str) -> LedgerState:
+    try:
+        return LedgerState(state)
+    except ValueError:
+        raise ValueError(f"unknown ledger state {state!r}") from None
+
+
+def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
+    refused = [s for s in from_states if to not in TRANSITIONS[s]]
+    if refused:
+        raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
 class Ledger:
@@ -143,7 +198,7 @@ class Ledger:
         """Insert ``revision`` as ``proposed``; the Deferred fires True if this call won it."""
         values = {
             "revision": revision,
-            "state": "proposed",
+            "state": LedgerState.PROPOSED.value,
             "builder": builder,
             "build_number": build_number,
             "mode": mode,
@@ -164,24 +219,29 @@ class Ledger:
 
         return self._run(thd)
 
-    def transition(self, revision: str, from_states: tuple[str, ...], **fields: Any) -> Any:
+    def transition(self, revision: str, from_states: Iterable[str], **fields: Any) -> Any:
         """Compare-and-set: update the row only if its state is one of ``from_states``.
 
         The Deferred fires True when this call changed the row, False when
-        the row was in another state (someone else moved it first).
+        the row was in another state (someone else moved it first).  A new
+        ``state`` that :data:`TRANSITIONS` does not allow from every one of
+        ``from_states`` raises ValueError at once, before the database.
         """
         bad = set(fields) - _UPDATABLE
         if bad:
             raise ValueError(f"unknown ledger fields: {', '.join(sorted(bad))}")
-        if "state" in fields and fields["state"] not in STATES:
-            raise ValueError(f"unknown ledger state {fields['state']!r}")
+        expected = [_known(s) for s in from_states]
+        if "state" in fields:
+            new_state = _known(fields["state"])
+            _check_move(expected, new_state)
+            fields["state"] = new_state.value
 
         def thd(conn: sa.Connection) -> bool:
             t = ledger_table
             with conn.begin():
                 res = conn.execute(
                     t.update()
-                    .where(t.c.revision == revision, t.c.state.in_(from_states))
+                    .where(t.c.revision == revision, t.c.state.in_([s.value for s in expected]))
                     .values(**fields)
                 )
             return bool(res.rowcount == 1)
@@ -200,14 +260,15 @@ class Ledger:
 
         return self._run(thd)
 
-    def entries(self, states: tuple[str, ...] | None = None) -> Any:
+    def entries(self, states: Iterable[str] | None = None) -> Any:
         """Every entry (or those in ``states``), oldest decision first."""
+        wanted = None if states is None else [_known(s).value for s in states]
 
         def thd(conn: sa.Connection) -> list[Entry]:
             t = ledger_table
             q = t.select().order_by(t.c.decided_at, t.c.id)
-            if states is not None:
-                q = q.where(t.c.state.in_(states))
+            if wanted is not None:
+                q = q.where(t.c.state.in_(wanted))
             return [_entry(r) for r in conn.execute(q).fetchall()]
 
         return self._run(thd)

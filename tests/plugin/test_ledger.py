@@ -9,7 +9,7 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer
 
-from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState
 from testkit.buildbot.harness import engine_runner, postgres_database
 
 
@@ -82,3 +82,42 @@ def test_transitions_are_compare_and_set(engine):
     with pytest.raises(ValueError, match="unknown ledger state"):
         ledger.transition("abc", ("filing",), state="exploded")
     assert [e.revision for e in (yield ledger.entries(("filing",)))] == ["abc"]
+
+
+def test_the_states_are_the_stored_strings_and_each_has_its_moves_written_down():
+    assert [s.value for s in LedgerState] == [
+        "proposed",
+        "recorded",
+        "commented",
+        "pending",
+        "filing",
+        "filed",
+        "closed",
+        "withdrawn",
+        "skipped",
+    ]
+    assert set(TRANSITIONS) == set(LedgerState)
+
+
+def test_a_move_the_table_does_not_allow_is_refused_before_the_database():
+    ledger = Ledger(lambda thd: pytest.fail("the refused move reached the database"))
+    with pytest.raises(ValueError, match="may not move from proposed to closed"):
+        ledger.transition("abc", ("proposed",), state="closed")
+    with pytest.raises(ValueError, match="may not move from filed to filing"):
+        ledger.transition("abc", ("pending", "filed"), state="filing")
+    with pytest.raises(ValueError, match="unknown ledger state 'done'"):
+        ledger.transition("abc", ("done",), detail="x")
+
+
+@pytest_twisted.inlineCallbacks
+def test_rows_store_the_state_string_and_read_back_as_a_state(engine):
+    ledger = Ledger(engine_runner(engine))
+    yield ledger.create()
+    yield claim(ledger, "abc")
+    assert (yield ledger.transition("abc", (LedgerState.PROPOSED,), state=LedgerState.PENDING))
+    with engine.connect() as conn:
+        assert conn.execute(sa.text(f"SELECT state FROM {TABLE}")).scalar() == "pending"
+    entry = yield ledger.get("abc")
+    assert entry.state is LedgerState.PENDING
+    [waiting] = yield ledger.entries(("pending",))
+    assert waiting.revision == "abc"

@@ -7,8 +7,8 @@ and for FAILURE builds the failed steps with the last lines of their stdio
 logs.  It decides nothing.
 
 The blamelist is "the changes new since the previous completed build of the
-same builder", computed with :mod:`.blamelist` exactly as the simulator's
-importer does: from this build's sourcestamp heads back along
+same builder", computed with :mod:`buildbot_revert.core.blamelist` exactly
+as the simulator's importer does: from this build's sourcestamp heads back along
 ``parent_changeids`` to the heads of the builder's previous completed build.
 Builds must be gathered in completion order (the reporter serialises them),
 because the gatherer remembers each builder's last heads so that a build

@@ -3,12 +3,13 @@
 Thin by design.  On every finished build (the ``('builds', None,
 'finished')`` event Buildbot's own reporters consume) it asks
 :class:`~.gather.Gatherer` for the core's record of the build, feeds the
-shared :class:`~.tracker.StreakTracker`, logs every verdict, and hands
-REVERT verdicts to :class:`~.reporter_filing.Filer`.  Builds are handled one
-at a time, in the order they finished, behind a ``DeferredLock``: the
-tracker needs completion order, and the event consumer returns at once so
-the master never waits for the reporter.  Any error while handling one build
-is logged with ``log.err`` and the next build is handled as usual.
+shared :class:`~buildbot_revert.core.tracker.StreakTracker`, logs every
+verdict, and hands REVERT verdicts to :class:`~.filing.Filer`.  Builds are
+handled one at a time, in the order they finished, behind a
+``DeferredLock``: the tracker needs completion order, and the event consumer
+returns at once so the master never waits for the reporter.  Any error while
+handling one build is logged with ``log.err`` and the next build is handled
+as usual.
 
 On start it creates its ledger table if needed, seeds the tracker with the
 revisions the ledger already holds, and replays the master's recent builds

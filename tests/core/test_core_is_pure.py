@@ -33,7 +33,15 @@ ALLOWED = {"urllib.parse"}
 
 
 def core_modules() -> list[Path]:
-    return sorted(CORE_DIR.glob("*.py"))
+    return sorted(CORE_DIR.rglob("*.py"))
+
+
+def dotted(path: Path) -> str:
+    """The module name of a file under the core (a package's is its own)."""
+    parts = path.relative_to(CORE_DIR).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("buildbot_revert.core", *parts))
 
 
 def test_the_core_imports_nothing_impure() -> None:
@@ -53,9 +61,7 @@ def test_the_core_imports_nothing_impure() -> None:
 
 
 def test_importing_the_core_loads_no_io_library() -> None:
-    mods = ", ".join(
-        f"buildbot_revert.core.{p.stem}" for p in core_modules() if p.stem != "__init__"
-    )
+    mods = ", ".join(dotted(p) for p in core_modules())
     code = (
         f"import sys, {mods}\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -123,10 +123,7 @@ def parse_settings(
     log_lines: Any = defaults.LOG_TAIL_LINES,
     objection_words: Any = defaults.OBJECTION_WORDS,
 ) -> Settings:
-    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one.
-
-    The checks run in the order of the arguments, so the first bad one is named.
-    """
+    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
     valid_api_url = _api_url(api_url)
     valid_mode, valid_token = _mode_and_token(mode, token)

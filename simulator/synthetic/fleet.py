@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 # (stable, tier) -> builder names.  Sizes: docs/calibration.md, "CPython's fleet".
 FLEET: dict[tuple[bool, int | None], tuple[str, ...]] = {
@@ -299,48 +298,68 @@ def _base_minutes(name: str, os_name: str, arch: str) -> float:
 
 
 def _spec(name: str, stable: bool, tier: int | None, rng: random.Random) -> BuilderSpec:
-    os_name = _os(name)
-    arch = _arch(name)
-    compiler = _compiler(name, os_name)
     words = name.split()
+    os_name, arch = _os(name), _arch(name)
     refleak = "Refleaks" in words
-    nogil = "NoGIL" in words
-    sanitizer = any(w in words for w in ("Asan", "ASAN", "Usan", "Valgrind"))
-    installed = "Installed" in words
+    # The draws happen in this order: the duration, the failure rates, then
+    # the warning rate.
+    minutes = _median_minutes(name, words, os_name, arch, rng)
+    flake_rate, exception_rate = _failure_rates(stable, refleak, rng)
+    worker = _worker(name, words)
+    return BuilderSpec(
+        name=name,
+        tags=_tags(words, stable, tier, os_name, arch),
+        worker=worker,
+        stable=stable,
+        tier=tier,
+        os=os_name,
+        arch=arch,
+        compiler=_compiler(name, os_name),
+        refleak=refleak,
+        nogil="NoGIL" in words,
+        sanitizer=_is_sanitizer(words),
+        installed="Installed" in words,
+        duration_s=minutes * 60.0,
+        # docs/calibration.md: treeStableTimer 30 s, one hour for refleak builders.
+        tree_stable_timer=3600 if refleak else 30,
+        flake_rate=flake_rate,
+        warn_rate=flake_rate * rng.uniform(1.0, 2.0),
+        exception_rate=exception_rate,
+        max_builds=_max_builds(worker, os_name),
+    )
+
+
+def _is_sanitizer(words: list[str]) -> bool:
+    return any(w in words for w in ("Asan", "ASAN", "Usan", "Valgrind"))
+
+
+def _median_minutes(
+    name: str, words: list[str], os_name: str, arch: str, rng: random.Random
+) -> float:
+    """The median duration of a green build: the platform's, times its variants'."""
     minutes = _base_minutes(name, os_name, arch) * rng.uniform(0.85, 1.2)
     # An LTO build links longer but, being non-debug, tests faster: real
     # "AMD64 RHEL8 LTO" builds took 16 and 18 minutes (docs/calibration.md), the
     # same as a plain Linux build here.
     if "PGO" in words:
         minutes *= 1.8
-    if installed:
+    if "Installed" in words:
         minutes += 6
-    if sanitizer:
+    if _is_sanitizer(words):
         minutes *= 2.5
     if "Valgrind" in words:
         minutes *= 8
     if "BigMem" in words or "Bigmem" in words:
         minutes *= 6
-    if refleak:
+    if "Refleaks" in words:
         # regrtest -R 3:3 runs every test six more times: seven runs of the
         # test suite after the compile.
         minutes *= 7
-    platform_words = [w for w in words if w not in _VARIANT_WORDS]
-    owner = _OWNERS[sum(map(ord, " ".join(platform_words[:2]))) % len(_OWNERS)]
-    worker = owner + "-" + re.sub(r"[^a-z0-9.]+", "-", " ".join(platform_words).lower())
-    if name.startswith("AMD64 CentOS9 NoGIL"):
-        # The tier-1 free-threading builders have a cloud worker of their own
-        # (like itamaro-centos-aws), apart from the CentOS9 worker.
-        worker += "-aws"
-    tags = ["stable" if stable else "unstable"]
-    if tier is not None:
-        tags.append(f"tier-{tier}")
-    tags += [t for t, hit in (("refleak", refleak), ("nogil", nogil), ("lto", "LTO" in words),
-                              ("pgo", "PGO" in words), ("installed", installed),
-                              ("win64", os_name == "windows" and arch == "amd64"))
-             if hit]  # fmt: skip
-    if "Non-Debug" in words or "LTO" in words or "PGO" in words:
-        tags.append("nondebug")
+    return minutes
+
+
+def _failure_rates(stable: bool, refleak: bool, rng: random.Random) -> tuple[float, float]:
+    """(flake rate, exception rate): the shares of builds lost to a flaky test, to the worker."""
     # Flake rates per build (assumption): stable 1-3 %, unstable 4-12 %; the
     # notoriously flaky few are picked in build_fleet().
     if stable:
@@ -351,27 +370,35 @@ def _spec(name: str, stable: bool, tier: int | None, rng: random.Random) -> Buil
         exception = rng.uniform(0.006, 0.02)
     if refleak:
         flake *= 1.5  # more repetitions, more chances for a race to show
-    return BuilderSpec(
-        name=name,
-        tags=tuple(tags),
-        worker=worker,
-        stable=stable,
-        tier=tier,
-        os=os_name,
-        arch=arch,
-        compiler=compiler,
-        refleak=refleak,
-        nogil=nogil,
-        sanitizer=sanitizer,
-        installed=installed,
-        duration_s=minutes * 60.0,
-        # docs/calibration.md: treeStableTimer 30 s, one hour for refleak builders.
-        tree_stable_timer=3600 if refleak else 30,
-        flake_rate=flake,
-        warn_rate=flake * rng.uniform(1.0, 2.0),
-        exception_rate=exception,
-        max_builds=_max_builds(worker, os_name),
-    )
+    return flake, exception
+
+
+def _worker(name: str, words: list[str]) -> str:
+    """The worker's name: an owner and the platform words, without the variant words."""
+    platform_words = [w for w in words if w not in _VARIANT_WORDS]
+    owner = _OWNERS[sum(map(ord, " ".join(platform_words[:2]))) % len(_OWNERS)]
+    worker = owner + "-" + re.sub(r"[^a-z0-9.]+", "-", " ".join(platform_words).lower())
+    if name.startswith("AMD64 CentOS9 NoGIL"):
+        # The tier-1 free-threading builders have a cloud worker of their own
+        # (like itamaro-centos-aws), apart from the CentOS9 worker.
+        return worker + "-aws"
+    return worker
+
+
+def _tags(
+    words: list[str], stable: bool, tier: int | None, os_name: str, arch: str
+) -> tuple[str, ...]:
+    tags = ["stable" if stable else "unstable"]
+    if tier is not None:
+        tags.append(f"tier-{tier}")
+    tags += [t for t, hit in (("refleak", "Refleaks" in words), ("nogil", "NoGIL" in words),
+                              ("lto", "LTO" in words), ("pgo", "PGO" in words),
+                              ("installed", "Installed" in words),
+                              ("win64", os_name == "windows" and arch == "amd64"))
+             if hit]  # fmt: skip
+    if "Non-Debug" in words or "LTO" in words or "PGO" in words:
+        tags.append("nondebug")
+    return tuple(tags)
 
 
 def _max_builds(worker: str, os_name: str) -> int:
@@ -398,14 +425,8 @@ def build_fleet(rng: random.Random, limit: int | None = None) -> list[BuilderSpe
     for i in rng.sample(range(len(fleet)), 4):
         spec = fleet[i]
         rate = rng.uniform(0.15, 0.25)
-        fleet[i] = _replace(spec, flake_rate=rate, warn_rate=rate)
+        fleet[i] = replace(spec, flake_rate=rate, warn_rate=rate)
     if limit is not None and limit < len(fleet):
         step = len(fleet) / limit
         fleet = [fleet[int(i * step)] for i in range(limit)]
     return fleet
-
-
-def _replace(spec: BuilderSpec, **changes: Any) -> BuilderSpec:
-    from dataclasses import replace
-
-    return replace(spec, **changes)

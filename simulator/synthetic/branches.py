@@ -11,11 +11,11 @@ they are called and tagged.  Every number here is an assumption, stated in
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from simulator.synthetic.draws import lognormal_seconds
 from simulator.synthetic.fleet import BuilderSpec
 
 
@@ -70,8 +70,7 @@ def shares_at(t: float) -> dict[str, float]:
 
 def backport_delay_s(rng: random.Random) -> float:
     """Seconds from a change landing on ``main`` to its backport landing."""
-    hours = min(_BACKPORT_CAP_H, _BACKPORT_MEDIAN_H * math.exp(rng.gauss(0.0, _BACKPORT_SIGMA)))
-    return hours * 3600.0
+    return lognormal_seconds(rng, _BACKPORT_MEDIAN_H, _BACKPORT_SIGMA, _BACKPORT_CAP_H)
 
 
 def branch_named(name: str) -> Branch:
@@ -85,7 +84,7 @@ def backport_plan(
 
     Returns, per branch, (landing time, index of the change on ``main``)
     sorted by time, for the eligible changes (reverts and fixes of breakages
-    follow their culprit instead, see the generator), landing before ``end``
+    follow their culprit instead, see :mod:`simulator.synthetic.landings`), landing before ``end``
     and the branch's end of life.
     """
     out: dict[str, list[tuple[float, int]]] = {b.name: [] for b in BRANCHES}
@@ -147,6 +146,40 @@ def builder_name(base: str, branch: str) -> str:
 def branch_tag(branch: str) -> str:
     """The tag every builder of ``branch`` carries: ``"3.x"`` for main, else the branch."""
     return MAIN_TAG if branch == "main" else branch
+
+
+@dataclass(frozen=True)
+class BranchBuilder:
+    """One builder of the history: a modelled machine's builder on one branch."""
+
+    spec: BuilderSpec
+    branch: str
+    name: str
+    tags: tuple[str, ...]
+    new: bool  # created during the history (its branch was)
+
+
+def history_builders(fleet: list[BuilderSpec], first: float) -> list[BranchBuilder]:
+    """Every builder of the history: each machine's on main, then on each branch.
+
+    A builder is tagged with its branch (``3.x`` for main, ``3.13``...)
+    besides the machine's ``stable``/``unstable``, tier and variant tags;
+    one whose branch was created after ``first`` is new.
+    """
+    out = [BranchBuilder(s, "main", s.name, (*s.tags, branch_tag("main")), False) for s in fleet]
+    for branch in reversed(BRANCHES):
+        for s in fleet:
+            if branch.name in builder_branches(s):
+                out.append(
+                    BranchBuilder(
+                        s,
+                        branch.name,
+                        builder_name(s.name, branch.name),
+                        (*s.tags, branch_tag(branch.name)),
+                        branch.created > first,
+                    )
+                )
+    return out
 
 
 def _version(name: str) -> tuple[int, int]:

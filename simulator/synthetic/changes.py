@@ -1,21 +1,22 @@
-"""The changes of the shipped history: when CPython's main moves, who moves it, and what.
+"""The changes of the shipped history: who makes them and what they say.
 
-Commit times follow a daily and weekly rhythm with bursts on the dates that
-made 2024 busy (the 3.13 feature freeze, the PyCon US sprints, the core
-developer sprint, release days).  Each change gets an author from a skewed
-set of fictional core developers and contributors (the history must not pin
-made-up breakages on real people), a CPython-style title
-``gh-NNNNN: ... (#NNNNN)``, a message, the files it touched and its pull
-request number.  Every number here is an assumption unless
-``history/README.md`` cites a source for it.
+Each change gets an author from a skewed set of fictional core developers
+and contributors (the history must not pin made-up breakages on real
+people), a CPython-style title ``gh-NNNNN: ... (#NNNNN)``, a message, the
+files it touched and its pull request number; reverts, fix-forwards,
+relands and backports are worded after the change they follow.  When
+changes land is :mod:`simulator.synthetic.rhythm`'s; what they touch,
+:mod:`simulator.synthetic.areas`'.  Every number here is an assumption
+unless ``history/README.md`` cites a source for it.
 """
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
+
+from simulator.synthetic.areas import AREAS, Area
 
 
 @dataclass
@@ -37,347 +38,21 @@ class ChangeRec:
     breaks: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Area:
-    """A part of CPython a change can touch, with the tests that watch it."""
-
-    name: str
-    weight: float
-    lang: str  # "c" (compiled code), "py" (the standard library), "doc", "build"
-    files: tuple[str, ...]
-    tests: tuple[str, ...]  # test modules a breakage here makes fail
-    nouns: tuple[str, ...]
+# A change index no branch reaches: "not fixed before the end", "red all along".
+NEVER_INDEX = 1 << 62
 
 
-AREAS: tuple[Area, ...] = (
-    Area(
-        "ceval",
-        6,
-        "c",
-        (
-            "Python/ceval.c",
-            "Python/bytecodes.c",
-            "Python/generated_cases.c.h",
-            "Include/internal/pycore_ceval.h",
-            "Python/specialize.c",
-        ),
-        ("test_sys", "test_generators", "test_dis", "test_opcache"),
-        (
-            "the specializing interpreter",
-            "LOAD_ATTR specialization",
-            "frame handling",
-            "the eval breaker",
-            "CALL specialization",
-        ),
-    ),
-    Area(
-        "jit",
-        3,
-        "c",
-        (
-            "Python/optimizer.c",
-            "Python/optimizer_analysis.c",
-            "Python/jit.c",
-            "Tools/jit/_targets.py",
-            "Include/internal/pycore_optimizer.h",
-        ),
-        ("test_capi", "test_opcache", "test_jit"),
-        ("the tier 2 optimizer", "JIT stencils", "uop traces", "the executor cache"),
-    ),
-    Area(
-        "gc",
-        2.5,
-        "c",
-        ("Python/gc.c", "Python/gc_free_threading.c", "Include/internal/pycore_gc.h"),
-        ("test_gc", "test_weakref", "test_finalization"),
-        ("incremental GC", "the free-threaded GC", "GC thresholds", "weakref callbacks"),
-    ),
-    Area(
-        "objects",
-        6,
-        "c",
-        (
-            "Objects/dictobject.c",
-            "Objects/listobject.c",
-            "Objects/typeobject.c",
-            "Objects/unicodeobject.c",
-            "Objects/longobject.c",
-            "Objects/object.c",
-        ),
-        ("test_dict", "test_list", "test_descr", "test_unicode", "test_long", "test_capi"),
-        (
-            "dict resizing",
-            "list.sort()",
-            "type slots",
-            "str.replace()",
-            "int to str conversion",
-            "immortal objects",
-        ),
-    ),
-    Area(
-        "freethreading",
-        4,
-        "c",
-        (
-            "Objects/dictobject.c",
-            "Python/pystate.c",
-            "Include/internal/pycore_critical_section.h",
-            "Objects/obmalloc.c",
-            "Python/lock.c",
-        ),
-        ("test_free_threading", "test_threading", "test_capi", "test_dict"),
-        (
-            "critical sections",
-            "biased reference counting",
-            "the per-thread freelists",
-            "mimalloc integration",
-            "thread-safe dict lookups",
-        ),
-    ),
-    Area(
-        "compiler",
-        3,
-        "c",
-        (
-            "Python/compile.c",
-            "Python/flowgraph.c",
-            "Python/codegen.c",
-            "Parser/parser.c",
-            "Grammar/python.gram",
-        ),
-        ("test_compile", "test_grammar", "test_syntax", "test_peepholer"),
-        ("the code generator", "constant folding", "the PEG parser", "syntax errors"),
-    ),
-    Area(
-        "capi",
-        4,
-        "c",
-        (
-            "Include/cpython/object.h",
-            "Modules/_testcapimodule.c",
-            "Modules/_testcapi/vectorcall.c",
-            "Objects/abstract.c",
-            "Doc/c-api/object.rst",
-        ),
-        ("test_capi", "test_stable_abi_ctypes"),
-        (
-            "PyUnicodeWriter",
-            "PyLong_AsNativeBytes()",
-            "the limited C API",
-            "PyObject_GetOptionalAttr()",
-            "PyTime_t",
-        ),
-    ),
-    Area(
-        "modules",
-        5,
-        "c",
-        (
-            "Modules/posixmodule.c",
-            "Modules/_ssl.c",
-            "Modules/socketmodule.c",
-            "Modules/_sqlite/connection.c",
-            "Modules/_ctypes/_ctypes.c",
-            "Modules/_io/textio.c",
-            "Modules/_datetimemodule.c",
-            "Modules/mathmodule.c",
-        ),
-        (
-            "test_os",
-            "test_ssl",
-            "test_socket",
-            "test_sqlite3",
-            "test_ctypes",
-            "test_io",
-            "test_datetime",
-            "test_math",
-        ),
-        (
-            "os.posix_spawn()",
-            "SSL contexts",
-            "socket.sendmsg()",
-            "sqlite3 blobs",
-            "ctypes structures",
-            "TextIOWrapper",
-            "datetime parsing",
-            "math.fma()",
-        ),
-    ),
-    Area(
-        "build",
-        2,
-        "build",
-        (
-            "configure.ac",
-            "configure",
-            "Makefile.pre.in",
-            "PCbuild/pythoncore.vcxproj",
-            "Tools/build/freeze_modules.py",
-            "pyconfig.h.in",
-        ),
-        ("test_sysconfig", "test_tools", "test_embed"),
-        (
-            "the build system",
-            "configure checks",
-            "the PCbuild project files",
-            "deep-freeze",
-            "cross-compilation",
-        ),
-    ),
-    Area(
-        "platform",
-        1.5,
-        "build",
-        (
-            "Tools/wasm/wasi.py",
-            "Android/android.py",
-            "iOS/testbed/__main__.py",
-            "Lib/sysconfig/__init__.py",
-            "Tools/wasm/emscripten/__main__.py",
-        ),
-        ("test_sysconfig", "test_platform", "test_embed"),
-        ("the WASI build", "the Android testbed", "the iOS simulator testbed", "Emscripten"),
-    ),
-    Area(
-        "asyncio",
-        5,
-        "py",
-        (
-            "Lib/asyncio/tasks.py",
-            "Lib/asyncio/base_events.py",
-            "Lib/asyncio/streams.py",
-            "Lib/asyncio/queues.py",
-            "Lib/asyncio/taskgroups.py",
-        ),
-        ("test_asyncio",),
-        (
-            "asyncio.TaskGroup",
-            "asyncio.Queue.shutdown()",
-            "the event loop shutdown",
-            "eager tasks",
-            "asyncio.Server.close()",
-        ),
-    ),
-    Area(
-        "stdlib",
-        14,
-        "py",
-        (
-            "Lib/pathlib/_local.py",
-            "Lib/typing.py",
-            "Lib/argparse.py",
-            "Lib/inspect.py",
-            "Lib/dataclasses.py",
-            "Lib/enum.py",
-            "Lib/zipfile/__init__.py",
-            "Lib/tarfile.py",
-            "Lib/shutil.py",
-            "Lib/functools.py",
-            "Lib/email/_header_value_parser.py",
-            "Lib/json/encoder.py",
-            "Lib/logging/__init__.py",
-            "Lib/unittest/mock.py",
-        ),
-        (
-            "test_pathlib",
-            "test_typing",
-            "test_argparse",
-            "test_inspect",
-            "test_dataclasses",
-            "test_enum",
-            "test_zipfile",
-            "test_tarfile",
-            "test_shutil",
-            "test_functools",
-            "test_email",
-            "test_json",
-            "test_logging",
-            "test_unittest",
-        ),
-        (
-            "pathlib.Path.walk()",
-            "typing.TypeVar defaults",
-            "argparse help output",
-            "inspect.signature()",
-            "dataclass slots",
-            "enum aliases",
-            "zipfile.Path",
-            "tarfile filters",
-            "shutil.copytree()",
-            "functools.partial",
-            "email header folding",
-            "json.dumps()",
-            "logging config",
-            "unittest.mock autospec",
-        ),
-    ),
-    Area(
-        "repl",
-        2.5,
-        "py",
-        (
-            "Lib/_pyrepl/reader.py",
-            "Lib/_pyrepl/unix_console.py",
-            "Lib/_pyrepl/windows_console.py",
-            "Lib/_pyrepl/simple_interact.py",
-        ),
-        ("test_pyrepl",),
-        ("the new REPL", "REPL history", "multiline editing", "the Windows console"),
-    ),
-    Area(
-        "tests",
-        6,
-        "py",
-        (
-            "Lib/test/support/__init__.py",
-            "Lib/test/libregrtest/main.py",
-            "Lib/test/test_capi/test_misc.py",
-            "Lib/test/test_os.py",
-            "Lib/test/support/script_helper.py",
-        ),
-        ("test_regrtest", "test_os", "test_capi", "test_support"),
-        ("regrtest", "test.support helpers", "flaky tests", "test timeouts"),
-    ),
-    Area(
-        "docs",
-        14,
-        "doc",
-        (
-            "Doc/library/stdtypes.rst",
-            "Doc/whatsnew/3.13.rst",
-            "Doc/library/asyncio-task.rst",
-            "Doc/howto/logging.rst",
-            "Doc/reference/datamodel.rst",
-            "Doc/library/typing.rst",
-            "Doc/c-api/init.rst",
-            "Doc/tutorial/classes.rst",
-        ),
-        (),
-        (
-            "the data model docs",
-            "What's New in 3.13",
-            "the asyncio docs",
-            "the logging HOWTO",
-            "the typing docs",
-            "the C API docs",
-            "the tutorial",
-        ),
-    ),
-    Area(
-        "infra",
-        3,
-        "build",
-        (
-            ".github/workflows/build.yml",
-            "Tools/build/generate_sbom.py",
-            "Misc/sbom.spdx.json",
-            "Tools/clinic/libclinic/clinic.py",
-            ".pre-commit-config.yaml",
-        ),
-        ("test_clinic",),
-        ("the CI workflows", "the SBOM", "Argument Clinic", "pre-commit hooks"),
-    ),
-)
+def landing_order(change: ChangeRec) -> tuple[float, str]:
+    """The sort key of changes in the order they landed (the revision breaks ties)."""
+    return change.when, change.revision
+
+
+def number_in_landing_order(changes: list[ChangeRec]) -> None:
+    """Sort one branch's ``changes`` as they landed and number them (``index``)."""
+    changes.sort(key=landing_order)
+    for index, change in enumerate(changes):
+        change.index = index
+
 
 _VERBS = {
     "c": ("Fix", "Fix", "Optimize", "Add", "Refactor", "Remove", "Use", "Avoid", "Clean up"),
@@ -473,106 +148,9 @@ _LAST = (
     "lopez",
 )
 
-# Days that made 2024 busier (assumptions, from the 3.13 release schedule of
-# PEP 719 and the community calendar as recalled): factor on the commit rate.
-_BURSTS_2024 = (
-    (date(2024, 4, 29), date(2024, 5, 8), 1.9),  # rush before 3.13.0b1 feature freeze
-    (date(2024, 5, 20), date(2024, 5, 23), 1.7),  # PyCon US sprints
-    (date(2024, 9, 23), date(2024, 9, 27), 1.6),  # core developer sprint
-)
-# The year-end holidays, every year: 21 December to 2 January.
-_HOLIDAY_FACTOR = 0.45
-_RELEASE_DAYS_2024 = (
-    date(2024, 1, 17),
-    date(2024, 2, 15),
-    date(2024, 3, 12),
-    date(2024, 4, 9),
-    date(2024, 5, 8),
-    date(2024, 6, 5),
-    date(2024, 6, 27),
-    date(2024, 7, 18),
-    date(2024, 7, 31),
-    date(2024, 9, 6),
-    date(2024, 10, 1),
-    date(2024, 10, 7),
-    date(2024, 10, 15),
-    date(2024, 11, 19),
-    date(2024, 12, 17),
-)
-# Monday..Sunday and hour-of-day (UTC) weights: Europe and the Americas
-# overlap in the afternoon UTC; nights and weekends are quieter.
-_WEEKDAY = (1.1, 1.15, 1.15, 1.1, 1.0, 0.55, 0.5)
-_HOURS = (
-    0.35,
-    0.3,
-    0.3,
-    0.3,
-    0.35,
-    0.4,
-    0.5,
-    0.6,
-    0.8,
-    0.9,
-    1.0,
-    1.1,
-    1.3,
-    1.35,
-    1.4,
-    1.4,
-    1.35,
-    1.3,
-    1.2,
-    1.1,
-    1.0,
-    0.9,
-    0.7,
-    0.5,
-)
 # CPython's backport bot: it opens (and, once approved, merges) the backport
 # PRs of changes labelled "needs backport to 3.x".  A bot, not a person.
 BACKPORT_BOT = "miss-islington"
-# Commits per weekday-weighted day; ~3,800 changes in 2024 before fixes.
-DAILY_RATE = 11.0
-
-
-def _poisson(rng: random.Random, lam: float) -> int:
-    limit, k, p = math.exp(-lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
-
-
-def _day_factor(day: date) -> float:
-    factor = _WEEKDAY[day.weekday()]
-    if (day.month == 12 and day.day >= 21) or (day.month == 1 and day.day <= 2):
-        factor *= _HOLIDAY_FACTOR
-    if day.year == 2024:
-        for first, last, burst in _BURSTS_2024:
-            if first <= day <= last:
-                factor *= burst
-        if day in _RELEASE_DAYS_2024:
-            factor *= 1.3
-    return factor
-
-
-def commit_times(rng: random.Random, start: float, days: int) -> list[float]:
-    """Commit times (epoch seconds) over ``days`` days from ``start``, sorted."""
-    hour_total = sum(_HOURS)
-    times: list[float] = []
-    first_day = datetime.fromtimestamp(start, UTC).date()
-    for d in range(days):
-        day = first_day + timedelta(days=d)
-        n = _poisson(rng, DAILY_RATE * _day_factor(day))
-        for _ in range(n):
-            x = rng.random() * hour_total
-            hour = 0
-            while x > _HOURS[hour]:
-                x -= _HOURS[hour]
-                hour += 1
-            times.append(start + d * 86400 + hour * 3600 + rng.random() * 3600)
-    times.sort()
-    return times
 
 
 class ChangeFactory:
@@ -639,9 +217,10 @@ class ChangeFactory:
             message += f"\n\nCo-authored-by: {other} <{other}@users.noreply.github.com>"
         return ChangeRec(when, self.revision(), author, title, message, tuple(files), pr, area.name)
 
-    def revert(self, when: float, culprit: ChangeRec, reverter: str | None = None) -> ChangeRec:
+    def revert(self, when: float, culprit: ChangeRec) -> ChangeRec:
+        """A revert of ``culprit`` on its branch, by one of the most active core developers."""
         pr = self._pr_for(when, opened_after=culprit.when)
-        author = reverter or self.rng.choices(self.authors[:12])[0]
+        author = self.rng.choices(self.authors[:12])[0]
         title = f'Revert "{culprit.title}" (#{pr})'
         message = (
             f"{title}\n\nThis reverts commit {culprit.revision}.\n\n"
@@ -670,9 +249,9 @@ class ChangeFactory:
         # Usually the culprit's author fixes it (the original author when the
         # culprit is a bot's backport), otherwise another core developer.
         someone_else = rng.random() >= 0.6
-        author = author or culprit.author
-        if someone_else or author == BACKPORT_BOT:
-            author = rng.choices(self.authors[:15])[0]
+        fixer = author or culprit.author
+        if someone_else or fixer == BACKPORT_BOT:
+            fixer = rng.choices(self.authors[:15])[0]
         prefix = "" if culprit.branch == "main" else f"[{culprit.branch}] "
         title = f"{prefix}gh-{issue}: Fix {what} after #{culprit.pr_number} (#{pr})"
         touched = [f for f in culprit.files if not f.startswith("Misc/NEWS.d/")] or list(
@@ -683,7 +262,7 @@ class ChangeFactory:
         return ChangeRec(
             when,
             self.revision(),
-            author,
+            fixer,
             title,
             message,
             files,

@@ -13,6 +13,10 @@ then by name).  While the worker is offline nothing starts.
 The lane's ``start`` callback decides what the build does: it returns when
 the build completes and whether the request goes back to the queue (RETRY),
 or ``None`` when the build would not complete before the window closes.
+
+Requests come from each branch's ``SingleBranchScheduler``
+(:func:`tree_stable_requests`); :func:`run_workers` runs every worker of
+the history, its builders on every branch sharing its slots.
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from simulator.synthetic.branches import BranchBuilder
+from simulator.synthetic.worker_faults import WorkerPlan
 
 # (start time, source stamp) -> (completed time, retried) or None
 StartFn = Callable[[float, int], "tuple[float, bool] | None"]
@@ -59,7 +66,7 @@ def run_worker(
     arrivals = sorted(
         (t, li, ss) for li, lane in enumerate(lanes) for t, ss in lane.requests if t < end
     )
-    offline = sorted(offline)
+    periods = sorted(offline)  # (start, end) of each offline period
     n_arrivals = len(arrivals)
     ai = oi = 0
     running: list[float] = []  # completion times of the builds holding a slot
@@ -73,10 +80,10 @@ def run_worker(
             lane.sourcestamp = ss
         while running and running[0] <= now:
             heapq.heappop(running)
-        while oi < len(offline) and offline[oi][1] <= now:
+        while oi < len(periods) and periods[oi][1] <= now:
             oi += 1
-        if oi < len(offline) and offline[oi][0] <= now:
-            now = offline[oi][1] + rng.uniform(*_RECONNECT_S)
+        if oi < len(periods) and periods[oi][0] <= now:
+            now = periods[oi][1] + rng.uniform(*_RECONNECT_S)
             continue
         wake = math.inf
         if len(running) < max_builds:
@@ -117,3 +124,49 @@ def _start(lane: Lane, start: float, running: list[float], rng: random.Random) -
         lane.free_at = completed + rng.uniform(*_RETRY_WAIT_S)
     else:
         lane.pending_at = None
+
+
+def tree_stable_requests(times: list[float], timer: float) -> list[tuple[float, int]]:
+    """Build requests of a scheduler with ``treeStableTimer=timer``.
+
+    Returns (fire time, index one past the last change included): the timer
+    restarts on every change, so a request fires ``timer`` seconds after the
+    last change of a burst.
+    """
+    out = []
+    for i, t in enumerate(times):
+        if i + 1 == len(times) or times[i + 1] - t > timer:
+            out.append((t + timer, i + 1))
+    return out
+
+
+def run_workers(
+    builders: list[BranchBuilder],
+    starts: list[StartFn],
+    times: dict[str, list[float]],
+    plans: dict[str, WorkerPlan],
+    seed: int,
+    end: float,
+) -> None:
+    """Run every worker's queue, shared by its builders on every branch.
+
+    ``starts[i]`` starts a build of ``builders[i]``; ``times`` are the
+    landing times of each branch's changes.
+    """
+    requests: dict[tuple[str, int], list[tuple[float, int]]] = {}
+    workers: dict[str, list[int]] = {}
+    for index, builder in enumerate(builders):
+        workers.setdefault(builder.spec.worker, []).append(index)
+    for worker, members in workers.items():
+        # One generator per worker for its dispatch delays.
+        worker_rng = random.Random(f"{seed}:worker:{worker}")
+        lanes: list[Lane] = []
+        for index in members:
+            builder = builders[index]
+            key = (builder.branch, builder.spec.tree_stable_timer)
+            if key not in requests:
+                requests[key] = tree_stable_requests(times.get(builder.branch, []), key[1])
+            if requests[key]:
+                lanes.append(Lane(builder.name, requests[key], starts[index]))
+        max_builds = builders[members[0]].spec.max_builds
+        run_worker(lanes, max_builds, plans[worker].offline, worker_rng, end)

@@ -1,0 +1,355 @@
+"""The parts of CPython a change can touch: their files, the tests that watch them, their topics.
+
+A change's area decides the files it touches, the words of its title, how
+likely it is to break a build and which tests fail when it does.  The
+weights and the tests are assumptions (``history/README.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Area:
+    """A part of CPython a change can touch, with the tests that watch it."""
+
+    name: str
+    weight: float
+    lang: str  # "c" (compiled code), "py" (the standard library), "doc", "build"
+    files: tuple[str, ...]
+    tests: tuple[str, ...]  # test modules a breakage here makes fail
+    nouns: tuple[str, ...]
+
+
+AREAS: tuple[Area, ...] = (
+    Area(
+        "ceval",
+        6,
+        "c",
+        (
+            "Python/ceval.c",
+            "Python/bytecodes.c",
+            "Python/generated_cases.c.h",
+            "Include/internal/pycore_ceval.h",
+            "Python/specialize.c",
+        ),
+        ("test_sys", "test_generators", "test_dis", "test_opcache"),
+        (
+            "the specializing interpreter",
+            "LOAD_ATTR specialization",
+            "frame handling",
+            "the eval breaker",
+            "CALL specialization",
+        ),
+    ),
+    Area(
+        "jit",
+        3,
+        "c",
+        (
+            "Python/optimizer.c",
+            "Python/optimizer_analysis.c",
+            "Python/jit.c",
+            "Tools/jit/_targets.py",
+            "Include/internal/pycore_optimizer.h",
+        ),
+        ("test_capi", "test_opcache", "test_jit"),
+        ("the tier 2 optimizer", "JIT stencils", "uop traces", "the executor cache"),
+    ),
+    Area(
+        "gc",
+        2.5,
+        "c",
+        ("Python/gc.c", "Python/gc_free_threading.c", "Include/internal/pycore_gc.h"),
+        ("test_gc", "test_weakref", "test_finalization"),
+        ("incremental GC", "the free-threaded GC", "GC thresholds", "weakref callbacks"),
+    ),
+    Area(
+        "objects",
+        6,
+        "c",
+        (
+            "Objects/dictobject.c",
+            "Objects/listobject.c",
+            "Objects/typeobject.c",
+            "Objects/unicodeobject.c",
+            "Objects/longobject.c",
+            "Objects/object.c",
+        ),
+        ("test_dict", "test_list", "test_descr", "test_unicode", "test_long", "test_capi"),
+        (
+            "dict resizing",
+            "list.sort()",
+            "type slots",
+            "str.replace()",
+            "int to str conversion",
+            "immortal objects",
+        ),
+    ),
+    Area(
+        "freethreading",
+        4,
+        "c",
+        (
+            "Objects/dictobject.c",
+            "Python/pystate.c",
+            "Include/internal/pycore_critical_section.h",
+            "Objects/obmalloc.c",
+            "Python/lock.c",
+        ),
+        ("test_free_threading", "test_threading", "test_capi", "test_dict"),
+        (
+            "critical sections",
+            "biased reference counting",
+            "the per-thread freelists",
+            "mimalloc integration",
+            "thread-safe dict lookups",
+        ),
+    ),
+    Area(
+        "compiler",
+        3,
+        "c",
+        (
+            "Python/compile.c",
+            "Python/flowgraph.c",
+            "Python/codegen.c",
+            "Parser/parser.c",
+            "Grammar/python.gram",
+        ),
+        ("test_compile", "test_grammar", "test_syntax", "test_peepholer"),
+        ("the code generator", "constant folding", "the PEG parser", "syntax errors"),
+    ),
+    Area(
+        "capi",
+        4,
+        "c",
+        (
+            "Include/cpython/object.h",
+            "Modules/_testcapimodule.c",
+            "Modules/_testcapi/vectorcall.c",
+            "Objects/abstract.c",
+            "Doc/c-api/object.rst",
+        ),
+        ("test_capi", "test_stable_abi_ctypes"),
+        (
+            "PyUnicodeWriter",
+            "PyLong_AsNativeBytes()",
+            "the limited C API",
+            "PyObject_GetOptionalAttr()",
+            "PyTime_t",
+        ),
+    ),
+    Area(
+        "modules",
+        5,
+        "c",
+        (
+            "Modules/posixmodule.c",
+            "Modules/_ssl.c",
+            "Modules/socketmodule.c",
+            "Modules/_sqlite/connection.c",
+            "Modules/_ctypes/_ctypes.c",
+            "Modules/_io/textio.c",
+            "Modules/_datetimemodule.c",
+            "Modules/mathmodule.c",
+        ),
+        (
+            "test_os",
+            "test_ssl",
+            "test_socket",
+            "test_sqlite3",
+            "test_ctypes",
+            "test_io",
+            "test_datetime",
+            "test_math",
+        ),
+        (
+            "os.posix_spawn()",
+            "SSL contexts",
+            "socket.sendmsg()",
+            "sqlite3 blobs",
+            "ctypes structures",
+            "TextIOWrapper",
+            "datetime parsing",
+            "math.fma()",
+        ),
+    ),
+    Area(
+        "build",
+        2,
+        "build",
+        (
+            "configure.ac",
+            "configure",
+            "Makefile.pre.in",
+            "PCbuild/pythoncore.vcxproj",
+            "Tools/build/freeze_modules.py",
+            "pyconfig.h.in",
+        ),
+        ("test_sysconfig", "test_tools", "test_embed"),
+        (
+            "the build system",
+            "configure checks",
+            "the PCbuild project files",
+            "deep-freeze",
+            "cross-compilation",
+        ),
+    ),
+    Area(
+        "platform",
+        1.5,
+        "build",
+        (
+            "Tools/wasm/wasi.py",
+            "Android/android.py",
+            "iOS/testbed/__main__.py",
+            "Lib/sysconfig/__init__.py",
+            "Tools/wasm/emscripten/__main__.py",
+        ),
+        ("test_sysconfig", "test_platform", "test_embed"),
+        ("the WASI build", "the Android testbed", "the iOS simulator testbed", "Emscripten"),
+    ),
+    Area(
+        "asyncio",
+        5,
+        "py",
+        (
+            "Lib/asyncio/tasks.py",
+            "Lib/asyncio/base_events.py",
+            "Lib/asyncio/streams.py",
+            "Lib/asyncio/queues.py",
+            "Lib/asyncio/taskgroups.py",
+        ),
+        ("test_asyncio",),
+        (
+            "asyncio.TaskGroup",
+            "asyncio.Queue.shutdown()",
+            "the event loop shutdown",
+            "eager tasks",
+            "asyncio.Server.close()",
+        ),
+    ),
+    Area(
+        "stdlib",
+        14,
+        "py",
+        (
+            "Lib/pathlib/_local.py",
+            "Lib/typing.py",
+            "Lib/argparse.py",
+            "Lib/inspect.py",
+            "Lib/dataclasses.py",
+            "Lib/enum.py",
+            "Lib/zipfile/__init__.py",
+            "Lib/tarfile.py",
+            "Lib/shutil.py",
+            "Lib/functools.py",
+            "Lib/email/_header_value_parser.py",
+            "Lib/json/encoder.py",
+            "Lib/logging/__init__.py",
+            "Lib/unittest/mock.py",
+        ),
+        (
+            "test_pathlib",
+            "test_typing",
+            "test_argparse",
+            "test_inspect",
+            "test_dataclasses",
+            "test_enum",
+            "test_zipfile",
+            "test_tarfile",
+            "test_shutil",
+            "test_functools",
+            "test_email",
+            "test_json",
+            "test_logging",
+            "test_unittest",
+        ),
+        (
+            "pathlib.Path.walk()",
+            "typing.TypeVar defaults",
+            "argparse help output",
+            "inspect.signature()",
+            "dataclass slots",
+            "enum aliases",
+            "zipfile.Path",
+            "tarfile filters",
+            "shutil.copytree()",
+            "functools.partial",
+            "email header folding",
+            "json.dumps()",
+            "logging config",
+            "unittest.mock autospec",
+        ),
+    ),
+    Area(
+        "repl",
+        2.5,
+        "py",
+        (
+            "Lib/_pyrepl/reader.py",
+            "Lib/_pyrepl/unix_console.py",
+            "Lib/_pyrepl/windows_console.py",
+            "Lib/_pyrepl/simple_interact.py",
+        ),
+        ("test_pyrepl",),
+        ("the new REPL", "REPL history", "multiline editing", "the Windows console"),
+    ),
+    Area(
+        "tests",
+        6,
+        "py",
+        (
+            "Lib/test/support/__init__.py",
+            "Lib/test/libregrtest/main.py",
+            "Lib/test/test_capi/test_misc.py",
+            "Lib/test/test_os.py",
+            "Lib/test/support/script_helper.py",
+        ),
+        ("test_regrtest", "test_os", "test_capi", "test_support"),
+        ("regrtest", "test.support helpers", "flaky tests", "test timeouts"),
+    ),
+    Area(
+        "docs",
+        14,
+        "doc",
+        (
+            "Doc/library/stdtypes.rst",
+            "Doc/whatsnew/3.13.rst",
+            "Doc/library/asyncio-task.rst",
+            "Doc/howto/logging.rst",
+            "Doc/reference/datamodel.rst",
+            "Doc/library/typing.rst",
+            "Doc/c-api/init.rst",
+            "Doc/tutorial/classes.rst",
+        ),
+        (),
+        (
+            "the data model docs",
+            "What's New in 3.13",
+            "the asyncio docs",
+            "the logging HOWTO",
+            "the typing docs",
+            "the C API docs",
+            "the tutorial",
+        ),
+    ),
+    Area(
+        "infra",
+        3,
+        "build",
+        (
+            ".github/workflows/build.yml",
+            "Tools/build/generate_sbom.py",
+            "Misc/sbom.spdx.json",
+            "Tools/clinic/libclinic/clinic.py",
+            ".pre-commit-config.yaml",
+        ),
+        ("test_clinic",),
+        ("the CI workflows", "the SBOM", "Argument Clinic", "pre-commit hooks"),
+    ),
+)
+
+AREA_BY_NAME = {area.name: area for area in AREAS}

@@ -1,0 +1,222 @@
+"""Writes a generated history into a SQLite file, atomically.
+
+Everything goes into a temporary file beside the target through
+:class:`~simulator.history.store.HistoryStore`, which is renamed over the
+target only when complete: an error or an interruption leaves nothing
+half-written.  Besides builders, changes and builds, the file holds the
+ground truth: a label per non-green build, and per (breaking change,
+builder) when its first red build and its first fixed build completed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from buildbot_revert.core.model import Builder, Change, Result
+from simulator.history.store import HistoryStore
+from simulator.synthetic.branches import BranchBuilder
+from simulator.synthetic.breakages import Breakage
+from simulator.synthetic.builds import BuildRecord
+from simulator.synthetic.changes import ChangeRec, landing_order
+
+# Builds are written (and progress reported) in batches of this many.
+PROGRESS_EVERY = 10_000
+RESULT_NAMES = {int(r): r.name for r in Result}
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """What :func:`simulator.synthetic.generator.generate` wrote."""
+
+    path: Path
+    builders: int
+    changes: int
+    builds: int
+    breaking_changes: int
+    breakages: int  # (change, builder) pairs labelled as broken
+    results: dict[str, int]  # result name -> builds
+    causes: dict[str, int]  # label cause -> builds
+
+
+@dataclass(frozen=True)
+class History:
+    """Everything generated, ready to be written."""
+
+    builders: list[BranchBuilder]
+    changes: dict[str, list[ChangeRec]]  # per branch, in landing order
+    breakages: list[Breakage]
+    builds: list[BuildRecord]  # in completion order
+    meta: dict[str, str]
+
+
+def write_atomically(
+    path: Path,
+    history: History,
+    *,
+    horizon: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> GenerationStats:
+    """Write ``history`` to ``path``; drop the log tails of builds completed before ``horizon``.
+
+    ``progress(done, total)`` is called as builds are written; if it raises,
+    nothing is left at ``path``.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Named like "<name>-XXXX.tmp" so that the history/ ignore rules cover it.
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}-", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        tmp.unlink()  # HistoryStore creates the file itself
+        tally = _write(tmp, history, horizon, progress)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return GenerationStats(
+        path=path,
+        builders=len(history.builders),
+        changes=sum(len(cs) for cs in history.changes.values()),
+        builds=len(history.builds),
+        breaking_changes=len({breakage_id for breakage_id, _ in tally.broken_at}),
+        breakages=len(tally.broken_at),
+        results=dict(sorted(tally.results.items())),
+        causes=dict(sorted(tally.causes.items())),
+    )
+
+
+@dataclass
+class _Tally:
+    """What the writer counts as it goes."""
+
+    results: Counter[str] = field(default_factory=Counter)  # builds per result name
+    causes: Counter[str] = field(default_factory=Counter)  # builds per label cause
+    # Per (breakage id, builder index): when its first red build completed,
+    # and its first build with the fix after that.
+    broken_at: dict[tuple[int, int], float] = field(default_factory=dict)
+    fixed_at: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    def count(self, record: BuildRecord, ranges: list[tuple[Breakage, int, int]]) -> None:
+        """Count ``record``; ``ranges`` are its builder's breakages with their revisions."""
+        self.results[RESULT_NAMES[record.result]] += 1
+        if record.cause is not None:
+            self.causes[record.cause] += 1
+        rev = record.last - 1
+        for breakage, lo, hi in ranges:
+            key = (breakage.id, record.builder)
+            if lo <= rev < hi and record.result == Result.FAILURE:
+                self.broken_at.setdefault(key, record.completed)
+            elif rev >= hi and key in self.broken_at:
+                self.fixed_at.setdefault(key, record.completed)
+
+
+@dataclass
+class _Rows:
+    """A batch of builds' rows, written with one ``executemany`` per table."""
+
+    builds: list[tuple[int, int, int, int, float, float, str | None]] = field(default_factory=list)
+    blame: list[tuple[int, int]] = field(default_factory=list)
+    steps: list[tuple[int, int, str, int, str | None]] = field(default_factory=list)
+    labels: list[tuple[int, str, int | None]] = field(default_factory=list)
+
+    def flush(self, store: HistoryStore) -> None:
+        store.add_builds_bulk(self.builds, self.blame, self.steps)
+        for build_id, cause, change_id in self.labels:
+            store.add_build_label(build_id, cause, change_id)
+
+
+def _write(
+    path: Path,
+    history: History,
+    horizon: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> _Tally:
+    store = HistoryStore(path, create=True)
+    try:
+        with store.transaction():
+            builder_ids = [store.add_builder(Builder(b.name, b.tags)) for b in history.builders]
+            change_ids = _add_changes(store, history.changes)
+            tally = _add_builds(store, history, builder_ids, change_ids, horizon, progress)
+            for (breakage_id, builder), when in sorted(tally.broken_at.items()):
+                breakage = history.breakages[breakage_id]
+                culprit = breakage.culprit
+                store.add_breakage(
+                    change_ids[culprit.branch][culprit.index],
+                    builder_ids[builder],
+                    when,
+                    tally.fixed_at.get((breakage_id, builder)),
+                    breakage.fixed_by,
+                )
+            for name, value in history.meta.items():
+                store.set_meta(name, value)
+    finally:
+        store.close()
+    return tally
+
+
+def _add_changes(store: HistoryStore, changes: dict[str, list[ChangeRec]]) -> dict[str, list[int]]:
+    """Store every branch's changes; their ids per branch, by index."""
+    change_ids = {branch: [0] * len(on_branch) for branch, on_branch in changes.items()}
+    # Ids in landing order over all branches.
+    everything = sorted((c for on_branch in changes.values() for c in on_branch), key=landing_order)
+    for c in everything:
+        change_ids[c.branch][c.index] = store.add_change(_as_change(c))
+    return change_ids
+
+
+def _add_builds(
+    store: HistoryStore,
+    history: History,
+    builder_ids: list[int],
+    change_ids: dict[str, list[int]],
+    horizon: float | None,
+    progress: Callable[[int, int], None] | None,
+) -> _Tally:
+    """Store the builds, their blamelists, failed steps and labels; count them."""
+    ranges: dict[int, list[tuple[Breakage, int, int]]] = {}
+    index_of = {b.name: i for i, b in enumerate(history.builders)}
+    for breakage in history.breakages:
+        for name in breakage.builders:
+            if name in index_of:
+                ranges.setdefault(index_of[name], []).append((breakage, *breakage.revisions))
+    tally, rows, total = _Tally(), _Rows(), len(history.builds)
+    for build_id, record in enumerate(history.builds, start=1):
+        # A fresh file: build ids are simply the completion order.
+        builder = history.builders[record.builder]
+        ids = change_ids[builder.branch]
+        rows.builds.append(
+            (
+                build_id,
+                builder_ids[record.builder],
+                record.number,
+                record.result,
+                record.started,
+                record.completed,
+                builder.spec.worker,
+            )
+        )
+        rows.blame.extend((build_id, cid) for cid in ids[record.first : record.last])
+        keep_logs = horizon is None or record.completed >= horizon
+        rows.steps.extend(
+            (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
+            for i, step in enumerate(record.steps)
+        )
+        if record.cause is not None:
+            culprit_id = ids[record.cause_change] if record.cause_change is not None else None
+            rows.labels.append((build_id, record.cause, culprit_id))
+        tally.count(record, ranges.get(record.builder, []))
+        if build_id % PROGRESS_EVERY == 0 or build_id == total:
+            rows.flush(store)
+            rows = _Rows()
+            if progress is not None:
+                progress(build_id, total)
+    return tally
+
+
+def _as_change(c: ChangeRec) -> Change:
+    return Change(c.revision, c.author, c.title, c.when, c.pr_number, c.message, c.files, c.branch)

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from simulator.history.importer import pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
-from testkit.buildbot.harness import BuildbotHarness, BuilderSpec
+from testkit.buildbot.harness import BuildbotHarness
+from testkit.buildbot.master_config import BuilderSpec
 
 # (builder, takes every n-th change)
 CADENCE = [(f"fast-{i}", 1) for i in range(4)] + [("medium-0", 2), ("medium-1", 2)]

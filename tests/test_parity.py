@@ -24,8 +24,8 @@ from simulator.analysis.replay import Selection, replay
 from simulator.history.importer import pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
-from testkit.buildbot.harness import free_port
 from testkit.buildbot.in_process_master import InProcessMaster
+from testkit.processes import free_port
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live

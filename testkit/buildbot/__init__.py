@@ -1,1 +1,7 @@
-"""Real Buildbot masters for tests and benchmarks: in subprocesses with a worker, or in-process."""
+"""Real Buildbot masters for tests and benchmarks.
+
+``harness`` runs a master and a worker as subprocesses, polling a git
+repository (``git_repository``), configured as ``master_config`` writes it;
+``in_process_master`` runs a master in this process and feeds it finished
+builds through its data API, faster than a worker could run them.
+"""

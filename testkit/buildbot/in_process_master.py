@@ -13,13 +13,14 @@ sends the ``('builds', id, 'finished')`` event the reporter consumes.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from buildbot.master import BuildMaster
 from twisted.internet import defer
+
+from testkit.processes import venv_script
 
 MASTER_CFG = """\
 from buildbot.plugins import reporters, schedulers, util, worker
@@ -70,9 +71,15 @@ class InProcessMaster:
         return f"http://127.0.0.1:{self.www_port or 8010}/"
 
     def create(self) -> None:
-        buildbot = Path(sys.executable).parent / "buildbot"
         subprocess.run(
-            [str(buildbot), "create-master", "-q", "--db", self.db_url, str(self.basedir)],
+            [
+                venv_script("buildbot"),
+                "create-master",
+                "-q",
+                "--db",
+                self.db_url,
+                str(self.basedir),
+            ],
             check=True,
             capture_output=True,
         )

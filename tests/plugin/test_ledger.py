@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from twisted.internet import defer
 
 from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState
-from testkit.buildbot.harness import engine_runner, postgres_database
+from testkit.databases import engine_runner, postgres_database
 
 
 @pytest.fixture

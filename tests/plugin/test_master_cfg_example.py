@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from testkit.buildbot.harness import _kill_group, _venv_script, free_port
+from testkit.processes import free_port
+from testkit.processes import kill_process_group as _kill_group
+from testkit.processes import venv_script as _venv_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "master.cfg.example"

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from testkit.buildbot.harness import BuildbotHarness, BuilderSpec, harnesses, postgres_database
+from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.buildbot.master_config import BuilderSpec
+from testkit.databases import postgres_database
 from testkit.github import DEFAULT_TOKEN, GitHubStandIn, running
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.

@@ -23,7 +23,7 @@ from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import parse_settings
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger
-from testkit.buildbot.harness import engine_runner
+from testkit.databases import engine_runner
 from testkit.github import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
 from tests.builds_dsl import builds
 

@@ -24,11 +24,13 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simulator.history.importer import pull
+from simulator.history.importer import PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from testkit.buildbot.harness import BuildbotHarness
@@ -135,6 +137,88 @@ c["services"] = c.get("services", []) + [HistoryFiller()]
 """
 
 
+@dataclass
+class Pulls:
+    """A full pull of the filled master, then a second one that finds nothing new."""
+
+    full: PullStats
+    full_seconds: float
+    slowest_paths: list[tuple[str, float]]
+    failures: list[Any]
+    again: PullStats
+    again_seconds: float
+
+
+@dataclass
+class Checked:
+    """The store after the pull, against the filler's truth."""
+
+    wrong_blamelists: int
+    failing: int
+    with_tails: int
+
+
+def fill_master(harness: BuildbotHarness, changes: int) -> dict[str, list[str]]:
+    """Start the master and wait for the filler; the blamelist of each build, by builder/number."""
+    t0 = time.monotonic()
+    harness.start()
+    done = harness.master_dir / "fill-done.json"
+    failed = harness.master_dir / "fill-failed.txt"
+    while not done.exists():
+        if failed.exists():
+            raise SystemExit(f"filling the master failed: {failed.read_text()}")
+        time.sleep(0.5)
+    truth: dict[str, list[str]] = json.loads(done.read_text())
+    print(
+        f"master filled through Buildbot's db API: {len(truth)} builds, "
+        f"{changes} changes, {len(CADENCE)} builders "
+        f"({time.monotonic() - t0:.0f} s)"
+    )
+    return truth
+
+
+def pull_twice(url: str, store: HistoryStore, concurrency: int, page_size: int) -> Pulls:
+    with BuildbotAPI(url, concurrency=concurrency) as api:
+        t1 = time.perf_counter()
+        stats = pull(api, store, page_size=page_size)
+        full = time.perf_counter() - t1
+        slowest = sorted(api.seconds_by_path.items(), key=lambda kv: -kv[1])[:5]
+        failures = list(api.failures)
+        t2 = time.perf_counter()
+        again = pull(api, store, page_size=page_size)
+        incremental = time.perf_counter() - t2
+    return Pulls(stats, full, slowest, failures, again, incremental)
+
+
+def check_store(store: HistoryStore, truth: dict[str, list[str]]) -> Checked:
+    got = {f"{b.builder}/{b.number}": [c.revision for c in b.changes] for b in store.iter_builds()}
+    wrong = sum(1 for k, v in truth.items() if got.get(k) != v)
+    failing = sum(1 for b in store.iter_builds() if b.result == 2)
+    with_tails = sum(1 for b in store.iter_builds() if b.result == 2 and b.failed_steps[0].log_tail)
+    return Checked(wrong, failing, with_tails)
+
+
+def print_results(args: argparse.Namespace, pulls: Pulls, checked: Checked, builds: int) -> None:
+    stats, full = pulls.full, pulls.full_seconds
+    print(
+        f"full pull: {stats.builds} builds, {stats.changes} changes in {full:.2f} s = "
+        f"{stats.builds / full:.0f} builds/s; {stats.requests} requests = "
+        f"{stats.requests / max(stats.builds, 1):.3f} requests/build "
+        f"(concurrency {args.concurrency}, pages of {args.page_size})"
+    )
+    print(f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}")
+    print(f"  failed attempts (retried): {len(pulls.failures)} {pulls.failures[:3]}")
+    print(
+        "  time waiting on the master, by path: "
+        + ", ".join(f"{path} {secs:.1f} s" for path, secs in pulls.slowest_paths)
+    )
+    print(
+        f"second pull (nothing new): {pulls.again.builds} builds, {pulls.again.requests} requests "
+        f"in {pulls.again_seconds:.2f} s"
+    )
+    print(f"blamelists differing from the filler's truth: {checked.wrong_blamelists} of {builds}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--changes", type=int, default=1000)
@@ -152,63 +236,16 @@ def main() -> None:
             poller=False,
         )
         try:
-            t0 = time.monotonic()
-            harness.start()
-            done = harness.master_dir / "fill-done.json"
-            failed = harness.master_dir / "fill-failed.txt"
-            while not done.exists():
-                if failed.exists():
-                    raise SystemExit(f"filling the master failed: {failed.read_text()}")
-                time.sleep(0.5)
-            truth: dict[str, list[str]] = json.loads(done.read_text())
-            print(
-                f"master filled through Buildbot's db API: {len(truth)} builds, "
-                f"{args.changes} changes, {len(CADENCE)} builders "
-                f"({time.monotonic() - t0:.0f} s)"
-            )
-
+            truth = fill_master(harness, args.changes)
             store = HistoryStore(Path(tmp) / "history.sqlite", create=True)
-            with BuildbotAPI(harness.url, concurrency=args.concurrency) as api:
-                t1 = time.perf_counter()
-                stats = pull(api, store, page_size=args.page_size)
-                full = time.perf_counter() - t1
-                slowest = sorted(api.seconds_by_path.items(), key=lambda kv: -kv[1])[:5]
-                failures = list(api.failures)
-                t2 = time.perf_counter()
-                again = pull(api, store, page_size=args.page_size)
-                incremental = time.perf_counter() - t2
-
-            got = {
-                f"{b.builder}/{b.number}": [c.revision for c in b.changes]
-                for b in store.iter_builds()
-            }
-            wrong = sum(1 for k, v in truth.items() if got.get(k) != v)
-            failing = sum(1 for b in store.iter_builds() if b.result == 2)
-            with_tails = sum(
-                1 for b in store.iter_builds() if b.result == 2 and b.failed_steps[0].log_tail
-            )
+            pulls = pull_twice(harness.url, store, args.concurrency, args.page_size)
+            checked = check_store(store, truth)
             store.close()
         finally:
             harness.close()
 
-    print(
-        f"full pull: {stats.builds} builds, {stats.changes} changes in {full:.2f} s = "
-        f"{stats.builds / full:.0f} builds/s; {stats.requests} requests = "
-        f"{stats.requests / max(stats.builds, 1):.3f} requests/build "
-        f"(concurrency {args.concurrency}, pages of {args.page_size})"
-    )
-    print(f"  failing builds: {failing}, with a stdio tail: {with_tails}")
-    print(f"  failed attempts (retried): {len(failures)} {failures[:3]}")
-    print(
-        "  time waiting on the master, by path: "
-        + ", ".join(f"{path} {secs:.1f} s" for path, secs in slowest)
-    )
-    print(
-        f"second pull (nothing new): {again.builds} builds, {again.requests} requests "
-        f"in {incremental:.2f} s"
-    )
-    print(f"blamelists differing from the filler's truth: {wrong} of {len(truth)}")
-    if wrong or stats.builds != len(truth):
+    print_results(args, pulls, checked, len(truth))
+    if checked.wrong_blamelists or pulls.full.builds != len(truth):
         raise SystemExit(1)
 
 

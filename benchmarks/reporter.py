@@ -26,7 +26,9 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,34 +56,145 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+class GcTimer:
+    """A ``gc.callbacks`` entry timing each collection, by phase of the run.
+
+    Garbage collection pauses the whole process, master and reporter alike;
+    timing it lets a stall be told apart from our code.  From the start of
+    the master: a collection the reporter makes at start is reported too (as
+    startup_gc_ms), not hidden.  ``phase`` is "start", then "run", then
+    "stop" (not timed).
+    """
+
+    def __init__(self) -> None:
+        self.phase = "start"
+        self.pauses: list[float] = [0.0]
+        self.startup_pauses: list[float] = [0.0]
+        self.full_collections = 0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        pause = time.perf_counter() - self._started
+        if self.phase == "start":
+            self.startup_pauses.append(pause)
+            return
+        if self.phase == "stop":
+            return
+        self.pauses.append(pause)
+        if info["generation"] == 2:
+            self.full_collections += 1
+
+
+def time_handling(reporter: Any) -> list[float]:
+    """Time the reporter's handling of each build; the returned list fills as builds finish."""
+    timings: list[float] = []
+    original = reporter._handle
+
+    @defer.inlineCallbacks
+    def timed(msg):
+        start = time.perf_counter()
+        yield original(msg)
+        timings.append(time.perf_counter() - start)
+
+    reporter._handle = timed
+    return timings
+
+
+def time_feeding(tracker: Any) -> list[float]:
+    """Time each synchronous ``tracker.feed`` (the core); the returned list fills as it runs."""
+    feed_times: list[float] = [0.0]
+    original_feed = tracker.feed
+
+    def timed_feed(build):
+        start = time.perf_counter()
+        events = original_feed(build)
+        feed_times.append(time.perf_counter() - start)
+        return events
+
+    tracker.feed = timed_feed
+    return feed_times
+
+
+class Heartbeat:
+    """A ``HEARTBEAT`` looping call; ``stalls`` is how late each beat came."""
+
+    def __init__(self) -> None:
+        self.stalls: list[float] = []
+        self._last = time.perf_counter()
+        self._call = task.LoopingCall(self._beat)
+
+    def _beat(self) -> None:
+        now = time.perf_counter()
+        self.stalls.append(now - self._last - HEARTBEAT)
+        self._last = now
+
+    def start(self) -> None:
+        self._call.start(HEARTBEAT)
+
+    def stop(self) -> None:
+        self._call.stop()
+
+
+def next_build(
+    rng: random.Random, name: str, broken: dict[str, str]
+) -> tuple[int, list[tuple[str, int, str | None]]]:
+    """The result and steps of ``name``'s next build: broken, flaky (2%) or green."""
+    steps: list[tuple[str, int, str | None]]
+    if name in broken:
+        steps = [("test", int(Result.FAILURE), failure_log(broken[name]))]
+        result = int(Result.FAILURE)
+    elif rng.random() < 0.02:
+        steps = [("test", int(Result.FAILURE), failure_log("test_flaky"))]
+        result = int(Result.FAILURE)
+    else:
+        steps = [("test", int(Result.SUCCESS), None)]
+        result = int(Result.SUCCESS)
+    return result, steps
+
+
+@defer.inlineCallbacks
+def feed_builds(master: InProcessMaster, names: list[tuple[str, list[str]]], builds: int):
+    """Finish ``builds`` builds round the builders, a change before 30% of them; the changes.
+
+    A change breaks about 30% of the builders one time in 20, and one of the
+    other changes in 5 fixes them all, as a bad commit and its fix would.
+    """
+    rng = random.Random(1)
+    broken: dict[str, str] = {}
+    ssid = None
+    changes = 0
+    for i in range(builds):
+        if rng.random() < 0.3:
+            changes += 1
+            ssid = yield master.add_change(
+                f"{changes:040x}",
+                f"Dev {changes} <d@example.org>",
+                f"gh-{changes}: change {changes} (#{changes})",
+                1.7e9 + i,
+                ["Lib/x.py"],
+            )
+            if rng.random() < 0.05:
+                for name, _ in names:
+                    if rng.random() < 0.3:
+                        broken[name] = f"test_mod{changes}"
+            elif rng.random() < 0.2:
+                broken.clear()
+        name = names[i % len(names)][0]
+        result, steps = next_build(rng, name, broken)
+        yield master.finish_build(name, result, ssid, steps)
+        # Let the reporter keep up, as a master's build rate would.
+        yield master.drain()
+    return changes
+
+
 @defer.inlineCallbacks
 def run(reactor, builds: int, builders: int, db_url: str):
     names = [(f"builder-{i:03d}", ["stable", f"tier-{1 + i % 3}"]) for i in range(builders)]
-    # Garbage collection pauses the whole process, master and reporter
-    # alike; time it too so a stall can be told apart from our code.  From
-    # the start of the master: a collection the reporter makes at start is
-    # reported too (as startup_gc_ms), not hidden.
-    gc_pauses: list[float] = [0.0]
-    startup_gc: list[float] = [0.0]
-    full_collections = [0]
-    gc_started = [0.0]
-    phase_now = ["start"]  # then "run", then "stop" (not timed)
-
-    def on_gc(phase: str, info: dict) -> None:
-        if phase == "start":
-            gc_started[0] = time.perf_counter()
-            return
-        pause = time.perf_counter() - gc_started[0]
-        if phase_now[0] == "start":
-            startup_gc.append(pause)
-            return
-        if phase_now[0] == "stop":
-            return
-        gc_pauses.append(pause)
-        if info["generation"] == 2:
-            full_collections[0] += 1
-
-    gc.callbacks.append(on_gc)
+    gc_timer = GcTimer()
+    gc.callbacks.append(gc_timer)
     with tempfile.TemporaryDirectory() as tmp:
         master = InProcessMaster(
             Path(tmp) / "master",
@@ -92,109 +205,79 @@ def run(reactor, builds: int, builders: int, db_url: str):
         master.create()
         yield master.start()
         reporter = master.reporter
-        timings: list[float] = []
-        original = reporter._handle
-
-        @defer.inlineCallbacks
-        def timed(msg):
-            start = time.perf_counter()
-            yield original(msg)
-            timings.append(time.perf_counter() - start)
-
-        reporter._handle = timed
-
-        stalls: list[float] = []
-        last = [time.perf_counter()]
-        phase_now[0] = "run"
-        feed_times: list[float] = [0.0]
-        tracker = reporter.tracker
-        original_feed = tracker.feed
-
-        def timed_feed(build):
-            start = time.perf_counter()
-            events = original_feed(build)
-            feed_times.append(time.perf_counter() - start)
-            return events
-
-        tracker.feed = timed_feed
-
-        def beat() -> None:
-            now = time.perf_counter()
-            stalls.append(now - last[0] - HEARTBEAT)
-            last[0] = now
-
-        heartbeat = task.LoopingCall(beat)
-        heartbeat.start(HEARTBEAT)
-
-        rng = random.Random(1)
-        broken: dict[str, str] = {}
-        ssid = None
-        changes = 0
+        timings = time_handling(reporter)
+        heartbeat = Heartbeat()
+        gc_timer.phase = "run"
+        feed_times = time_feeding(reporter.tracker)
+        heartbeat.start()
         started = time.perf_counter()
-        for i in range(builds):
-            if rng.random() < 0.3:
-                changes += 1
-                ssid = yield master.add_change(
-                    f"{changes:040x}",
-                    f"Dev {changes} <d@example.org>",
-                    f"gh-{changes}: change {changes} (#{changes})",
-                    1.7e9 + i,
-                    ["Lib/x.py"],
-                )
-                if rng.random() < 0.05:
-                    for name, _ in names:
-                        if rng.random() < 0.3:
-                            broken[name] = f"test_mod{changes}"
-                elif rng.random() < 0.2:
-                    broken.clear()
-            name = names[i % builders][0]
-            if name in broken:
-                steps = [("test", int(Result.FAILURE), failure_log(broken[name]))]
-                result = int(Result.FAILURE)
-            elif rng.random() < 0.02:
-                steps = [("test", int(Result.FAILURE), failure_log("test_flaky"))]
-                result = int(Result.FAILURE)
-            else:
-                steps = [("test", int(Result.SUCCESS), None)]
-                result = int(Result.SUCCESS)
-            yield master.finish_build(name, result, ssid, steps)
-            # Let the reporter keep up, as a master's build rate would.
-            yield master.drain()
+        changes = yield feed_builds(master, names, builds)
         yield master.drain()
         elapsed = time.perf_counter() - started
         heartbeat.stop()
-        phase_now[0] = "stop"
+        gc_timer.phase = "stop"
         yield master.stop()
-    gc.callbacks.remove(on_gc)
+    gc.callbacks.remove(gc_timer)
+    report(
+        Measured(
+            builders=builders,
+            db_url=db_url,
+            changes=changes,
+            elapsed=elapsed,
+            verdicts=len(reporter.verdicts),
+            handling_ms=[t * 1000 for t in timings],
+            stalls=heartbeat.stalls,
+            gc=gc_timer,
+            feed_times=feed_times,
+        )
+    )
 
-    ms = [t * 1000 for t in timings]
-    verdicts = len(reporter.verdicts)
-    print(f"master database:       {db_url}")
-    print(f"builds handled:        {len(ms)} on {builders} builders ({changes} changes)")
-    print(f"verdicts:              {verdicts}")
-    print(f"wall time:             {elapsed:.1f} s (including feeding the master)")
+
+@dataclass
+class Measured:
+    """What one run measured."""
+
+    builders: int
+    db_url: str
+    changes: int
+    elapsed: float
+    verdicts: int
+    handling_ms: list[float]
+    stalls: list[float]
+    gc: GcTimer
+    feed_times: list[float]
+
+
+def report(m: Measured) -> None:
+    """Print the figures, then the same as one JSON line with which target each meets."""
+    ms = m.handling_ms
+    print(f"master database:       {m.db_url}")
+    print(f"builds handled:        {len(ms)} on {m.builders} builders ({m.changes} changes)")
+    print(f"verdicts:              {m.verdicts}")
+    print(f"wall time:             {m.elapsed:.1f} s (including feeding the master)")
     print(f"per build, median:     {statistics.median(ms):.2f} ms   (target <= 5 ms)")
     print(f"per build, p99:        {percentile(ms, 0.99):.2f} ms")
     print(f"per build, max:        {max(ms):.2f} ms")
-    print(f"longest reactor stall: {max(stalls) * 1000:.1f} ms   (target <= 50 ms)")
-    print(f"longest GC pause:      {max(gc_pauses) * 1000:.1f} ms   (whole process)")
-    print(f"full GCs while running: {full_collections[0]}")
-    print(f"longest GC at start:   {max(startup_gc) * 1000:.1f} ms   (master start, not measured)")
-    print(f"longest tracker.feed:  {max(feed_times) * 1000:.2f} ms   (the core, synchronous)")
+    print(f"longest reactor stall: {max(m.stalls) * 1000:.1f} ms   (target <= 50 ms)")
+    print(f"longest GC pause:      {max(m.gc.pauses) * 1000:.1f} ms   (whole process)")
+    print(f"full GCs while running: {m.gc.full_collections}")
+    startup_gc = max(m.gc.startup_pauses) * 1000
+    print(f"longest GC at start:   {startup_gc:.1f} ms   (master start, not measured)")
+    print(f"longest tracker.feed:  {max(m.feed_times) * 1000:.2f} ms   (the core, synchronous)")
     median = statistics.median(ms)
-    stall = max(stalls) * 1000
+    stall = max(m.stalls) * 1000
     figures = {
         "builds": len(ms),
-        "builders": builders,
-        "db_url": db_url,
+        "builders": m.builders,
+        "db_url": m.db_url,
         "median_ms": round(median, 3),
         "p99_ms": round(percentile(ms, 0.99), 3),
         "max_ms": round(max(ms), 3),
         "longest_stall_ms": round(stall, 1),
-        "longest_gc_ms": round(max(gc_pauses) * 1000, 1),
-        "full_collections": full_collections[0],
-        "startup_gc_ms": round(max(startup_gc) * 1000, 1),
-        "longest_feed_ms": round(max(feed_times) * 1000, 3),
+        "longest_gc_ms": round(max(m.gc.pauses) * 1000, 1),
+        "full_collections": m.gc.full_collections,
+        "startup_gc_ms": round(startup_gc, 1),
+        "longest_feed_ms": round(max(m.feed_times) * 1000, 3),
         "targets": {
             f"median_ms <= {MEDIAN_TARGET_MS:g}": median <= MEDIAN_TARGET_MS,
             f"longest_stall_ms <= {STALL_TARGET_MS:g}": stall <= STALL_TARGET_MS,

@@ -15,13 +15,13 @@ Three parts and a face:
 The plugin imports what it needs from here.
 """
 
+from buildbot_revert.core.references import revert_marker
 from buildbot_revert.github.client import GitHubClient
 from buildbot_revert.github.responses import IssueComment, PullRequest
 from buildbot_revert.github.strategies import (
     ManualRevertNeeded,
     RevertOutcome,
     revert_branch,
-    revert_marker,
 )
 from buildbot_revert.github.transport import GitHubError
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from twisted.internet.interfaces import IReactorTime
 
+from buildbot_revert.core.references import pr_number_from_title
 from buildbot_revert.github.responses import (
     IssueComment,
     PullRequest,
@@ -25,8 +26,6 @@ from buildbot_revert.github.responses import (
 )
 from buildbot_revert.github.strategies import Reverter, RevertOutcome
 from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport
-
-_TITLE_PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 
 
 class GitHubClient:
@@ -99,11 +98,11 @@ class GitHubClient:
     async def pull_from_title(self, title: str, sha: str) -> PullRequest | None:
         """The PR named by a ``(#123)`` title suffix, if its merge commit really is ``sha``."""
         first_line = title.splitlines()[0] if title else ""
-        match = _TITLE_PR_SUFFIX.search(first_line)
-        if match is None:
+        number = pr_number_from_title(first_line)
+        if number is None:
             return None
         try:
-            pull = await self.get_pull(int(match.group(1)))
+            pull = await self.get_pull(number)
         except GitHubError as exc:
             if exc.status == 404:
                 return None

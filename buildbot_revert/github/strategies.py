@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from buildbot_revert.core.references import revert_marker, reverts_commit
 from buildbot_revert.github.responses import (
     PULL_FIELDS,
     PullRequest,
@@ -66,11 +67,6 @@ class RevertOutcome(NamedTuple):
     pull: PullRequest | None
     reason: str = ""
     files: tuple[str, ...] = ()
-
-
-def revert_marker(sha: str) -> str:
-    """The hidden marker that identifies the revert PR of ``sha``."""
-    return f"<!-- buildbot-revert:{sha} -->"
 
 
 def revert_branch(sha: str) -> str:
@@ -265,7 +261,7 @@ class Reverter:
         tree = await transport.write(
             "POST", f"{repo}/git/trees", {"base_tree": head_commit["tree"]["sha"], "tree": entries}
         )
-        message = f"{title}\n\nThis reverts commit {base.sha}.\n\n{revert_marker(base.sha)}"
+        message = f"{title}\n\n{reverts_commit(base.sha)}\n\n{revert_marker(base.sha)}"
         commit = await transport.write(
             "POST",
             f"{repo}/git/commits",

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
-from buildbot_revert.core import blamelist
+from buildbot_revert.core import blamelist, defaults
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import (
     change_from_dict,
@@ -58,7 +58,7 @@ class _Known(NamedTuple):
 class Gatherer:
     """Reads builds, changes and logs through ``master.data``."""
 
-    def __init__(self, master: Any, log_lines: int = 300) -> None:
+    def __init__(self, master: Any, log_lines: int = defaults.LOG_TAIL_LINES) -> None:
         self.master = master
         self.log_lines = log_lines
         self._builders: dict[int, Builder] = {}

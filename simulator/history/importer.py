@@ -55,8 +55,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from buildbot_revert.core import blamelist
+from buildbot_revert.core.defaults import LOG_TAIL_LINES
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from buildbot_revert.core.selection import BuilderSelection
 from simulator.history import paths
 from simulator.history.change_index import ChangeIndex, blamed_ranges
 from simulator.history.entities import (
@@ -78,7 +80,6 @@ from simulator.history.store import HistoryStore
 # may become visible just after a page was read; re-reading a few seconds is
 # cheap (known build ids are skipped) and closes that gap.
 RESYNC_SECONDS = 5.0
-LOG_TAIL_LINES = 300
 
 
 class PullError(Exception):
@@ -102,10 +103,8 @@ def select_builders(
     builders: Iterable[Builder], pattern: re.Pattern[str] | None, tags: Iterable[str]
 ) -> list[Builder]:
     """Builders whose name matches ``pattern`` and that carry every tag in ``tags``."""
-    wanted = set(tags)
-    return [
-        b for b in builders if (pattern is None or pattern.search(b.name)) and wanted <= set(b.tags)
-    ]
+    selection = BuilderSelection(pattern, frozenset(tags))
+    return [b for b in builders if selection.keeps(b.name, b.tags)]
 
 
 class Importer:

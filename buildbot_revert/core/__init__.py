@@ -60,9 +60,13 @@ request and comments, escaping every untrusted string (:mod:`.markdown`).
 
 The modules
 -----------
-:mod:`.model` (builds, changes, results), :mod:`.policy` (settings),
+:mod:`.model` (builds, changes, results), :mod:`.policy` (the policy's
+settings), :mod:`.defaults` (the reporter's other defaults, read by both
+shells), :mod:`.selection` (which builders propose, for both shells),
 :mod:`.blamelist` and :mod:`.records` (turning Buildbot's entities into the
 model, shared by the plugin's gatherer and the simulator's importer),
-:mod:`.signatures`, :mod:`.guards`, :mod:`.tracker`, :mod:`.verdicts`,
-:mod:`.grace`, :mod:`.actions`, :mod:`.pr_text`, :mod:`.markdown`.
+:mod:`.references` (how commits and PRs name each other: PR numbers, logins,
+reverts, our marker), :mod:`.signatures` (a package: one parser per log
+format), :mod:`.guards`, :mod:`.tracker`, :mod:`.verdicts`, :mod:`.grace`,
+:mod:`.actions`, :mod:`.pr_text`, :mod:`.markdown`.
 """

@@ -88,10 +88,6 @@ class BuildbotHarness:
     def master_log(self) -> Path:
         return self.master_dir / "twistd.log"
 
-    @property
-    def worker_log(self) -> Path:
-        return self.worker_dir / "twistd.log"
-
     # -- the repository ---------------------------------------------------------
 
     @property

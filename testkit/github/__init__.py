@@ -35,19 +35,15 @@ each REST schema), ``rest_routes`` and ``graphql_api`` (answering), ``faults``,
 """
 
 from testkit.github.faults import SECONDARY_RATE_LIMIT_MESSAGE, Fault
-from testkit.github.standin import DEFAULT_TOKEN, FastClock, GitHubStandIn, RecordedRequest, running
-from testkit.github.state import BOT_LOGIN, Comment, Commit, Pull
+from testkit.github.standin import DEFAULT_TOKEN, FastClock, GitHubStandIn, running
+from testkit.github.state import Comment
 
 __all__ = [
-    "BOT_LOGIN",
     "DEFAULT_TOKEN",
     "SECONDARY_RATE_LIMIT_MESSAGE",
     "Comment",
-    "Commit",
     "FastClock",
     "Fault",
     "GitHubStandIn",
-    "Pull",
-    "RecordedRequest",
     "running",
 ]

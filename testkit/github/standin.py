@@ -107,6 +107,7 @@ class GitHubStandIn(Repository):
         self._faults.add(method, path, fault, times)
 
     def requests_to(self, method: str, pattern: str) -> list[RecordedRequest]:
+        """The requests so far with ``method`` and a path matching fnmatch ``pattern``."""
         with self.lock:
             return [
                 r
@@ -117,6 +118,7 @@ class GitHubStandIn(Repository):
     # ------------------------------------------------------------ answering a request
 
     def handle(self, handler: RequestHandler) -> None:
+        """Answer one request (the server calls this from its threads), counting writes."""
         write = handler.command != "GET"
         if write:
             with self.lock:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from simulator.formatting import iso
 from simulator.history import paths
 from simulator.history.store import peek_meta
 from simulator.synthetic.branches import BranchBuilder, history_builders
@@ -83,8 +84,8 @@ def generate(
         "generator_version": GENERATOR_VERSION,
         "seed": str(seed),
         "warmup_start": str(int(window.first)),
-        "window_start": _iso(window.start),
-        "window_end": _iso(window.end),
+        "window_start": iso(window.start),
+        "window_end": iso(window.end),
         "log_horizon_applied": "true" if log_horizon else "false",
     }
     history = _simulate(seed, window, builders, meta)
@@ -169,10 +170,6 @@ def _red_until_index(red: RedMachine | None, branch_times: list[float]) -> int:
     if red.until == math.inf:
         return NEVER_INDEX
     return bisect.bisect_left(branch_times, red.until)
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
 def ensure_shipped_history(

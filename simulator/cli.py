@@ -4,41 +4,38 @@ It translates flags into a :class:`~buildbot_revert.core.policy.Policy`, a grace
 period and a :class:`~simulator.analysis.replay.Selection`, runs the replay, and
 renders the report.  Every user error (a bad date, a missing or foreign
 history file, a bad regular expression, a place it cannot write) becomes one
-line on stderr and exit status 2, and is found before the slow part starts
-whenever it can be.
+line on stderr and exit status 2 (:mod:`simulator.cli_errors`), and is found
+before the slow part starts whenever it can be.  The history and report
+files are handled in :mod:`simulator.cli_files`, the progress bars of the
+slow parts (replay, sweep, pull) in :mod:`simulator.progress`.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
-from simulator.analysis.evaluation import evaluate, guard_table
-from simulator.analysis.replay import ReplayResult, Selection
-from simulator.analysis.sweep import (
-    SweepError,
-    apply_grace,
-    parse_axes,
-    parse_duration,
-    sweep_report,
-)
+from simulator.analysis.grace import apply_grace
+from simulator.analysis.replay import Selection
+from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
+from simulator.cli_errors import CLIError, warn
+from simulator.cli_files import check_output, empty_window, open_history, write_output
 from simulator.history import paths
-from simulator.history.store import HistoryError, HistoryStore
-from simulator.progress import replay_with_progress
-from simulator.reports.model import gather
-from simulator.reports.text import iso, render_text, to_json
+from simulator.history.store import HistoryError
+from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
+from simulator.reports.model import SweepReport, build_report
+from simulator.reports.render import FORMATS, RICH_FORMATS, render_report, render_sweep
+
+if TYPE_CHECKING:
+    from simulator.history.importer import PullStats
 
 # The plugin's defaults, so that a run without flags replays a freshly
 # configured reporter: the policy's in buildbot_revert.core.policy, the rest
@@ -53,20 +50,6 @@ def __getattr__(name: str) -> Any:
     if name == "SHIPPED_HISTORY":
         return paths.shipped_history()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class CLIError(click.ClickException):
-    """A user error: one line, exit status 2, no traceback."""
-
-    exit_code = 2
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"simulate: error: {self.format_message()}", err=True, file=file)
-
-
-def warn(message: str) -> None:
-    """One line on stderr that does not stop the command."""
-    click.echo(f"simulate: warning: {message}", err=True)
 
 
 def parse_when(value: str | None, flag: str) -> float | None:
@@ -90,82 +73,6 @@ def parse_flag_duration(value: str | None, flag: str) -> float | None:
         return parse_duration(value)
     except SweepError as exc:
         raise CLIError(f"{flag}: {exc}") from None
-
-
-def check_writable(directory: Path) -> None:
-    """Raise ``OSError`` unless a file can be made in ``directory`` (created if missing)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, probe = tempfile.mkstemp(dir=directory, prefix=".buildbot-revert-probe-")
-    os.close(fd)
-    os.unlink(probe)
-
-
-def default_history() -> Path:
-    """The shipped 2024 history in the user's data directory, generated on first use."""
-    from simulator.synthetic.generator import ensure_shipped_history, needs_generating
-
-    path = paths.shipped_history()
-    if not needs_generating(path):
-        # A current history is only read: a read-only data directory is fine.
-        return path
-
-    def cannot(exc: OSError) -> CLIError:
-        return CLIError(
-            f"{path.parent}: cannot write the shipped history there ({exc.strerror}); "
-            f"set {paths.DATA_ENV} to a writable directory, or pass --history FILE"
-        )
-
-    # Find out before twenty seconds of generating, not after.
-    try:
-        check_writable(path.parent)
-    except OSError as exc:
-        raise cannot(exc) from None
-    # Twenty silent seconds look like a hang; say what is happening.
-    click.echo(
-        f"simulate: generating the shipped 2024 history into {path} (once, about 20 s)...",
-        err=True,
-    )
-    try:
-        return ensure_shipped_history(path)
-    except OSError as exc:
-        raise cannot(exc) from None
-
-
-def open_history(path: Path | None) -> HistoryStore:
-    try:
-        return HistoryStore(path if path is not None else default_history())
-    except HistoryError as exc:
-        raise CLIError(str(exc)) from None
-
-
-def check_output(output: Path | None) -> None:
-    """Fail now, not after the replay, when the report could not be written."""
-    if output is None:
-        return
-    try:
-        fd, probe = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
-
-
-def write_output(text: str, output: Path | None) -> None:
-    """Print, or write the file whole (never half a report on disk)."""
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    try:
-        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        # mkstemp makes the file private; a report is as readable as any file.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, output)
-    except OSError as exc:
-        raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
 
 
 def given(ctx: click.Context, name: str) -> bool:
@@ -256,7 +163,7 @@ FORMAT_HELP = (
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown", "html"]),
+    type=click.Choice(FORMATS),
     default="text",
     show_default=True,
     help=FORMAT_HELP,
@@ -310,42 +217,36 @@ def main(
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)
-    if sweeps:
-        sweeps = settings_as_axes(ctx, sweeps, grace)
+    specs = settings_as_axes(ctx, sweeps, grace) if sweeps else ()
     if master is not None:
         history, _ = pull_master(master, history, selection)
-    if sweeps:
-        run_sweep_command(history, policy, selection, sweeps, fmt, output)
-        return
+    if specs:
+        run_sweep_command(history, policy, selection, specs, fmt, output)
+    else:
+        run_backtest(history, policy, selection, grace_s, fmt, output)
+
+
+def run_backtest(
+    history: Path | None,
+    policy: Policy,
+    selection: Selection,
+    grace: float | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Replay the history, and write the report in ``fmt``."""
     store = open_history(history)
     try:
         result = replay_with_progress(store, policy, selection)
-        if grace_s:
+        if grace:
             # As the sweep scores a grace period: the reverts actually filed.
-            result, _ = apply_grace(result, grace_s)
+            result = apply_grace(result, grace)
         if result.builds == 0:
             warn(empty_window(store, result))
-        labels = store.labels() if store.has_labels() else None
-        evaluation = evaluate(result, labels) if labels is not None else None
-        guard_rows = guard_table(result, labels)
-        context = (
-            gather(store, result, evaluation, guard_rows) if fmt in ("markdown", "html") else None
-        )
+        report = build_report(store, result, rich=fmt in RICH_FORMATS)
     finally:
         store.close()
-    if fmt == "json":
-        text = json.dumps(to_json(result, evaluation, guard_rows), indent=2) + "\n"
-    elif fmt == "markdown":
-        from simulator.reports.markdown import render_markdown
-
-        text = render_markdown(result, evaluation, context)
-    elif fmt == "html" and context is not None:
-        from simulator.reports.html import render_html
-
-        text = render_html(context)
-    else:
-        text = render_text(result, evaluation, guard_rows)
-    write_output(text, output)
+    write_output(render_report(report, fmt), output)
 
 
 def make_policy(
@@ -385,55 +286,6 @@ def settings_as_axes(
     return sweeps
 
 
-def empty_window(store: HistoryStore, result: ReplayResult) -> str:
-    """Why the report is empty, in one line, with what the history covers."""
-    if not result.builders:
-        return (
-            f"no builder matches --builders/--tags (the history has "
-            f"{len(store.builders())} builders): the report is empty"
-        )
-    since, until = result.selection.since, result.selection.until
-    if since is not None and until is not None:
-        window = f"between {_day(since)} and {_day(until)}"
-    elif since is not None:
-        window = f"from {_day(since)}"
-    elif until is not None:
-        window = f"before {_day(until)}"
-    else:
-        window = "in the history"
-    if since is not None and since > time.time():
-        window += " (in the future)"
-    first, last = history_span(store)
-    covers = ""
-    if first is not None and last is not None:
-        covers = f"; the history covers {_day(first)} to {_day(last)}"
-    elif last is not None:
-        covers = f"; the history was pulled up to {_day(last)}"
-    return f"no builds {window}{covers}: the report is empty"
-
-
-def history_span(store: HistoryStore) -> tuple[float | None, float | None]:
-    """What the history's meta data says it covers (cheap; ``None`` when it does not say)."""
-    start = store.get_meta("warmup_start")
-    end = store.get_meta("window_end")
-    if start is not None and end is not None:
-        try:
-            return float(start), datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None, None
-    synced = store.get_meta("import.synced")
-    try:
-        positions = json.loads(synced) if synced else {}
-    except ValueError:
-        positions = {}
-    values = [v for v in positions.values() if isinstance(v, int | float)]
-    return None, max(values) if values else None
-
-
-def _day(ts: float) -> str:
-    return (iso(ts) or "")[:10]
-
-
 def run_sweep_command(
     history: Path | None,
     policy: Policy,
@@ -442,18 +294,19 @@ def run_sweep_command(
     fmt: str,
     output: Path | None,
 ) -> None:
+    """Replay every combination the sweep specs ask for, and write the comparison."""
     try:
         axes = parse_axes(sweeps)
     except SweepError as exc:
         raise CLIError(f"--sweep: {exc}") from None
     store = open_history(history)
     try:
-        text = sweep_report(store, policy, selection, axes, fmt)
+        sweep = sweep_with_progress(store, policy, selection, axes)
     except SweepError as exc:
         raise CLIError(f"--sweep: {exc}") from None
     finally:
         store.close()
-    write_output(text, output)
+    write_output(render_sweep(SweepReport.of(sweep), fmt), output)
 
 
 def make_selection(
@@ -475,36 +328,15 @@ def make_selection(
 
 def pull_master(
     url: str, history: Path | None, selection: Selection, concurrency: int = 4
-) -> tuple[Path, Any]:
+) -> tuple[Path, PullStats]:
     """Pull ``url`` into ``history``, with a progress bar on a terminal."""
-    from simulator import progress as bars
-    from simulator.history.importer import PullError, pull_into
+    from simulator.history.importer import PullError
     from simulator.history.rest_client import BuildbotAPIError
 
-    bar: Any = None
-
-    def advance(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = click.progressbar(length=total, label="Pulling builds", file=sys.stderr)
-            bar.__enter__()
-        bar.update(min(done, total) - bar.pos)
-
     try:
-        return pull_into(
-            url,
-            history,
-            since=selection.since,
-            builders=selection.builders,
-            tags=selection.tags,
-            concurrency=concurrency,
-            progress=advance if bars.wanted() else None,
-        )
+        return pull_with_progress(url, history, selection, concurrency)
     except (BuildbotAPIError, PullError, HistoryError) as exc:
         raise CLIError(str(exc)) from None
-    finally:
-        if bar is not None:
-            bar.render_finish()
 
 
 @main.command("pull")

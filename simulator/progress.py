@@ -2,21 +2,28 @@
 
 A replay of a year takes seconds to minutes; a person at a terminal wants to
 see it move, a pipe or a CI log does not want bar-drawing escape codes.  The
-bars go to stderr so that a report printed on stdout stays clean.
+bars go to stderr so that a report printed on stdout stays clean.  The
+analysis knows nothing of them: it takes the builds to replay, and a
+callback for each finished step.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, TypeVar
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
+from simulator.analysis.sweep import Axis, SweepResult, combinations, run_sweep
 from simulator.history.store import HistoryStore
+
+if TYPE_CHECKING:
+    from simulator.history.importer import PullStats
 
 T = TypeVar("T")
 
@@ -62,6 +69,60 @@ def replay_with_progress(store: HistoryStore, policy: Policy, selection: Selecti
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"), policy, selection, builders
     )
+
+
+def pull_with_progress(
+    url: str, history: Path | None, selection: Selection, concurrency: int
+) -> tuple[Path, PullStats]:
+    """:func:`~simulator.history.importer.pull_into`, with a bar on a terminal.
+
+    The bar appears with the first progress report, which says how many
+    builds there are to pull.
+    """
+    # Imported here: only a pull needs the REST client.
+    from simulator.history.importer import pull_into
+
+    bar: Any = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Pulling builds", file=sys.stderr)
+            bar.__enter__()
+        bar.update(min(done, total) - bar.pos)
+
+    try:
+        return pull_into(
+            url,
+            history,
+            since=selection.since,
+            builders=selection.builders,
+            tags=selection.tags,
+            concurrency=concurrency,
+            progress=advance if wanted() else None,
+        )
+    finally:
+        if bar is not None:
+            bar.render_finish()
+
+
+def sweep_with_progress(
+    store: HistoryStore,
+    base: Policy,
+    selection: Selection,
+    axes: Sequence[Axis],
+    *,
+    workers: int | None = None,
+) -> SweepResult:
+    """Load the selection once, with a bar, and sweep it, with another."""
+    combos = combinations(axes, base)
+    builders, lazy = select_builds(store, selection)
+    builds = list(counted(lazy, store.count_builds(), "Loading the history"))
+    labels = store.labels() if store.has_labels() else None
+    with steps(len(combos), "Sweeping") as advance:
+        return run_sweep(
+            builds, builders, selection, combos, labels, workers=workers, on_done=advance
+        )
 
 
 @contextmanager

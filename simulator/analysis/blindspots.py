@@ -12,19 +12,22 @@ answers two questions from a replay:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from buildbot_revert.core.verdicts import Reason, Streak
 from simulator.analysis.replay import ReplayResult
-from simulator.reports.text import iso
+from simulator.formatting import iso
 
 _HOUR = 3600.0
+# The reasons that answered a streak with a revert: every other one declined.
+_ANSWERED = (Reason.REVERT, Reason.ALREADY_PROPOSED)
 
 
 @dataclass(frozen=True)
-class DeclinedGroup:
-    """All declined streaks that share one reason."""
+class StreakGroup:
+    """All the streaks that share one reason."""
 
     reason: str
     streaks: int
@@ -50,15 +53,17 @@ class RedAtEnd:
 
 @dataclass(frozen=True)
 class BlindSpots:
-    declined: tuple[DeclinedGroup, ...]
+    """The declined streaks by reason (most red hours first), and the builders red at the end."""
+
+    declined: tuple[StreakGroup, ...]
     red_at_end: tuple[RedAtEnd, ...]
-    window_end: float | None
+    window_end: float
 
     @property
     def caught_at_end(self) -> int:
         """Builders red at the end whose culprit did get a revert proposal
         (from this builder, or from another one first)."""
-        caught = (Reason.REVERT.value, Reason.ALREADY_PROPOSED.value)
+        caught = {reason.value for reason in _ANSWERED}
         return sum(1 for r in self.red_at_end if r.reason in caught)
 
     def as_json(self) -> dict[str, Any]:
@@ -96,31 +101,30 @@ def red_hours(streak: Streak, window_end: float) -> float:
     return max(0.0, end - streak.started_at) / _HOUR
 
 
-def window_end(result: ReplayResult) -> float:
-    if result.selection.until is not None:
-        return result.selection.until
-    return result.last_build_at or 0.0
+def by_reason(streaks: Iterable[Streak], window_end: float) -> list[StreakGroup]:
+    """The streaks grouped by the reason of their verdict, in order of first appearance."""
+    groups: dict[str, list[Streak]] = {}
+    for streak in streaks:
+        groups.setdefault(streak.verdict.reason.value, []).append(streak)
+    out = []
+    for reason, members in groups.items():
+        longest = max(members, key=lambda s: (red_hours(s, window_end), s.builds))
+        out.append(
+            StreakGroup(
+                reason,
+                len(members),
+                len({s.builder for s in members}),
+                sum(red_hours(s, window_end) for s in members),
+                longest.verdict.explanation,
+            )
+        )
+    return out
 
 
 def blind_spots(result: ReplayResult) -> BlindSpots:
     """Group the declined streaks and list the builders red at the end."""
-    end = window_end(result)
-    groups: dict[str, list[Streak]] = {}
-    for streak in result.streaks:
-        if streak.verdict.reason not in (Reason.REVERT, Reason.ALREADY_PROPOSED):
-            groups.setdefault(streak.verdict.reason.value, []).append(streak)
-    declined = []
-    for reason, streaks in groups.items():
-        longest = max(streaks, key=lambda s: (red_hours(s, end), s.builds))
-        declined.append(
-            DeclinedGroup(
-                reason,
-                len(streaks),
-                len({s.builder for s in streaks}),
-                sum(red_hours(s, end) for s in streaks),
-                longest.verdict.explanation,
-            )
-        )
+    end = result.window_end or 0.0
+    declined = by_reason((s for s in result.streaks if s.verdict.reason not in _ANSWERED), end)
     declined.sort(key=lambda g: (-g.red_hours, g.reason))
     red = [
         RedAtEnd(
@@ -138,29 +142,3 @@ def blind_spots(result: ReplayResult) -> BlindSpots:
     ]
     red.sort(key=lambda r: (-r.red_hours, r.builder))
     return BlindSpots(tuple(declined), tuple(red), end)
-
-
-def render_text(spots: BlindSpots) -> str:
-    lines = ["Declined red streaks, by reason:"]
-    for g in spots.declined:
-        lines.append(
-            f"  {g.reason:<22} {g.streaks:>6,} streaks on {g.builders:>3} builders, "
-            f"{g.red_hours:>9,.0f} red hours"
-        )
-    lines += [
-        "",
-        f"Builders red at the end of the window ({iso(spots.window_end)}): "
-        f"{len(spots.red_at_end)}, {spots.caught_at_end} with a revert proposed",
-    ]
-    for r in spots.red_at_end:
-        lines.append(
-            f"  {_clean(r.builder)[:40]:<40} red {r.red_hours:>7,.1f} h, "
-            f"{r.failing_builds} failing, {r.blamelist_size} change(s): {r.reason}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _clean(text: str) -> str:
-    # Builder names come from the master: keep control characters away from
-    # the terminal.
-    return "".join(ch if ch.isprintable() else "?" for ch in text)

@@ -24,6 +24,7 @@ from typing import Any
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.references import is_revert, reverts
 from simulator.analysis.replay import ReplayResult
+from simulator.formatting import json_share
 
 REVERTED = "reverted"
 FIXED_IN_PLACE = "fixed-in-place"
@@ -52,26 +53,31 @@ class Confirmation:
         return sum(1 for c in self.items if c.how == how)
 
     @property
+    def reverted(self) -> int:
+        """Proposals a later change reverted (the strict estimate's count)."""
+        return self.count(REVERTED)
+
+    @property
     def strict_estimate(self) -> float | None:
         """Share of proposals the history reverted (an estimate, likely low)."""
-        return self.count(REVERTED) / len(self.items) if self.items else None
+        return self.reverted / len(self.items) if self.items else None
 
     @property
     def loose_estimate(self) -> float | None:
         """Share reverted or fixed in place (an estimate, likely high)."""
         if not self.items:
             return None
-        return (self.count(REVERTED) + self.count(FIXED_IN_PLACE)) / len(self.items)
+        return (self.reverted + self.count(FIXED_IN_PLACE)) / len(self.items)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "proposals": len(self.items),
-            "reverted": self.count(REVERTED),
+            "reverted": self.reverted,
             "fixed_in_place": self.count(FIXED_IN_PLACE),
             "unconfirmed": self.count(UNCONFIRMED),
             "files_unknown": self.files_unknown,
-            "estimated_precision_strict": _round(self.strict_estimate),
-            "estimated_precision_loose": _round(self.loose_estimate),
+            "estimated_precision_strict": json_share(self.strict_estimate),
+            "estimated_precision_loose": json_share(self.loose_estimate),
             "note": (
                 "estimates from the history itself, not labels: 'strict' counts proposals "
                 "the history reverted; 'loose' also counts those fixed by a change touching "
@@ -82,10 +88,6 @@ class Confirmation:
                 for c in self.items
             ],
         }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
 
 
 def find_revert(change: Change, later: Iterable[Change]) -> Change | None:

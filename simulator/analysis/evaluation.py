@@ -25,8 +25,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from buildbot_revert.core.guards import Guard
-from buildbot_revert.core.verdicts import Reason, Streak
+from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak
 from simulator.analysis.replay import ReplayResult
+from simulator.formatting import json_share
 from simulator.history.labels import Labels
 
 DEFAULT_MERGE_DELAY = 2 * 3600.0
@@ -76,8 +77,8 @@ class Evaluation:
             "false_positives": self.false_positives,
             "attributable": self.attributable,
             "missed": self.missed,
-            "precision": _round(self.precision),
-            "recall": _round(self.recall),
+            "precision": json_share(self.precision),
+            "recall": json_share(self.recall),
             "breakages": self.breakages,
             "red_hours_saved": round(self.red_hours_saved, 1),
             "assumption": (
@@ -89,15 +90,44 @@ class Evaluation:
         }
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+# revision -> builder it broke -> when that builder was fixed (``None``: never)
+Broken = dict[str, dict[str, float | None]]
 
 
 def evaluate(
     result: ReplayResult, labels: Labels, merge_delay: float = DEFAULT_MERGE_DELAY
 ) -> Evaluation:
     """Compare what the replay proposed with what really broke."""
-    broke: dict[str, dict[str, float | None]] = defaultdict(dict)
+    broke = _broken_in_window(result, labels)
+    attributable = _attributable(result, labels, broke)
+    requests = [p.request for p in result.proposals()]
+    right = [r for r in requests if r.revision in broke]
+    wrong = [r.revision for r in requests if r.revision not in broke]
+    proposed = {r.revision for r in requests}
+    missed = sorted(attributable.keys() - proposed)
+    caught = len(attributable.keys() & proposed)
+    saved = _red_seconds_saved(right, broke, result.window_end or 0.0, merge_delay)
+    return Evaluation(
+        true_positives=len(right),
+        false_positives=len(wrong),
+        attributable=len(attributable),
+        missed=len(missed),
+        precision=len(right) / len(requests) if requests else None,
+        recall=caught / len(attributable) if attributable else None,
+        breakages=len(broke),
+        red_hours_saved=saved / _HOUR,
+        merge_delay_hours=merge_delay / _HOUR,
+        false_positive_revisions=tuple(wrong),
+        missed_revisions=tuple(missed),
+        missed_breakages=tuple(
+            sorted((_missed(attributable[rev]) for rev in missed), key=_by_date)
+        ),
+    )
+
+
+def _broken_in_window(result: ReplayResult, labels: Labels) -> Broken:
+    """The labelled breakages of the reported builders that began in the window."""
+    broke: Broken = defaultdict(dict)
     lo, hi = result.selection.since, result.selection.until
     kept = {b.name for b in result.builders}
     for b in labels.breakages:
@@ -106,11 +136,11 @@ def evaluate(
         if b.builder not in kept:
             continue
         broke[b.revision][b.builder] = b.fixed_at
-    window_end = result.last_build_at or 0.0
-    if result.selection.until is not None:
-        window_end = result.selection.until
+    return broke
 
-    # revision -> the streaks that make it attributable
+
+def _attributable(result: ReplayResult, labels: Labels, broke: Broken) -> dict[str, list[Streak]]:
+    """Each attributable breakage's revision, with the streaks that make it so."""
     attributable: dict[str, list[Streak]] = defaultdict(list)
     n = result.policy.failures
     culprits = labels.build_culprits
@@ -124,42 +154,20 @@ def evaluate(
             caused = all(culprits.get((b.builder, b.number)) == rev for b in streak.failing[:n])
             if streak.builder in broke.get(rev, ()) and caused:
                 attributable[rev].append(streak)
+    return attributable
 
-    tp = fp = 0
+
+def _red_seconds_saved(
+    right: list[RevertRequest], broke: Broken, window_end: float, merge_delay: float
+) -> float:
+    """Red time the right reverts would have saved on every builder their change broke."""
     saved = 0.0
-    false_revs: list[str] = []
-    proposed: set[str] = set()
-    for proposal in result.proposals():
-        rev = proposal.request.revision
-        proposed.add(rev)
-        if rev not in broke:
-            fp += 1
-            false_revs.append(rev)
-            continue
-        tp += 1
-        landed = proposal.request.filed_at + merge_delay
-        for fixed_at in broke[rev].values():
+    for request in right:
+        landed = request.filed_at + merge_delay
+        for fixed_at in broke[request.revision].values():
             end = window_end if fixed_at is None else fixed_at
             saved += max(0.0, end - landed)
-    missed = sorted(attributable.keys() - proposed)
-    caught = len(attributable.keys() & proposed)
-    total = tp + fp
-    return Evaluation(
-        true_positives=tp,
-        false_positives=fp,
-        attributable=len(attributable),
-        missed=len(missed),
-        precision=tp / total if total else None,
-        recall=caught / len(attributable) if attributable else None,
-        breakages=len(broke),
-        red_hours_saved=saved / _HOUR,
-        merge_delay_hours=merge_delay / _HOUR,
-        false_positive_revisions=tuple(false_revs),
-        missed_revisions=tuple(missed),
-        missed_breakages=tuple(
-            sorted((_missed(attributable[rev]) for rev in missed), key=_by_date)
-        ),
-    )
+    return saved
 
 
 def _missed(streaks: list[Streak]) -> Missed:

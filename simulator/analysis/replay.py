@@ -66,7 +66,7 @@ class ReplayResult:
     verdicts: list[Verdict] = field(default_factory=list)
     streaks: list[Streak] = field(default_factory=list)
     # Seconds between qualifying and filing, when a grace period was applied
-    # (``sweep.apply_grace``); the revisions it stood down (every qualifying
+    # (``grace.apply_grace``); the revisions it stood down (every qualifying
     # builder green by the deadline) or left waiting at the window's end.
     grace: float = 0.0
     stood_down: frozenset[str] = frozenset()
@@ -88,6 +88,20 @@ class ReplayResult:
                 if rev in qualified and verdict.builder not in qualified[rev]:
                     qualified[rev].append(verdict.builder)
         return [Proposal(requests[r], tuple(qualified[r])) for r in order]
+
+    @property
+    def window_start(self) -> float | None:
+        """Where the window opens: ``--since``, else the first build in it."""
+        if self.selection.since is not None:
+            return self.selection.since
+        return self.first_build_at
+
+    @property
+    def window_end(self) -> float | None:
+        """Where the window closes: ``--until``, else the last build in it."""
+        if self.selection.until is not None:
+            return self.selection.until
+        return self.last_build_at
 
     def by_reason(self) -> dict[str, int]:
         counts = dict.fromkeys((r.value for r in Reason), 0)
@@ -151,13 +165,12 @@ def replay_builds(
             for event in events:
                 if since is None or event.started_at >= since:
                     _keep(event, verdicts, streaks)
-    end = selection.until if selection.until is not None else last
-    for event in tracker.finish(end if end is not None else 0.0):
-        if event.builder in kept and (since is None or event.started_at >= since):
-            _keep(event, verdicts, streaks)
     result.builds = count
     result.first_build_at = first
     result.last_build_at = last
+    for event in tracker.finish(result.window_end or 0.0):
+        if event.builder in kept and (since is None or event.started_at >= since):
+            _keep(event, verdicts, streaks)
     return result
 
 

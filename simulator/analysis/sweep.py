@@ -4,26 +4,21 @@
 combinations.  The history is loaded once; combinations that differ only in
 the grace period share one replay, because the grace period does not change
 which streaks qualify, only whether a qualified revert is finally filed (see
-:mod:`buildbot_revert.core.grace`).  The distinct replays run in parallel in
+:mod:`simulator.analysis.grace`).  The distinct replays run in parallel in
 forked worker processes, which inherit the loaded builds copy-on-write
 instead of each reading the history again.
 
 Each combination yields one :class:`SweepRow`: reverts (and reverts per
 year), precision and recall when the history has labels, red hours saved,
 and how many proposed reverts stood down because every builder that asked
-for them recovered within the grace period.
-
-The JSON rendering holds ``schema_version``, ``sweep`` (the swept keys),
-``window`` and ``builds`` (as in the main JSON report: ``since``/``until`` as
-asked, the first and last build, builds of the reported builders in the
-window), ``labelled``, ``replays`` and one entry per combination in ``rows``.
+for them recovered within the grace period.  The reports render the
+:class:`SweepResult` (:mod:`simulator.reports`).
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
-import json
 import multiprocessing
 import os
 import re
@@ -32,19 +27,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from buildbot_revert.core.grace import GraceDecision, Qualified, outcome
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
-from buildbot_revert.core.verdicts import Reason, Verdict
-from simulator.analysis.evaluation import DEFAULT_MERGE_DELAY, evaluate
-from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
+from simulator.analysis.evaluation import evaluate
+from simulator.analysis.grace import apply_grace
+from simulator.analysis.replay import ReplayResult, Selection, replay_builds
+from simulator.formatting import json_share
 from simulator.history.labels import Labels
-from simulator.history.store import HistoryStore
-
-# The sweep JSON's own version, under the key the main report uses.  Its
-# window says ``since``/``until`` as asked and the first and last build, as
-# the main report's does; from version 1 on, keys are only ever added.
-SCHEMA_VERSION = 1
 
 _YEAR = 365.25 * 86400.0
 _HOUR = 3600.0
@@ -174,8 +163,8 @@ class SweepRow:
             reverts_per_year=round(self.reverts_per_year, 2),
             stood_down=self.stood_down,
             pending=self.pending,
-            precision=None if self.precision is None else round(self.precision, 4),
-            recall=None if self.recall is None else round(self.recall, 4),
+            precision=json_share(self.precision),
+            recall=json_share(self.recall),
             true_positives=self.true_positives,
             false_positives=self.false_positives,
             red_hours_saved=(
@@ -188,6 +177,9 @@ class SweepRow:
 
 @dataclass(frozen=True)
 class SweepResult:
+    """A whole sweep: one row per combination, in the order the axes give them."""
+
+    # The swept settings, in the order given.
     keys: tuple[str, ...]
     rows: tuple[SweepRow, ...]
     # Counted as a replay counts them (``summary.builds`` of the main JSON):
@@ -202,74 +194,10 @@ class SweepResult:
     replays: int
     workers: int
 
-    def as_json(self) -> dict[str, Any]:
-        from simulator.reports.text import iso
-
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "sweep": list(self.keys),
-            "window": {
-                "since": iso(self.since),
-                "until": iso(self.until),
-                "first_build_at": iso(self.first_build_at),
-                "last_build_at": iso(self.last_build_at),
-            },
-            "builds": self.builds,
-            "labelled": self.labelled,
-            "replays": self.replays,
-            "rows": [r.as_json() for r in self.rows],
-        }
-
-
-def apply_grace(result: ReplayResult, grace: float) -> tuple[ReplayResult, dict[str, set[str]]]:
-    """The replay as it would look with a grace period before each revert.
-
-    Returns a copy whose revert verdicts are those actually filed, each
-    request's ``filed_at`` moved to when the revert is filed, and the number
-    revisions that stood down or were still waiting when the window ended.
-    """
-    now = _window_end(result) or 0.0
-    ends = {(s.builder, s.first_failing_build): s.ended_at for s in result.streaks}
-    qualified: dict[str, list[Qualified]] = {}
-    for v in result.verdicts:
-        if v.reason in (Reason.REVERT, Reason.ALREADY_PROPOSED) and v.suspect is not None:
-            qualified.setdefault(v.suspect.revision, []).append(
-                Qualified(v.decided_at, ends.get((v.builder, v.first_failing_build)))
-            )
-    fates = {rev: outcome(qs, grace, now) for rev, qs in qualified.items()}
-    counts: dict[str, set[str]] = {"stood_down": set(), "pending": set()}
-    verdicts: list[Verdict] = []
-    for v in result.verdicts:
-        if v.reason is Reason.REVERT and v.request is not None:
-            fate = fates[v.request.revision]
-            if fate.decision is GraceDecision.STAND_DOWN:
-                counts["stood_down"].add(v.request.revision)
-                continue
-            if fate.decision is GraceDecision.WAIT:
-                counts["pending"].add(v.request.revision)
-                continue
-            assert fate.revert_at is not None
-            v = v._replace(request=v.request._replace(filed_at=fate.revert_at))
-        verdicts.append(v)
-    graced = replace(
-        result,
-        verdicts=verdicts,
-        grace=grace,
-        stood_down=frozenset(counts["stood_down"]),
-        pending=frozenset(counts["pending"]),
-    )
-    return graced, counts
-
-
-def _window_end(result: ReplayResult) -> float | None:
-    if result.selection.until is not None:
-        return result.selection.until
-    return result.last_build_at
-
 
 def window_years(result: ReplayResult) -> float:
-    start = result.selection.since if result.selection.since is not None else result.first_build_at
-    end = _window_end(result)
+    """How many years the window spans (0 when it is empty)."""
+    start, end = result.window_start, result.window_end
     if start is None or end is None or end <= start:
         return 0.0
     return (end - start) / _YEAR
@@ -282,7 +210,7 @@ def score(
     settings: tuple[tuple[str, str], ...] = (),
 ) -> SweepRow:
     """One sweep row from a replay and a grace period."""
-    graced, counts = apply_grace(result, grace)
+    graced = apply_grace(result, grace)
     reverts = len(graced.proposals())
     years = window_years(result)
     row = SweepRow(
@@ -291,14 +219,14 @@ def score(
         grace / _HOUR,
         reverts,
         reverts / years if years else 0.0,
-        len(counts["stood_down"]),
-        len(counts["pending"]),
+        len(graced.stood_down),
+        len(graced.pending),
     )
     if labels is None:
         return row
     ev = evaluate(graced, labels)
     broken = {b.revision for b in labels.breakages}
-    stood_down_breakages = len(counts["stood_down"] & broken)
+    stood_down_breakages = len(graced.stood_down & broken)
     return replace(
         row,
         precision=ev.precision,
@@ -407,96 +335,3 @@ def _run_tasks(tasks: list[Any], procs: int) -> Iterable[list[Any]]:
             yield from pool.imap_unordered(_replay_task, tasks)
     finally:
         gc.unfreeze()
-
-
-def sweep_report(
-    store: HistoryStore,
-    base: Policy,
-    selection: Selection,
-    axes: Sequence[Axis],
-    fmt: str,
-    *,
-    workers: int | None = None,
-) -> str:
-    """Load the selection once, run the sweep, render it in ``fmt``."""
-    from simulator.progress import counted, steps
-
-    combos = combinations(axes, base)
-    builders, lazy = select_builds(store, selection)
-    builds = list(counted(lazy, store.count_builds(), "Loading the history"))
-    labels = store.labels() if store.has_labels() else None
-    with steps(len(combos), "Sweeping") as advance:
-        sweep = run_sweep(
-            builds, builders, selection, combos, labels, workers=workers, on_done=advance
-        )
-    if fmt == "json":
-        return json.dumps(sweep.as_json(), indent=2) + "\n"
-    if fmt == "markdown":
-        from simulator.reports.markdown import render_sweep_markdown
-
-        return render_sweep_markdown(sweep)
-    if fmt == "html":
-        from simulator.reports.html import render_sweep_html
-
-        return render_sweep_html(sweep)
-    return render_text(sweep)
-
-
-def render_text(sweep: SweepResult) -> str:
-    """The comparison table for a terminal."""
-    header, table = table_rows(sweep)
-    widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
-    lines = [
-        f"Policy sweep over {sweep.builds:,} builds ({len(sweep.rows)} combinations, "
-        f"{sweep.replays} replays)",
-        "",
-        "  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)),
-        "  ".join("-" * w for w in widths),
-    ]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in table]
-    lines += ["", *legend(sweep)]
-    return "\n".join(lines) + "\n"
-
-
-def table_rows(sweep: SweepResult) -> tuple[list[str], list[list[str]]]:
-    """Header and cells of the comparison table, shared by every format."""
-    header = [*sweep.keys, "reverts", "per year", "stood down", "pending"]
-    if sweep.labelled:
-        header += ["precision", "recall", "right/wrong", "red h saved", "stood-down real"]
-    table = []
-    for row in sweep.rows:
-        cells = [v for _, v in row.settings]
-        cells += [str(row.reverts), f"{row.reverts_per_year:.1f}", str(row.stood_down)]
-        cells.append(str(row.pending))
-        if sweep.labelled:
-            cells += [
-                _pct(row.precision),
-                _pct(row.recall),
-                f"{row.true_positives}/{row.false_positives}",
-                f"{row.red_hours_saved or 0.0:,.0f}",
-                str(row.stood_down_breakages),
-            ]
-        table.append(cells)
-    return header, table
-
-
-def legend(sweep: SweepResult) -> list[str]:
-    lines = [
-        "stood down: qualified, but every builder that asked for the revert went green "
-        "within the grace period (a comment, no revert).",
-        "pending: qualified, and the window ended before the grace period did.",
-    ]
-    if sweep.labelled:
-        lines += [
-            "precision, recall, red hours saved: against the history's labels; a revert is "
-            f"assumed to land {DEFAULT_MERGE_DELAY / _HOUR:g} h after it is filed.",
-            "stood-down real: stood-down proposals whose change really broke the builder "
-            "(it was fixed some other way within the grace period).",
-        ]
-    else:
-        lines.append("The history has no labels: no precision or recall.")
-    return lines
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"

@@ -1,21 +1,36 @@
-"""Everything the Markdown and HTML reports show, gathered in one place.
+"""The report model: everything the reports show, gathered once.
 
-The rich reports need more than the replay: the blind spots, the
-confirmation estimates, the evidence guards' table, and where to link (the
-master's URL, the GitHub repository), which the history file records in its
-``meta`` table.  Gathering it here keeps the renderers free of store access,
-and each number computed once, by the code the JSON report uses.
+The reports need more than the replay: the evaluation against the labels,
+what each evidence guard declined, the blind spots, the confirmation
+estimates, and where to link (the master's URL, the GitHub repository),
+which the history file records in its ``meta`` table.  Gathering it here,
+once for every format, keeps the renderers (:mod:`.text`, :mod:`.markdown`,
+:mod:`.html`) free of store access and of the analysis: they render this
+model, and each number is computed once, by the code the JSON report uses.
+A backtest's model is a :class:`ReportContext`, a sweep's a
+:class:`SweepReport`; the plain-text sentences every format shows (why the
+estimates differ from the labels, what the guards' and the missed
+breakages' tables hold) are written here too, once.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import quote, urlsplit
 
-from simulator.analysis.blindspots import BlindSpots, blind_spots
+from buildbot_revert.core.verdicts import Streak
+from simulator import formatting
+from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
-from simulator.analysis.evaluation import Evaluation, GuardRow, guard_table
+from simulator.analysis.evaluation import (
+    DEFAULT_MERGE_DELAY,
+    Evaluation,
+    GuardRow,
+    evaluate,
+    guard_table,
+)
 from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
 from simulator.history.store import HistoryStore
@@ -27,9 +42,14 @@ _CHECKS = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}
 DEFAULT_BUILD_URL = "{master}/#/builders/{builderid}/builds/{number}"
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
+# Past this many rows a table stops helping a discussion; the JSON has all.
+MAX_ROWS = 200
+
 
 @dataclass
 class ReportContext:
+    """A backtest report: the replay, and what the reports show beside it."""
+
     result: ReplayResult
     evaluation: Evaluation | None
     blind: BlindSpots
@@ -39,10 +59,102 @@ class ReportContext:
     build_url_template: str = DEFAULT_BUILD_URL
     # Buildbot's own builder ids (not the store's), for links.
     builder_ids: dict[str, int] = field(default_factory=dict)
-    sweep: SweepResult | None = None
     # What each evidence guard declined, and on labelled histories what that
     # cost or saved (``guard_table``, as in the JSON); empty: not gathered.
     guards: list[GuardRow] = field(default_factory=list)
+
+    @classmethod
+    def of_replay(
+        cls,
+        result: ReplayResult,
+        evaluation: Evaluation | None = None,
+        guards: list[GuardRow] | None = None,
+    ) -> ReportContext:
+        """The model of a replay alone, without the store: no estimates, no links."""
+        return cls(result, evaluation, blind_spots(result), guards=guards or [])
+
+    @property
+    def window_start(self) -> float | None:
+        return self.result.window_start
+
+    @property
+    def window_end(self) -> float:
+        """Where the window closes (0 for an empty history)."""
+        return self.result.window_end or 0.0
+
+    def red_hours(self, streak: Streak) -> float:
+        """How long ``streak`` kept its builder red within the window."""
+        return red_hours(streak, self.window_end)
+
+    @cached_property
+    def verdicts(self) -> list[StreakGroup]:
+        """Every red streak grouped by its verdict's reason, in order of first appearance."""
+        return by_reason(self.result.streaks, self.window_end)
+
+    @cached_property
+    def months(self) -> list[str]:
+        """The months of the window (``YYYY-MM``); none when it is empty."""
+        start, end = self.window_start, self.window_end
+        if start is None or not end:
+            return []
+        return formatting.months(start, end)
+
+    @cached_property
+    def reverts_per_month(self) -> list[tuple[str, int]]:
+        """How many reverts were filed in each month of the window."""
+        filed: dict[str, int] = {}
+        for p in self.result.proposals():
+            month = formatting.month(p.request.filed_at)
+            filed[month] = filed.get(month, 0) + 1
+        return [(month, filed.get(month, 0)) for month in self.months]
+
+    @property
+    def guards_labelled(self) -> bool:
+        """Whether the guards' table says what each guard cost and saved."""
+        return any(row.breakages is not None for row in self.guards)
+
+    @property
+    def guards_intro(self) -> str:
+        """The sentence above the guards' table (plain text, for every format)."""
+        intro = (
+            f"Red streaks that met the rule ({self.result.policy.failures} failing builds after "
+            "a green build, the first holding one change) but that an evidence guard declined "
+            "as no proof against the change"
+        )
+        if self.guards_labelled:
+            intro += (
+                "; by the labels, what each guard cost (declined streaks whose first failing "
+                "build was a real breakage, counted per streak: another builder may still have "
+                "caught the change, and the missed breakages below are those none caught) and "
+                "saved (declined streaks whose first failing build was a flake or an "
+                "infrastructure fault)"
+            )
+        return intro + "."
+
+    @property
+    def missed_intro(self) -> str | None:
+        """The sentence above the missed breakages (plain text, for every format)."""
+        ev = self.evaluation
+        if ev is None:
+            return None
+        failures = self.result.policy.failures
+        intro = (
+            f"Attributable breakages the policy did not propose (labels): {ev.missed} of "
+            f"{ev.attributable}. A breakage is attributable when, on a builder it broke, a red "
+            "streak began after a green build, its first failing build held exactly that "
+            f"change and its first {failures} failing builds all failed because of it; the "
+            "verdict is the policy's on the first such streak."
+        )
+        unseen = ev.breakages - ev.attributable
+        if unseen:
+            intro += (
+                f" The other {unseen:,} of the {ev.breakages:,} labelled breakages in the window "
+                "were not attributable (on every builder they broke, the builder had never been "
+                "green, the first failing build held other changes too, fewer than "
+                f"{failures} builds failed, or not all of the first {failures} failed because "
+                "of them): this rule could not have proposed them."
+            )
+        return intro
 
     def build_url(self, builder: str, number: int) -> str | None:
         """A link to the build on its master, or ``None`` when unknown."""
@@ -142,6 +254,20 @@ def gather(
     )
 
 
+def build_report(store: HistoryStore, result: ReplayResult, *, rich: bool) -> ReportContext:
+    """The model of a replay, scored against the history's labels when it has them.
+
+    ``rich`` (the Markdown and HTML reports) also reads from the store what
+    only those show: the confirmation estimates and where to link.
+    """
+    labels = store.labels() if store.has_labels() else None
+    evaluation = evaluate(result, labels) if labels is not None else None
+    guards = guard_table(result, labels)
+    if rich:
+        return gather(store, result, evaluation, guards)
+    return ReportContext.of_replay(result, evaluation, guards)
+
+
 # The meta values end up in links: only plain web addresses get through, so
 # that a crafted history cannot plant a ``javascript:`` link in a report.
 
@@ -167,3 +293,57 @@ def build_url_template(value: str | None) -> str:
     except (KeyError, IndexError, ValueError):
         return DEFAULT_BUILD_URL
     return value if web_url(sample) else DEFAULT_BUILD_URL
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """A sweep as every format shows it: the comparison table's cells, and its legend."""
+
+    sweep: SweepResult
+    header: list[str]
+    rows: list[list[str]]
+    legend: list[str]
+
+    @classmethod
+    def of(cls, sweep: SweepResult) -> SweepReport:
+        header, rows = _sweep_table(sweep)
+        return cls(sweep, header, rows, _sweep_legend(sweep))
+
+
+def _sweep_table(sweep: SweepResult) -> tuple[list[str], list[list[str]]]:
+    header = [*sweep.keys, "reverts", "per year", "stood down", "pending"]
+    if sweep.labelled:
+        header += ["precision", "recall", "right/wrong", "red h saved", "stood-down real"]
+    table = []
+    for row in sweep.rows:
+        cells = [v for _, v in row.settings]
+        cells += [str(row.reverts), f"{row.reverts_per_year:.1f}", str(row.stood_down)]
+        cells.append(str(row.pending))
+        if sweep.labelled:
+            cells += [
+                formatting.pct(row.precision),
+                formatting.pct(row.recall),
+                f"{row.true_positives}/{row.false_positives}",
+                f"{row.red_hours_saved or 0.0:,.0f}",
+                str(row.stood_down_breakages),
+            ]
+        table.append(cells)
+    return header, table
+
+
+def _sweep_legend(sweep: SweepResult) -> list[str]:
+    lines = [
+        "stood down: qualified, but every builder that asked for the revert went green "
+        "within the grace period (a comment, no revert).",
+        "pending: qualified, and the window ended before the grace period did.",
+    ]
+    if sweep.labelled:
+        lines += [
+            "precision, recall, red hours saved: against the history's labels; a revert is "
+            f"assumed to land {DEFAULT_MERGE_DELAY / 3600:g} h after it is filed.",
+            "stood-down real: stood-down proposals whose change really broke the builder "
+            "(it was fixed some other way within the grace period).",
+        ]
+    else:
+        lines.append("The history has no labels: no precision or recall.")
+    return lines

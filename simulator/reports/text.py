@@ -1,63 +1,44 @@
-"""Turns a replay into the documented JSON report, and text for a terminal.
+"""The JSON documents and the text for a terminal, rendered from the report model.
 
-The JSON document is a stable interface (its schema is in the README): keys
-are only ever added, never renamed.  The text rendering is for people and may
-change freely.  Markdown lives in :mod:`.markdown_report`.
+The JSON documents are a stable interface (their schema is in the README):
+keys are only ever added, never renamed.  The text renderings are for people
+and may change freely.  One renderer per report kind: the backtest
+(:func:`to_json`, :func:`render_text`), its blind spots
+(:func:`render_blind_spots_text`) and the sweep (:func:`sweep_to_json`,
+:func:`render_sweep_text`).  Markdown lives in :mod:`.markdown`, HTML in
+:mod:`.html`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-from buildbot_revert.core.verdicts import Reason
-from simulator.analysis.evaluation import Evaluation, GuardRow
-from simulator.analysis.replay import ReplayResult
+from simulator.formatting import iso, pct
+from simulator.reports.model import ReportContext, SweepReport
 
 SCHEMA_VERSION = 1
+# The sweep JSON's own version, under the key the main report uses.  Its
+# window says ``since``/``until`` as asked and the first and last build, as
+# the main report's does; from version 1 on, keys are only ever added.
+SWEEP_SCHEMA_VERSION = 1
 
 
-def iso(ts: float | None) -> str | None:
-    """Epoch seconds as ISO 8601 in UTC (the report's only time format)."""
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+# -- JSON ---------------------------------------------------------------------
 
 
-def to_json(
-    result: ReplayResult, evaluation: Evaluation | None, guards: list[GuardRow] | None = None
-) -> dict[str, Any]:
-    proposals = result.proposals()
-    policy = result.policy
+def to_json(ctx: ReportContext) -> dict[str, Any]:
+    """The backtest as the documented JSON document."""
+    result = ctx.result
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "policy": {
-            "failures": policy.failures,
-            "green": sorted(int(r) for r in policy.green),
-            "neutral": sorted(int(r) for r in policy.neutral),
-            "max_culprit_age_hours": (
-                None if policy.max_culprit_age is None else policy.max_culprit_age / 3600
-            ),
-            "guards": sorted(policy.guards),
-            "grace_hours": result.grace / 3600,
-        },
-        "window": {
-            "since": iso(result.selection.since),
-            "until": iso(result.selection.until),
-            "first_build_at": iso(result.first_build_at),
-            "last_build_at": iso(result.last_build_at),
-        },
-        "summary": {
-            "builds": result.builds,
-            "builders": len(result.builders),
-            "streaks": len(result.streaks),
-            "reverts": len(proposals),
-            # Proposals the grace period stood down, or left waiting at the
-            # end; by_reason still counts them as "revert" streaks.
-            "stood_down": len(result.stood_down),
-            "pending": len(result.pending),
-            "by_reason": result.by_reason(),
-        },
+        "policy": _policy_json(ctx),
+        "window": _window_json(
+            result.selection.since,
+            result.selection.until,
+            result.first_build_at,
+            result.last_build_at,
+        ),
+        "summary": _summary_json(ctx),
         "reverts": [
             {
                 "revision": p.request.revision,
@@ -70,7 +51,7 @@ def to_json(
                 "title": p.request.change.title,
                 "pr_number": p.request.change.pr_number,
             }
-            for p in proposals
+            for p in result.proposals()
         ],
         "streaks": [
             {
@@ -87,17 +68,74 @@ def to_json(
             for s in result.streaks
         ],
     }
-    if guards is not None:
-        doc["guards"] = {row.guard: row.as_json() for row in guards}
-    if evaluation is not None:
-        doc["evaluation"] = evaluation.as_json()
+    if ctx.guards:
+        doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
+    if ctx.evaluation is not None:
+        doc["evaluation"] = ctx.evaluation.as_json()
     return doc
 
 
-def render_text(
-    result: ReplayResult, evaluation: Evaluation | None, guards: list[GuardRow] | None = None
-) -> str:
-    proposals = result.proposals()
+def _policy_json(ctx: ReportContext) -> dict[str, Any]:
+    policy = ctx.result.policy
+    return {
+        "failures": policy.failures,
+        "green": sorted(int(r) for r in policy.green),
+        "neutral": sorted(int(r) for r in policy.neutral),
+        "max_culprit_age_hours": (
+            None if policy.max_culprit_age is None else policy.max_culprit_age / 3600
+        ),
+        "guards": sorted(policy.guards),
+        "grace_hours": ctx.result.grace / 3600,
+    }
+
+
+def _window_json(
+    since: float | None, until: float | None, first: float | None, last: float | None
+) -> dict[str, Any]:
+    """The window as every JSON document tells it: as asked, and the first and last build."""
+    return {
+        "since": iso(since),
+        "until": iso(until),
+        "first_build_at": iso(first),
+        "last_build_at": iso(last),
+    }
+
+
+def _summary_json(ctx: ReportContext) -> dict[str, Any]:
+    result = ctx.result
+    return {
+        "builds": result.builds,
+        "builders": len(result.builders),
+        "streaks": len(result.streaks),
+        "reverts": len(result.proposals()),
+        # Proposals the grace period stood down, or left waiting at the
+        # end; by_reason still counts them as "revert" streaks.
+        "stood_down": len(result.stood_down),
+        "pending": len(result.pending),
+        "by_reason": result.by_reason(),
+    }
+
+
+def sweep_to_json(report: SweepReport) -> dict[str, Any]:
+    """The sweep as its documented JSON document."""
+    sweep = report.sweep
+    return {
+        "schema_version": SWEEP_SCHEMA_VERSION,
+        "sweep": list(sweep.keys),
+        "window": _window_json(sweep.since, sweep.until, sweep.first_build_at, sweep.last_build_at),
+        "builds": sweep.builds,
+        "labelled": sweep.labelled,
+        "replays": sweep.replays,
+        "rows": [r.as_json() for r in sweep.rows],
+    }
+
+
+# -- text ---------------------------------------------------------------------
+
+
+def render_text(ctx: ReportContext) -> str:
+    """The backtest's summary for a terminal."""
+    result = ctx.result
     lines = [
         f"Replayed {result.builds:,} builds on {len(result.builders)} builders, "
         f"{iso(result.first_build_at) or '-'} to {iso(result.last_build_at) or '-'}.",
@@ -105,8 +143,8 @@ def render_text(
         "green build, when the first failing build holds exactly one change.",
         "",
         f"Red streaks: {len(result.streaks):,}",
-        f"Revert pull requests that would have been filed: {len(proposals)}",
-        *_grace_lines(result),
+        f"Revert pull requests that would have been filed: {len(result.proposals())}",
+        *_grace_lines(ctx),
         "",
         "Why streaks were or were not answered with a revert:",
     ]
@@ -115,60 +153,15 @@ def render_text(
     for reason, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         if count:
             lines.append(f"  {reason:<{width}}  {count:>7,}")
-    if guards:
-        lines += ["", "Evidence guards (streaks that met the rule but were not proof):"]
-        labelled = any(row.breakages is not None for row in guards)
-        head = f"  {'guard':<22} {'on':>3} {'declined':>9}"
-        if labelled:
-            head += f" {'cost: breakages':>16} {'saved: flake/infra':>19}"
-        lines.append(head)
-        for row in guards:
-            line = f"  {row.guard:<22} {'yes' if row.enabled else 'no':>3} {row.declined:>9,}"
-            if labelled:
-                line += f" {row.breakages:>16,} {row.flakes_or_infra:>19,}"
-            lines.append(line)
-    if proposals:
-        lines += ["", "Proposed reverts:"]
-        for p in proposals:
-            req = p.request
-            others = f" (+{len(p.builders) - 1} more builders)" if len(p.builders) > 1 else ""
-            lines.append(
-                f"  {iso(req.filed_at)}  {req.revision[:12]}  {req.change.author}: "
-                f"{_one_line(req.change.title)}  [{req.builder} #{req.build_number}{others}]"
-            )
-    if evaluation is not None:
-        ev = evaluation
-        lines += [
-            "",
-            "Against the history's ground truth:",
-            f"  right reverts (true positives):   {ev.true_positives}",
-            f"  wrong reverts (false positives):  {ev.false_positives}",
-            f"  precision:                        {_pct(ev.precision)}",
-            f"  attributable breakages:           {ev.attributable} of {ev.breakages} breakages",
-            f"  missed attributable breakages:    {ev.missed}",
-            f"  recall of attributable breakages: {_pct(ev.recall)}",
-            f"  red hours saved:                  {ev.red_hours_saved:,.1f} "
-            f"(if each revert landed {ev.merge_delay_hours:g} h after it was filed)",
-        ]
+    lines += _guard_lines(ctx)
+    lines += _proposal_lines(ctx)
+    lines += _evaluation_lines(ctx)
     return "\n".join(lines) + "\n"
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
-def _one_line(text: str) -> str:
-    # Titles come from commits: untrusted.  One line per entry, and no
-    # control characters that could drive the reader's terminal.
-    printable = "".join(ch for ch in text if ch.isprintable() or ch.isspace())
-    return " ".join(printable.split())[:100]
-
-
-__all__ = ["Reason", "iso", "render_text", "to_json"]
-
-
-def _grace_lines(result: ReplayResult) -> list[str]:
+def _grace_lines(ctx: ReportContext) -> list[str]:
     """What a grace period changed, when one was applied."""
+    result = ctx.result
     if not result.grace:
         return []
     return [
@@ -176,3 +169,108 @@ def _grace_lines(result: ReplayResult) -> list[str]:
         f"down (every builder green by the deadline), {len(result.pending)} still waiting "
         "when the history ends."
     ]
+
+
+def _guard_lines(ctx: ReportContext) -> list[str]:
+    if not ctx.guards:
+        return []
+    lines = ["", "Evidence guards (streaks that met the rule but were not proof):"]
+    labelled = ctx.guards_labelled
+    head = f"  {'guard':<22} {'on':>3} {'declined':>9}"
+    if labelled:
+        head += f" {'cost: breakages':>16} {'saved: flake/infra':>19}"
+    lines.append(head)
+    for row in ctx.guards:
+        line = f"  {row.guard:<22} {'yes' if row.enabled else 'no':>3} {row.declined:>9,}"
+        if labelled:
+            line += f" {row.breakages:>16,} {row.flakes_or_infra:>19,}"
+        lines.append(line)
+    return lines
+
+
+def _proposal_lines(ctx: ReportContext) -> list[str]:
+    proposals = ctx.result.proposals()
+    if not proposals:
+        return []
+    lines = ["", "Proposed reverts:"]
+    for p in proposals:
+        req = p.request
+        others = f" (+{len(p.builders) - 1} more builders)" if len(p.builders) > 1 else ""
+        lines.append(
+            f"  {iso(req.filed_at)}  {req.revision[:12]}  {req.change.author}: "
+            f"{_one_line(req.change.title)}  [{req.builder} #{req.build_number}{others}]"
+        )
+    return lines
+
+
+def _evaluation_lines(ctx: ReportContext) -> list[str]:
+    ev = ctx.evaluation
+    if ev is None:
+        return []
+    return [
+        "",
+        "Against the history's ground truth:",
+        f"  right reverts (true positives):   {ev.true_positives}",
+        f"  wrong reverts (false positives):  {ev.false_positives}",
+        f"  precision:                        {pct(ev.precision)}",
+        f"  attributable breakages:           {ev.attributable} of {ev.breakages} breakages",
+        f"  missed attributable breakages:    {ev.missed}",
+        f"  recall of attributable breakages: {pct(ev.recall)}",
+        f"  red hours saved:                  {ev.red_hours_saved:,.1f} "
+        f"(if each revert landed {ev.merge_delay_hours:g} h after it was filed)",
+    ]
+
+
+def render_blind_spots_text(ctx: ReportContext) -> str:
+    """The blind spots for a terminal: declined streaks by reason, builders red at the end."""
+    spots = ctx.blind
+    lines = ["Declined red streaks, by reason:"]
+    for g in spots.declined:
+        lines.append(
+            f"  {g.reason:<22} {g.streaks:>6,} streaks on {g.builders:>3} builders, "
+            f"{g.red_hours:>9,.0f} red hours"
+        )
+    lines += [
+        "",
+        f"Builders red at the end of the window ({iso(spots.window_end)}): "
+        f"{len(spots.red_at_end)}, {spots.caught_at_end} with a revert proposed",
+    ]
+    for r in spots.red_at_end:
+        lines.append(
+            f"  {_printable(r.builder)[:40]:<40} red {r.red_hours:>7,.1f} h, "
+            f"{r.failing_builds} failing, {r.blamelist_size} change(s): {r.reason}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_sweep_text(report: SweepReport) -> str:
+    """The sweep's comparison table for a terminal."""
+    sweep = report.sweep
+    table = [report.header, *report.rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(report.header))]
+    lines = [
+        f"Policy sweep over {sweep.builds:,} builds ({len(sweep.rows)} combinations, "
+        f"{sweep.replays} replays)",
+        "",
+        "  ".join(h.rjust(w) for h, w in zip(report.header, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in report.rows]
+    lines += ["", *report.legend]
+    return "\n".join(lines) + "\n"
+
+
+# Commit titles, authors and builder names come from the history: untrusted.
+# Neither helper lets a control character through to drive the reader's
+# terminal.
+
+
+def _one_line(text: str) -> str:
+    """A title on one line of at most 100 characters."""
+    printable = "".join(ch for ch in text if ch.isprintable() or ch.isspace())
+    return " ".join(printable.split())[:100]
+
+
+def _printable(text: str) -> str:
+    """A name with each unprintable character shown as ``?``."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)

@@ -8,9 +8,11 @@ import pytest
 
 from buildbot_revert.core.model import Builder
 from buildbot_revert.core.policy import Policy
-from simulator.analysis.blindspots import blind_spots, render_text
+from simulator.analysis.blindspots import blind_spots
 from simulator.analysis.replay import Selection, replay, replay_builds
 from simulator.history.store import HistoryStore
+from simulator.reports.model import ReportContext
+from simulator.reports.text import render_blind_spots_text
 from tests.builds_dsl import builds
 from tests.simulator.reports_fixtures import DAY, HOSTILE_BUILDER, T0, compile_error, make_history
 
@@ -36,7 +38,7 @@ def test_declined_streaks_grouped_by_reason(tmp_path: Path) -> None:
     assert red["AMD64 Windows"].blamelist_size == 2
     assert red[HOSTILE_BUILDER].reason == "revert"
     assert spots.caught_at_end == 1
-    text = render_text(spots)
+    text = render_blind_spots_text(ReportContext(result, None, spots))
     assert "<script>" in text  # terminal text is not HTML, but stays printable
     assert "3, 1 with a revert proposed" in text
 

@@ -134,7 +134,7 @@ def test_a_read_only_data_dir_with_a_current_history_is_enough(
     generator.generate(shared / paths.SHIPPED_HISTORY_NAME, **SMALL)
     monkeypatch.setenv(paths.DATA_ENV, str(shared))
     # Nothing to write: the probe for a writable directory is not even made.
-    monkeypatch.setattr("simulator.cli.check_writable", None)
+    monkeypatch.setattr("simulator.cli_files.check_writable", None)
     res = run("--since", "2024-01-01", "--format", "json")
     assert res.exit_code == 0, res.output
 

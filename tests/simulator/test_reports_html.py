@@ -124,7 +124,7 @@ def test_guards_and_missed_breakages_as_in_the_json(tmp_path: Path) -> None:
     result = replay(store, Policy(), Selection())
     ctx = gather(store, result, evaluate(result, store.labels()))
     store.close()
-    doc = to_json(result, ctx.evaluation, ctx.guards)
+    doc = to_json(ctx)
     parsed = _tables(render_html(ctx))
     header, *rows = parsed.tables["guards"]
     assert header == ["guard", "on", "declined", "cost: real breakages", "saved: flakes or infra"]

@@ -28,7 +28,7 @@ def _render(tmp_path: Path, **kw: bool) -> tuple[str, ReportContext]:
     ev = evaluate(result, store.labels()) if store.has_labels() else None
     ctx = gather(store, result, ev)
     store.close()
-    return render_markdown(result, ev, ctx), ctx
+    return render_markdown(ctx), ctx
 
 
 def _cells(line: str) -> list[str]:
@@ -100,7 +100,7 @@ def _table(md: str, heading: str) -> list[list[str]]:
 def test_guard_table_is_the_json_one(tmp_path: Path) -> None:
     md, ctx = _render(tmp_path, guarded=True)
     assert ctx.evaluation is not None
-    doc = to_json(ctx.result, ctx.evaluation, ctx.guards)
+    doc = to_json(ctx)
     header, *rows = _table(md, "## Evidence guards")
     assert [c.strip() for c in header] == [
         "guard",
@@ -152,7 +152,7 @@ def test_missed_breakages_are_the_json_ones(tmp_path: Path) -> None:
     md, ctx = _render(tmp_path, guarded=True)
     ev = ctx.evaluation
     assert ev is not None
-    missed = to_json(ctx.result, ev)["evaluation"]["missed_revisions"]
+    missed = to_json(ctx)["evaluation"]["missed_revisions"]
     assert missed == ["m" * 40] and ev.missed == 1 and ev.attributable == 2
     section = md.split("\n## Missed breakages\n", 1)[1].split("\n## ", 1)[0]
     assert "did not propose (labels): 1 of 2." in section

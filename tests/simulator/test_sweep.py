@@ -9,17 +9,20 @@ import pytest
 
 from buildbot_revert.core.grace import GraceDecision, GraceError, Qualified, decide, outcome
 from buildbot_revert.core.policy import Policy
+from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection, replay, select_builds
 from simulator.analysis.sweep import (
+    Axis,
     SweepError,
-    apply_grace,
     combinations,
     parse_axes,
     parse_duration,
     run_sweep,
-    sweep_report,
 )
 from simulator.history.store import HistoryStore
+from simulator.progress import sweep_with_progress
+from simulator.reports.model import ReportContext, SweepReport
+from simulator.reports.render import render_sweep
 from simulator.reports.text import to_json
 from tests.simulator.reports_fixtures import DAY, T0, make_history
 
@@ -137,7 +140,7 @@ def test_parallel_sweep_matches_one_replay_per_combination(store: HistoryStore) 
         settings = dict(row.settings)
         result = replay(store, Policy(failures=int(settings["failures"])), Selection())
         grace = parse_duration(settings["grace"])
-        graced, _ = apply_grace(result, grace)
+        graced = apply_grace(result, grace)
         assert row.reverts == len(graced.proposals()), settings
     assert [dict(r.settings) for r in parallel.rows] == [
         {"failures": f, "grace": g} for f in "1234" for g in ("0h", "48h")
@@ -153,6 +156,12 @@ def test_reverts_per_year_scale_with_the_window(store: HistoryStore) -> None:
     assert sweep.rows[0].reverts_per_year == pytest.approx(3 * 365.25 / days)
 
 
+def _report(store: HistoryStore, selection: Selection, axes: list[Axis], fmt: str) -> str:
+    """The sweep rendered in ``fmt``, as ``simulate --sweep`` renders it."""
+    sweep = sweep_with_progress(store, Policy(), selection, axes, workers=1)
+    return render_sweep(SweepReport.of(sweep), fmt)
+
+
 @pytest.mark.parametrize(
     "selection",
     [Selection(), Selection(T0 + 5 * DAY), Selection(T0 + 2 * DAY, T0 + 12 * DAY)],
@@ -162,8 +171,8 @@ def test_sweep_json_names_its_window_as_the_main_report_does(
     store: HistoryStore, selection: Selection
 ) -> None:
     axes = parse_axes(["failures=3"])
-    doc = json.loads(sweep_report(store, Policy(), selection, axes, "json", workers=1))
-    main = to_json(replay(store, Policy(), selection), None)
+    doc = json.loads(_report(store, selection, axes, "json"))
+    main = to_json(ReportContext.of_replay(replay(store, Policy(), selection)))
     assert doc["schema_version"] == main["schema_version"] == 1
     assert list(doc)[0] == list(main)[0] == "schema_version"
     assert doc["window"] == main["window"]
@@ -175,7 +184,7 @@ def test_sweep_json_names_its_window_as_the_main_report_does(
 
 def test_sweep_report_formats(store: HistoryStore) -> None:
     axes = parse_axes(["failures=2,3", "grace=0h,7d"])
-    doc = json.loads(sweep_report(store, Policy(), Selection(), axes, "json", workers=1))
+    doc = json.loads(_report(store, Selection(), axes, "json"))
     assert [(r["failures"], r["grace"]) for r in doc["rows"]] == [
         (2, "0h"),
         (2, "7d"),
@@ -183,11 +192,11 @@ def test_sweep_report_formats(store: HistoryStore) -> None:
         (3, "7d"),
     ]
     assert doc["labelled"] is True and doc["rows"][0]["precision"] is not None
-    text = sweep_report(store, Policy(), Selection(), axes, "text", workers=1)
+    text = _report(store, Selection(), axes, "text")
     assert "stood down" in text and text.count("\n") > 6
-    md = sweep_report(store, Policy(), Selection(), axes, "markdown", workers=1)
+    md = _report(store, Selection(), axes, "markdown")
     header = next(line for line in md.splitlines() if line.startswith("| failures"))
     rows = [line for line in md.splitlines() if line.startswith("| ") and line != header]
     assert len(rows) == 4 and all(r.count(" | ") == header.count(" | ") for r in rows)
-    page = sweep_report(store, Policy(), Selection(), axes, "html", workers=1)
+    page = _report(store, Selection(), axes, "html")
     assert page.count("<tr>") == 5 and "<script" not in page

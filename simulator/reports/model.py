@@ -75,6 +75,7 @@ class ReportContext:
 
     @property
     def window_start(self) -> float | None:
+        """Where the window opens (``None`` for an empty history)."""
         return self.result.window_start
 
     @property

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.processes import free_port
-from testkit.processes import kill_process_group as _kill_group
-from testkit.processes import venv_script as _venv_script
+from testkit.processes import free_port, kill_process_group, venv_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "master.cfg.example"
@@ -38,7 +36,7 @@ def clean_env() -> dict[str, str]:
 
 def buildbot(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [_venv_script("buildbot"), *args],
+        [venv_script("buildbot"), *args],
         cwd=cwd,
         env=clean_env(),
         capture_output=True,
@@ -104,7 +102,7 @@ class Started:
         self.basedir = basedir
         self.log = basedir / "twistd.log"
         self.proc = subprocess.Popen(
-            [_venv_script("buildbot"), "start", "--nodaemon", str(basedir)],
+            [venv_script("buildbot"), "start", "--nodaemon", str(basedir)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=clean_env(),
@@ -124,7 +122,7 @@ class Started:
         raise TimeoutError(f"the master did not finish starting; see {self.log}")
 
     def stop(self) -> None:
-        _kill_group(self.proc)
+        kill_process_group(self.proc)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,6 +109,19 @@ FORMAT_HELP = (
 )
 
 
+def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--builders`` and ``--tags``, worded once for the backtest and for ``pull``."""
+    command = click.option(
+        "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
+    )(command)
+    return click.option(
+        "--builders",
+        "builders_re",
+        metavar="REGEX",
+        help="Only builders whose name matches this regex.",
+    )(command)
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     package_name="buildbot-revert",
@@ -123,15 +137,7 @@ FORMAT_HELP = (
     f"first use (about 20 s) into the directory ${paths.DATA_ENV} names, else into the "
     "per-user data directory (~/.local/share/buildbot-revert on Linux).",
 )
-@click.option(
-    "--builders",
-    "builders_re",
-    metavar="REGEX",
-    help="Only builders whose name matches this regex.",
-)
-@click.option(
-    "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
-)
+@builder_selection_options
 @click.option(
     "--failures",
     type=int,
@@ -351,15 +357,7 @@ def pull_master(
 @click.option(
     "--since", metavar="DATE", help="Pull builds completed from this day (YYYY-MM-DD, UTC)."
 )
-@click.option(
-    "--builders",
-    "builders_re",
-    metavar="REGEX",
-    help="Only builders whose name matches this regex.",
-)
-@click.option(
-    "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
-)
+@builder_selection_options
 @click.option(
     "--concurrency",
     type=click.IntRange(1, 32),

@@ -45,3 +45,12 @@ def kill_process_group(proc: subprocess.Popen[bytes] | None, timeout: float = 15
         except ProcessLookupError:
             pass
         proc.wait(5)
+
+
+def create_master(basedir: Path, db_url: str) -> None:
+    """``buildbot create-master`` for a master whose database is ``db_url``."""
+    subprocess.run(
+        [venv_script("buildbot"), "create-master", "-q", "--db", db_url, str(basedir)],
+        check=True,
+        capture_output=True,
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from twisted.internet.interfaces import IReactorTime
 
@@ -25,7 +25,7 @@ from buildbot_revert.github.responses import (
     pull_from_rest,
 )
 from buildbot_revert.github.strategies import Reverter, RevertOutcome
-from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport
+from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport, TransportOptions
 
 
 class GitHubClient:
@@ -39,33 +39,16 @@ class GitHubClient:
         token: str,
         *,
         clock: IReactorTime,
-        timeout: float = 30.0,
-        max_attempts: int = 6,
-        backoff: float = 2.0,
-        max_backoff: float = 300.0,
-        max_wait: float = 3600.0,
-        write_interval: float = 1.0,
         graphql_url: str | None = None,
         scan_pages: int = 3,
-        settle: float = 10.0,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise ValueError(f"repository must look like 'owner/name', got {repo!r}")
         self.repo = repo
         self._repo_path = f"/repos/{repo}"
-        self._transport = Transport(
-            http,
-            base_url,
-            token,
-            clock=clock,
-            timeout=timeout,
-            max_attempts=max_attempts,
-            backoff=backoff,
-            max_backoff=max_backoff,
-            max_wait=max_wait,
-            write_interval=write_interval,
-            settle=settle,
-        )
+        # The HTTP rules and their defaults are the transport's own.
+        self._transport = Transport(http, base_url, token, clock=clock, **transport)
         if graphql_url is None:
             base = self._transport.base_url
             # GitHub Enterprise serves REST under /api/v3 and GraphQL under /api/graphql.

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlencode
 
 import treq
@@ -89,6 +89,18 @@ _CONNECTION_ERRORS = (
     ResponseNeverReceived,
     OSError,
 )
+
+
+class TransportOptions(TypedDict, total=False):
+    """The HTTP rules a caller may tune (see :class:`Transport` for their defaults)."""
+
+    timeout: float
+    max_attempts: int
+    backoff: float
+    max_backoff: float
+    max_wait: float
+    write_interval: float
+    settle: float
 
 
 class Transport:

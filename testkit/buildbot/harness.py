@@ -32,7 +32,7 @@ from typing import Any
 
 from testkit.buildbot.git_repository import DEFAULT_AUTHOR, GitRepository
 from testkit.buildbot.master_config import CHECK_PY, DEFAULT_BUILDERS, BuilderSpec, master_cfg
-from testkit.processes import free_port, kill_process_group, venv_script
+from testkit.processes import create_master, free_port, kill_process_group, venv_script
 
 
 class BuildbotHarness:
@@ -124,18 +124,7 @@ class BuildbotHarness:
             return
         self.root.mkdir(parents=True, exist_ok=True)
         self.repository.create({"check.py": CHECK_PY, "README.txt": "A project.\n"})
-        subprocess.run(
-            [
-                venv_script("buildbot"),
-                "create-master",
-                "-q",
-                "--db",
-                self.db_url,
-                str(self.master_dir),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        create_master(self.master_dir, self.db_url)
         config = master_cfg(
             upstream=self.upstream,
             builders=self.builders,

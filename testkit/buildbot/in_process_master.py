@@ -12,7 +12,6 @@ sends the ``('builds', id, 'finished')`` event the reporter consumes.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from buildbot.master import BuildMaster
 from twisted.internet import defer
 
-from testkit.processes import venv_script
+from testkit.processes import create_master
 
 MASTER_CFG = """\
 from buildbot.plugins import reporters, schedulers, util, worker
@@ -71,18 +70,7 @@ class InProcessMaster:
         return f"http://127.0.0.1:{self.www_port or 8010}/"
 
     def create(self) -> None:
-        subprocess.run(
-            [
-                venv_script("buildbot"),
-                "create-master",
-                "-q",
-                "--db",
-                self.db_url,
-                str(self.basedir),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        create_master(self.basedir, self.db_url)
         www = (
             f"c['www'] = {{'port': 'tcp:{self.www_port}:interface=127.0.0.1', 'plugins': {{}}}}"
             if self.www_port

@@ -364,10 +364,12 @@ class BuildbotAPI:
             root = self.get("")
         except NotFound:
             root = None
+        # Anything but a JSON object (a list, a string) is not a Buildbot root.
+        rootlinks = root.get("rootlinks", []) if isinstance(root, dict) else []
         links = {
             link.get("name")
-            for link in (root or {}).get("rootlinks", [])
-            if isinstance(root, dict) and isinstance(link, dict)
+            for link in rootlinks
+            if isinstance(rootlinks, list) and isinstance(link, dict)
         }
         missing = [name for name in REQUIRED_ROOT_LINKS if name not in links]
         if missing:

@@ -132,6 +132,11 @@ def test_not_a_buildbot_master(serve) -> None:
     other = serve(lambda path, query: (200, b'{"hello": "world"}'))
     with fast(other.url) as api, pytest.raises(BuildbotAPIError, match="not a Buildbot 4"):
         api.check()
+    # JSON that is not an object at all: still one clear error, not a crash.
+    for body in (b'["rootlinks"]', b'"rootlinks"', b'{"rootlinks": "builds"}'):
+        odd = serve(lambda path, query, body=body: (200, body))
+        with fast(odd.url) as api, pytest.raises(BuildbotAPIError, match="not a Buildbot 4"):
+            api.check()
 
 
 def test_bad_query_and_missing_resource(serve) -> None:

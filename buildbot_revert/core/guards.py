@@ -64,6 +64,8 @@ class Guard(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    CANNOT_EXPLAIN = "change-cannot-explain"
+    STALE_GREEN = "stale-green"
 
 
 # Guards that doubt one builder's evidence: when builders on several workers

@@ -80,3 +80,6 @@ class Build(NamedTuple):
     changes: tuple[Change, ...] = ()
     failed_steps: tuple[FailedStep, ...] = ()
     worker: str | None = None
+    # The branch the build built, from its sourcestamp (``refs/pull/N/merge``
+    # for a build of an unmerged pull request); None when unknown.
+    branch: str | None = None

@@ -58,6 +58,29 @@ class Policy:
     environment_tests: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False
     )
+    # Relevance: a file is documentation when it matches a doc pattern and no
+    # code pattern (fnmatch, ``*`` crosses ``/``); a change touching only
+    # documentation cannot explain a test, compile or link failure, only a
+    # failing docs build (a builder tagged or a step named as in docs_*).
+    doc_patterns: tuple[str, ...] = ("Doc/*", "Misc/NEWS.d/*", "*.rst", "*.md", "*.txt")
+    code_patterns: tuple[str, ...] = (
+        "Lib/*", "Modules/*", "Objects/*", "Python/*", "Parser/*", "Include/*", "PC/*",
+        "PCbuild/*", "Tools/*", "Mac/*", "Android/*", "iOS/*", "Platforms/*", ".github/*",
+        "configure*", "Makefile*", "*.py", "*.c", "*.h", "*.toml", "*.cfg", "*.ini", "*.yml",
+    )  # fmt: skip
+    docs_builder_tags: frozenset[str] = frozenset({"docs"})
+    docs_step_patterns: tuple[str, ...] = ("*doc*", "*sphinx*")
+    # Stale green: when the last green build completed longer than this
+    # before the first failing one, the change must be tied to the failing
+    # tests directly (it edited one, or the code one is named after).
+    stale_green_after: float = 7 * _DAY
+    # Builders allowed to fail (CPython's unstable builders): they never
+    # propose alone.
+    tolerated_tags: frozenset[str] = frozenset({"unstable"})
+    # Builds of unmerged pull requests are not branch evidence: builders with
+    # these tags, and builds of branches matching these patterns.
+    pull_request_tags: frozenset[str] = frozenset({"PullRequest"})
+    pull_request_branches: tuple[str, ...] = ("refs/pull/*",)
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -80,6 +103,8 @@ class Policy:
             raise PolicyError("FAILURE is the red result: it cannot be green or neutral")
         if self.max_culprit_age is not None and self.max_culprit_age <= 0:
             raise PolicyError("max_culprit_age must be positive")
+        if self.stale_green_after <= 0:
+            raise PolicyError("stale_green_after must be positive")
 
     def with_changes(self, **changes: Any) -> Policy:
         """A copy with some settings changed (for sweeps and CLI flags)."""

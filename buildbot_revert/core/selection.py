@@ -23,9 +23,17 @@ class BuilderSelection:
     # Searched (not matched) in the builder's name; None selects every name.
     pattern: re.Pattern[str] | None = None
     tags: frozenset[str] = frozenset()
+    # A builder carrying any of these tags is left out (e.g. ``PullRequest``).
+    exclude_tags: frozenset[str] = frozenset()
+    # When given, only these builder names (e.g. CPython's list of branch
+    # builders), as well as the pattern.
+    names: frozenset[str] | None = None
 
     def keeps(self, name: str, tags: Iterable[str]) -> bool:
         """Whether the builder named ``name``, carrying ``tags``, is selected."""
         if self.pattern is not None and not self.pattern.search(name):
             return False
-        return self.tags <= set(tags)
+        if self.names is not None and name not in self.names:
+            return False
+        carried = set(tags)
+        return self.tags <= carried and not (self.exclude_tags & carried)

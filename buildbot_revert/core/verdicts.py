@@ -42,6 +42,15 @@ class Reason(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT_TEST = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    # Relevance: the change touched nothing the failing steps consume (only
+    # documentation, and the failure is not a docs build's).
+    CHANGE_CANNOT_EXPLAIN = "change-cannot-explain"
+    # The builder was last green longer ago than the horizon, and nothing ties
+    # the change to the failing tests: the world may have changed meanwhile.
+    STALE_GREEN = "stale-green"
+    # The builder is allowed to fail (tagged unstable): it never proposes
+    # alone; it joins a proposal an untolerated builder made.
+    TOLERATED_BUILDER = "tolerated-builder"
 
 
 class Decision(StrEnum):
@@ -59,6 +68,8 @@ class RevertRequest(NamedTuple):
     failing_builds: tuple[int, ...]
     # Completion time of the N-th failing build: when the revert is filed.
     filed_at: float
+    # Completion time of the last green build before the streak.
+    last_green_at: float | None = None
 
     @property
     def revision(self) -> str:

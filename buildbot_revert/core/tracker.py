@@ -153,11 +153,16 @@ class StreakTracker:
         policy: Policy | None = None,
         proposed: Iterable[str] = (),
         watched: Callable[[str], bool] | None = None,
+        tags_of: Callable[[str], tuple[str, ...]] | None = None,
     ) -> None:
         self.policy = policy or Policy()
         # Builders whose streaks may propose reverts; the others are fed for
         # their evidence only (what fails where, which workers agree).
         self._watched = watched
+        # A builder's tags, by name (asked once per builder): which builders
+        # build pull requests, are allowed to fail, or build the docs.  None:
+        # no builder carries a tag.
+        self._tags_of = tags_of
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}

@@ -277,7 +277,13 @@ def test_simulate_master_proposes_the_revert(story: Story, tmp_path: Path) -> No
     slow_reds = sorted(
         b["number"] for b in story.builds if b["builder"] == SLOW and b["results"] == 2
     )
-    (slow,) = [s for s in report["streaks"] if s["builder"] == SLOW]
+    slow_streaks = [s for s in report["streaks"] if s["builder"] == SLOW]
+    if not slow_reds:
+        # Timing: the slow builder's queue collapsed the breaking change and
+        # its fix into one green build, so it never went red.
+        assert slow_streaks == [] and SLOW not in revert["builders"]
+        return
+    (slow,) = slow_streaks
     assert slow["first_failing_build"] == slow_reds[0]
     assert slow["blamelist_size"] == len(expected[(SLOW, slow_reds[0])])
     if slow["blamelist_size"] > 1:

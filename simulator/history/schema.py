@@ -3,8 +3,7 @@
 What a history file holds, declared once; :mod:`simulator.history.store`
 creates it from these declarations and does every read and write.  The
 schema is documented for users in ``history/README.md``; keep the two in
-step, and bump :data:`SCHEMA_VERSION` when a change makes older files
-unreadable.
+step, and bump :data:`SCHEMA_VERSION` when the tables change.
 """
 
 from __future__ import annotations
@@ -14,8 +13,13 @@ from typing import Any
 
 import sqlite_utils
 
-# Files of any other version are refused (the shipped history is regenerated).
-SCHEMA_VERSION = 2
+# The version new files get.  Version 3 added ``builds.branch``.
+SCHEMA_VERSION = 3
+# The versions a file may have to be read: a version-2 file reads as it is
+# (every build's branch unknown) and is upgraded in place by the first build
+# written to it (:data:`UPGRADES`).  Files of any other version are refused
+# (the shipped history is regenerated).
+READABLE_VERSIONS = frozenset({2, 3})
 
 # Keys of the ``meta`` table that the history package reads and writes.  The
 # generator of the shipped history keeps its own keys (``source``,
@@ -61,6 +65,9 @@ TABLES: dict[str, dict[str, Any]] = {
             "completed_at": float,
             "worker": str,
             "master_id": int,
+            # The sourcestamp's branch (``refs/pull/N/merge`` for a pull
+            # request's build); NULL when unknown.
+            "branch": str,
         },
         "pk": "id",
         "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
@@ -131,6 +138,12 @@ IMPORT_TABLES = (
     " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
     " complete_at REAL NOT NULL)",
 )
+
+
+# Version -> the statements that bring a file of that version to the next one.
+UPGRADES: dict[int, tuple[str, ...]] = {
+    2: ("ALTER TABLE builds ADD COLUMN branch TEXT",),
+}
 
 
 def create_tables(db: sqlite_utils.Database) -> None:

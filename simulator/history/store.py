@@ -8,6 +8,11 @@ shipped history, the importer that pulls a real master) add rows through
 
 Every write goes through a transaction so that an interrupted writer never
 leaves half a build behind.
+
+A file of an older readable schema (:data:`~simulator.history.schema.READABLE_VERSIONS`)
+is read as it is, what it lacks reading as unknown (a version-2 file's
+builds have no branch), and is upgraded in place, in the writer's
+transaction, by the first build written to it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,14 @@ from simulator.history.labels import Breakage, Labels
 # One failed step; add_build and add_builds_bulk both write them.
 _INSERT_FAILED_STEP = (
     "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+# A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
+# result, started_at, completed_at, worker[, branch]).
+BulkBuildRow = (
+    tuple[int, int, int, int, float, float, str | None]
+    | tuple[int, int, int, int, float, float, str | None, str | None]
 )
 
 
@@ -98,11 +111,22 @@ class HistoryStore:
                 f"{', '.join(sorted(missing))})"
             )
         version = self.get_meta(schema.META_SCHEMA_VERSION)
-        if version != str(schema.SCHEMA_VERSION):
+        readable = {str(v): v for v in schema.READABLE_VERSIONS}
+        if version not in readable:
+            versions = " and ".join(str(v) for v in sorted(schema.READABLE_VERSIONS))
             raise HistoryError(
                 f"{self.path}: history schema version {version!r}, this version of "
-                f"buildbot-revert reads {schema.SCHEMA_VERSION}"
+                f"buildbot-revert reads {versions}"
             )
+        self.schema_version = readable[version]
+
+    def _upgrade(self) -> None:
+        """Bring an older file to the current schema (inside the writer's transaction)."""
+        while self.schema_version < schema.SCHEMA_VERSION:
+            for statement in schema.UPGRADES[self.schema_version]:
+                self.conn.execute(statement)
+            self.schema_version += 1
+            self.set_meta(schema.META_SCHEMA_VERSION, str(self.schema_version))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -185,12 +209,14 @@ class HistoryStore:
         the same builder and number were stored before, so re-importing is
         idempotent.
         """
+        self._upgrade()
         cur = self.conn.execute(
             "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
-            " master_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " master_id, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
             " started_at = excluded.started_at, completed_at = excluded.completed_at,"
-            " worker = excluded.worker, master_id = excluded.master_id"
+            " worker = excluded.worker, master_id = excluded.master_id,"
+            " branch = excluded.branch"
             " RETURNING id",
             (
                 builder_id,
@@ -200,6 +226,7 @@ class HistoryStore:
                 build.completed_at,
                 build.worker,
                 master_id,
+                build.branch,
             ),
         )
         build_id = int(cur.fetchone()[0])
@@ -242,22 +269,24 @@ class HistoryStore:
 
     def add_builds_bulk(
         self,
-        builds: Iterable[tuple[int, int, int, int, float, float, str | None]],
+        builds: Iterable[BulkBuildRow],
         blamelist: Iterable[tuple[int, int]],
         failed_steps: Iterable[tuple[int, int, str, int, str | None]],
     ) -> None:
         """Insert many new builds at once, with build ids chosen by the caller.
 
         Rows are ``(id, builder_id, number, result, started_at, completed_at,
-        worker)``, ``(build_id, change_id)`` and ``(build_id, step_number,
+        worker)``, optionally followed by the build's ``branch`` (NULL when
+        left out), ``(build_id, change_id)`` and ``(build_id, step_number,
         name, result, log_tail)``.  Unlike :meth:`add_build` nothing is
         replaced: a build id or (builder, number) already stored is an error.
         One ``executemany`` per table makes a year of builds a few seconds.
         """
+        self._upgrade()
         self.conn.executemany(
             "INSERT INTO builds(id, builder_id, number, result, started_at, completed_at,"
-            " worker) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            builds,
+            " worker, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (row if len(row) == 8 else (*row, None) for row in builds),
         )
         self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
         self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
@@ -320,11 +349,13 @@ class HistoryStore:
             where.append(f"b.builder_id IN ({','.join('?' * len(builder_ids))})")
             params.extend(builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
+        # A version-2 file not yet upgraded has no branches: they read as unknown.
+        branch = "b.branch" if self.schema_version >= 3 else "NULL"
         # The blamelist comes pre-joined as a comma list so that SQLite, not
         # Python, does the grouping: the replay is a single pass over this.
         sql = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            " b.worker, (SELECT group_concat(change_id) FROM"
+            f" b.worker, {branch}, (SELECT group_concat(change_id) FROM"
             " (SELECT change_id FROM blamelist x WHERE x.build_id = b.id ORDER BY change_id))"
             f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
         )
@@ -385,9 +416,17 @@ class HistoryStore:
         # the NamedTuple constructor's Python-level call (a year is ~400k).
         blamelists: dict[str, tuple[Change, ...]] = {"": ()}
         new = tuple.__new__
-        for bid, builder_id, number, result, started, completed, worker, blame in self.conn.execute(
-            sql, params
-        ):
+        for (
+            bid,
+            builder_id,
+            number,
+            result,
+            started,
+            completed,
+            worker,
+            branch,
+            blame,
+        ) in self.conn.execute(sql, params):
             blame = blame or ""
             blamed = blamelists.get(blame)
             if blamed is None:
@@ -403,6 +442,7 @@ class HistoryStore:
                     blamed,
                     steps.get(bid, empty) if result == failure else empty,
                     worker,
+                    branch,
                 ),
             )
 

@@ -30,7 +30,7 @@ from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
 from simulator.cli_errors import CLIError, warn
 from simulator.cli_files import check_output, empty_window, open_history, write_output
 from simulator.history import paths
-from simulator.history.store import HistoryError
+from simulator.history.store import HistoryError, HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
 from simulator.reports.model import SweepReport, build_report
 from simulator.reports.render import FORMATS, RICH_FORMATS, render_report, render_sweep
@@ -110,9 +110,21 @@ FORMAT_HELP = (
 
 
 def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--builders`` and ``--tags``, worded once for the backtest and for ``pull``."""
+    """``--builders``, ``--builder-names``, ``--tags`` and ``--exclude-tags``, worded once
+    for the backtest and for ``pull`` (the plugin's ``builders``, ``tags`` and
+    ``exclude_tags``)."""
+    command = click.option(
+        "--exclude-tags",
+        metavar="TAG,...",
+        help="Leave out builders carrying any of these tags (comma-separated), e.g. PullRequest.",
+    )(command)
     command = click.option(
         "--tags", metavar="TAG,...", help="Only builders carrying all these tags (comma-separated)."
+    )(command)
+    command = click.option(
+        "--builder-names",
+        metavar="NAME,...",
+        help="Only the builders with these names (comma-separated).",
     )(command)
     return click.option(
         "--builders",
@@ -202,7 +214,9 @@ def main(
     until: str | None,
     history: Path | None,
     builders_re: str | None,
+    builder_names: str | None,
     tags: str | None,
+    exclude_tags: str | None,
     failures: int,
     grace: str | None,
     max_culprit_age: str | None,
@@ -216,7 +230,7 @@ def main(
     if ctx.invoked_subcommand is not None:
         refuse_options_before_subcommand(ctx)
         return
-    selection = make_selection(since, until, builders_re, tags)
+    selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
     grace_s = parse_flag_duration(grace, "--grace")
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
     policy = make_policy(failures, age_s, without_guards)
@@ -243,6 +257,7 @@ def run_backtest(
     """Replay the history, and write the report in ``fmt``."""
     store = open_history(history)
     try:
+        warn_unknown_names(store, selection)
         result = replay_with_progress(store, policy, selection)
         if grace:
             # As the sweep scores a grace period: the reverts actually filed.
@@ -253,6 +268,17 @@ def run_backtest(
     finally:
         store.close()
     write_output(render_report(report, fmt), output)
+
+
+def warn_unknown_names(store: HistoryStore, selection: Selection) -> None:
+    """Say which ``--builder-names`` the history has no builder for (a typo, a renamed one)."""
+    if selection.names is None:
+        return
+    unknown = sorted(selection.names - {b.name for b in store.builders()})
+    if unknown:
+        shown = ", ".join(repr(n) for n in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        warn(f"--builder-names: the history has no builder named {shown}{more}")
 
 
 def make_policy(
@@ -307,6 +333,7 @@ def run_sweep_command(
         raise CLIError(f"--sweep: {exc}") from None
     store = open_history(history)
     try:
+        warn_unknown_names(store, selection)
         sweep = sweep_with_progress(store, policy, selection, axes)
     except SweepError as exc:
         raise CLIError(f"--sweep: {exc}") from None
@@ -316,7 +343,12 @@ def run_sweep_command(
 
 
 def make_selection(
-    since: str | None, until: str | None, builders_re: str | None, tags: str | None
+    since: str | None,
+    until: str | None,
+    builders_re: str | None,
+    tags: str | None,
+    builder_names: str | None = None,
+    exclude_tags: str | None = None,
 ) -> Selection:
     lo = parse_when(since, "--since")
     hi = parse_when(until, "--until")
@@ -328,8 +360,23 @@ def make_selection(
             pattern = re.compile(builders_re)
         except re.error as exc:
             raise CLIError(f"--builders: not a regular expression ({exc})") from None
-    wanted = frozenset(t.strip() for t in (tags or "").split(",") if t.strip())
-    return Selection(lo, hi, pattern, wanted)
+    names = None
+    if builder_names is not None:
+        names = comma_list(builder_names)
+        if not names:
+            raise CLIError("--builder-names: no builder name given")
+    wanted, unwanted = comma_list(tags), comma_list(exclude_tags)
+    both = sorted(wanted & unwanted)
+    if both:
+        raise CLIError(
+            f"--tags and --exclude-tags both name {both[0]!r}: no builder could be selected"
+        )
+    return Selection(lo, hi, pattern, wanted, unwanted, names)
+
+
+def comma_list(value: str | None) -> frozenset[str]:
+    """The names in a comma-separated flag value, stripped, empty ones dropped."""
+    return frozenset(t.strip() for t in (value or "").split(",") if t.strip())
 
 
 def pull_master(
@@ -371,11 +418,13 @@ def pull_command(
     history: Path | None,
     since: str | None,
     builders_re: str | None,
+    builder_names: str | None,
     tags: str | None,
+    exclude_tags: str | None,
     concurrency: int,
 ) -> None:
     """Sync a Buildbot 4.x master's build history (URL: base or /api/v2) into a history file."""
-    selection = make_selection(since, None, builders_re, tags)
+    selection = make_selection(since, None, builders_re, tags, builder_names, exclude_tags)
     path, stats = pull_master(url, history, selection, concurrency)
     click.echo(
         f"{path}: {stats.builds} new builds, {stats.changes} new changes "

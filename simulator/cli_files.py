@@ -84,7 +84,7 @@ def empty_window(store: HistoryStore, result: ReplayResult) -> str:
     """Why the report is empty, in one line, with what the history covers."""
     if not result.builders:
         return (
-            f"no builder matches --builders/--tags (the history has "
+            f"no builder matches --builders/--tags/--builder-names/--exclude-tags (the history has "
             f"{len(store.builders())} builders): the report is empty"
         )
     since, until = result.selection.since, result.selection.until

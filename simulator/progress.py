@@ -65,6 +65,7 @@ def _counting(items: Iterable[T], total: int, label: str) -> Iterator[T]:
 
 def replay_with_progress(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
+    selection = selection.of_history(store.builders())
     builders, builds = select_builds(store, selection)
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"), policy, selection, builders
@@ -96,8 +97,7 @@ def pull_with_progress(
             url,
             history,
             since=selection.since,
-            builders=selection.builders,
-            tags=selection.tags,
+            selection=selection.watched,
             concurrency=concurrency,
             progress=advance if wanted() else None,
         )
@@ -116,6 +116,7 @@ def sweep_with_progress(
 ) -> SweepResult:
     """Load the selection once, with a bar, and sweep it, with another."""
     combos = combinations(axes, base)
+    selection = selection.of_history(store.builders())
     builders, lazy = select_builds(store, selection)
     builds = list(counted(lazy, store.count_builds(), "Loading the history"))
     labels = store.labels() if store.has_labels() else None

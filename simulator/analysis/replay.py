@@ -9,8 +9,8 @@ decides anything; it only selects builds and gathers events.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from itertools import chain
 
 from buildbot_revert.core.model import Build, Builder
@@ -31,18 +31,41 @@ class Selection:
 
     since: float | None = None
     until: float | None = None
-    # The builders' name pattern and required tags, as the plugin's settings
-    # name them (see :attr:`watched`).
+    # The builders' name pattern, required and excluded tags and list of
+    # names, as the plugin's settings name them (see :attr:`watched`).
     builders: re.Pattern[str] | None = None
     tags: frozenset[str] = frozenset()
+    exclude_tags: frozenset[str] = frozenset()
+    names: frozenset[str] | None = None
+    # Every builder of the history with its tags, selected or not (see
+    # :meth:`of_history`): the tracker asks them of any builder it is fed.
+    history_tags: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def watched(self) -> BuilderSelection:
         """The builders that propose reverts, chosen by the plugin's own rule."""
-        return BuilderSelection(self.builders, self.tags)
+        return BuilderSelection(self.builders, self.tags, self.exclude_tags, self.names)
 
     def keeps(self, builder: Builder) -> bool:
         return self.watched.keeps(builder.name, builder.tags)
+
+    def of_history(self, builders: Iterable[Builder]) -> Selection:
+        """This selection, knowing the tags of the history's ``builders`` (all of them)."""
+        return replace(self, history_tags={b.name: b.tags for b in builders})
+
+    def tags_of(self, kept: Iterable[Builder]) -> Callable[[str], tuple[str, ...]]:
+        """A builder's tags by name, for the tracker: the history's, else ``kept``'s.
+
+        The plugin's tracker knows every builder's tags, selected or not (a
+        pull-request builder fed as evidence must still be known as one);
+        a replay learns them from the history (:meth:`of_history`), or, when
+        the caller gave only the selected builders, from those.
+        """
+        known = {b.name: b.tags for b in kept}
+        known.update(self.history_tags)
+        return lambda name: known.get(name, ())
 
 
 @dataclass(frozen=True)
@@ -138,7 +161,7 @@ def replay_builds(
     theirs is reported or counted.
     """
     kept = frozenset(b.name for b in builders)
-    tracker = StreakTracker(policy, watched=kept.__contains__)
+    tracker = StreakTracker(policy, watched=kept.__contains__, tags_of=selection.tags_of(builders))
     result = ReplayResult(policy, selection, builders=builders)
     verdicts = result.verdicts
     streaks = result.streaks
@@ -175,6 +198,7 @@ def replay_builds(
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
+    selection = selection.of_history(store.builders())
     builders, builds = select_builds(store, selection)
     return replay_builds(builds, policy, selection, builders)
 

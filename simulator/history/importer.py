@@ -28,6 +28,11 @@ and logs in :mod:`buildbot_revert.core.records`, which the plugin uses too: the
 simulator must see the history the plugin saw.  The changes they look up are
 held by :mod:`simulator.history.change_index`.
 
+**Branches.**  A build's branch (stored with it, for the core to tell the
+builds of unmerged pull requests, ``refs/pull/N/merge``, from the branch's)
+is its buildset's sourcestamp's, as :func:`build_branch` picks it; the
+plugin's gatherer picks it the same way.
+
 **Incremental and resumable.**  Builds are read in completion order, a page at
 a time, with every request for the page made before anything is written; the
 page is then written in one transaction together with the sync position (the
@@ -99,12 +104,21 @@ class PullStats:
     builders: list[str] = field(default_factory=list)
 
 
-def select_builders(
-    builders: Iterable[Builder], pattern: re.Pattern[str] | None, tags: Iterable[str]
-) -> list[Builder]:
-    """Builders whose name matches ``pattern`` and that carry every tag in ``tags``."""
-    selection = BuilderSelection(pattern, frozenset(tags))
+def select_builders(builders: Iterable[Builder], selection: BuilderSelection) -> list[Builder]:
+    """The builders ``selection`` keeps (name pattern or list, required and excluded tags)."""
     return [b for b in builders if selection.keeps(b.name, b.tags)]
+
+
+def build_branch(stamps: Iterable[SourceStampInfo]) -> str | None:
+    """A build's branch: that of its first sourcestamp (lowest id) naming one.
+
+    The gatherer of the plugin (``buildbot_revert.plugin.gather``) applies
+    the same rule to the same rows of the master's database.
+    """
+    for stamp in sorted(stamps, key=lambda ss: ss.ssid):
+        if stamp.branch:
+            return stamp.branch
+    return None
 
 
 class Importer:
@@ -116,8 +130,7 @@ class Importer:
         store: HistoryStore,
         *,
         since: float | None = None,
-        builders: re.Pattern[str] | None = None,
-        tags: Iterable[str] = (),
+        selection: BuilderSelection | None = None,
         page_size: int = 200,
         log_lines: int = LOG_TAIL_LINES,
         progress: Callable[[int, int], None] | None = None,
@@ -125,8 +138,8 @@ class Importer:
         self.api = api
         self.store = store
         self.since = since
-        self.pattern = builders
-        self.tags = frozenset(tags)
+        # None: every builder.
+        self.selection = selection if selection is not None else BuilderSelection()
         self.page_size = page_size
         self.log_lines = log_lines
         self.progress = progress
@@ -206,17 +219,13 @@ class Importer:
     def _sync_builders(self) -> None:
         infos = self.api.builders()
         self.all_builders = {b.builderid: b for b in infos}
-        wanted = {
-            b.name
-            for b in select_builders(
-                [Builder(i.name, i.tags) for i in infos], self.pattern, self.tags
-            )
-        }
+        fleet = [Builder(i.name, i.tags) for i in infos]
+        wanted = {b.name for b in select_builders(fleet, self.selection)}
         self.builder_ids = {i.builderid: i.name for i in infos if i.name in wanted}
         if not self.builder_ids:
             raise PullError(
                 f"{self.api.display_url}: none of its {len(infos)} builders matches "
-                "--builders/--tags"
+                "--builders/--tags/--builder-names/--exclude-tags"
             )
         with self.store.transaction():
             self.store.set_meta(META_IMPORT_MASTER, self.api.display_url)
@@ -267,7 +276,8 @@ class Importer:
                 (b.buildid for b in failing), self.api.map(self._failed_steps, failing), strict=True
             )
         )
-        self._write(builds, tips, blamelists, steps_by_build, position, synced)
+        branches = {b.buildid: build_branch(stamps.get(b.buildid, ())) for b in builds}
+        self._write(builds, tips, blamelists, steps_by_build, branches, position, synced)
 
     def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
         """The builder's last build completed before ``b`` (not imported: before the window)."""
@@ -334,6 +344,7 @@ class Importer:
         tips: dict[int, dict[str, int]],
         blamelists: dict[int, list[int]],
         steps_by_build: dict[int, tuple[FailedStep, ...]],
+        branches: dict[int, str | None],
         position: float | None,
         synced: dict[str, float],
     ) -> None:
@@ -354,6 +365,7 @@ class Importer:
                     completed_at=b.complete_at or b.started_at,
                     failed_steps=steps,
                     worker=self.workers.get(b.workerid) if b.workerid is not None else None,
+                    branch=branches[b.buildid],
                 )
                 change_ids = [self.changes.store_id[m] for m in blamelists[b.buildid]]
                 build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
@@ -377,7 +389,7 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
     """Bring ``store`` up to date with the master behind ``api``; see the module docstring.
 
     ``options`` are :class:`Importer`'s keyword arguments (``since``,
-    ``builders``, ``tags``, ``page_size``, ``log_lines``, ``progress``), which
+    ``selection``, ``page_size``, ``log_lines``, ``progress``), which
     its signature alone declares.
     """
     return Importer(api, store, **options).run()

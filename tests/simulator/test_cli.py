@@ -22,8 +22,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 import simulator
+from buildbot_revert.core.model import Builder
 from simulator.cli import main, pull_command
 from simulator.history import paths
+from simulator.history.store import HistoryStore
 from simulator.synthetic import generator
 from tests.simulator.reports_fixtures import make_history
 
@@ -221,8 +223,8 @@ def test_no_matching_builder_warns(history: Path) -> None:
     res = run("--history", str(history), "--builders", "^nope$")
     assert res.exit_code == 0, res.output
     assert res.stderr == (
-        "simulate: warning: no builder matches --builders/--tags (the history has 5 "
-        "builders): the report is empty\n"
+        "simulate: warning: no builder matches --builders/--tags/--builder-names/--exclude-tags "
+        "(the history has 5 builders): the report is empty\n"
     )
 
 
@@ -407,3 +409,77 @@ def test_a_pull_into_a_path_under_a_file_is_one_line(tmp_path: Path, serve, pyth
     target = tmp_path / "file" / "sub" / "h.sqlite"
     err = one_error_line(run("pull", server.url + "/all", "--history", str(target)))
     assert "cannot create the directory (Not a directory)" in err
+
+
+# -- 8. choosing builders by name and by excluded tag -------------------------------
+
+
+def tag(history: Path, builder: str, tags: tuple[str, ...]) -> None:
+    store = HistoryStore(history)
+    with store.transaction():
+        store.add_builder(Builder(builder, tags))
+    store.close()
+
+
+def report(*args: str) -> dict[str, Any]:
+    res = run(*args, "--format", "json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_builder_names_and_excluded_tags_select(history: Path) -> None:
+    tag(history, "ARM64 macOS", ("stable", "refleak"))
+    everything = report("--history", str(history))
+    assert everything["summary"]["builders"] == 5
+    listed = report("--history", str(history), "--builder-names", "AMD64 Ubuntu, ARM64 macOS")
+    assert listed["summary"]["builders"] == 2
+    no_refleaks = report("--history", str(history), "--exclude-tags", "refleak,nogil")
+    assert no_refleaks["summary"]["builders"] == 4
+    assert all(r["builder"] != "ARM64 macOS" for r in no_refleaks["reverts"])
+    assert len(no_refleaks["reverts"]) == len(everything["reverts"]) - 1
+    both = report(
+        "--history",
+        str(history),
+        "--builder-names",
+        "AMD64 Ubuntu,ARM64 macOS",
+        "--exclude-tags",
+        "refleak",
+    )
+    assert both["summary"]["builders"] == 1
+
+
+def test_a_builder_name_the_history_lacks_is_a_warning(history: Path) -> None:
+    res = run("--history", str(history), "--builder-names", "AMD64 Ubuntu,AMD64 Ubuntoo")
+    assert res.exit_code == 0, res.output
+    assert res.stderr == (
+        "simulate: warning: --builder-names: the history has no builder named 'AMD64 Ubuntoo'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--builder-names", " , "], "--builder-names: no builder name given"),
+        (
+            ["--tags", "stable", "--exclude-tags", "PullRequest,stable"],
+            "--tags and --exclude-tags both name 'stable': no builder could be selected",
+        ),
+    ],
+)
+def test_a_selection_that_cannot_select_is_one_line(
+    history: Path, args: list[str], message: str
+) -> None:
+    assert message in one_error_line(run("--history", str(history), *args))
+
+
+def test_pull_takes_the_same_selection(tmp_path: Path, serve, python_org) -> None:
+    server = serve(python_org)
+    target = tmp_path / "h.sqlite"
+    # python.org's two recorded builders: one stable, one a pull-request builder.
+    for args in (
+        ["--exclude-tags", "PullRequest,stable"],
+        ["--builder-names", "AMD64 Windows PGO NoGIL PR", "--exclude-tags", "PullRequest"],
+    ):
+        err = one_error_line(run("pull", server.url + "/all", "--history", str(target), *args))
+        assert "none of its 2 builders matches" in err
+    assert not target.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,11 +20,25 @@ from hypothesis import strategies as st
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
+from buildbot_revert.core.selection import BuilderSelection
 from simulator.history.change_index import ChangeIndex, blamed_ranges
-from simulator.history.entities import ChangeInfo, LogInfo, parse_change, parse_log, parse_step
-from simulator.history.importer import PullError, default_history_path, pull, select_builders
+from simulator.history.entities import (
+    ChangeInfo,
+    LogInfo,
+    SourceStampInfo,
+    parse_change,
+    parse_log,
+    parse_step,
+)
+from simulator.history.importer import (
+    PullError,
+    build_branch,
+    default_history_path,
+    pull,
+    select_builders,
+)
 from simulator.history.rest_client import BuildbotAPI
-from simulator.history.store import HistoryStore
+from simulator.history.store import HistoryError, HistoryStore
 
 
 def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: str = "main",
@@ -104,19 +119,112 @@ def test_ranges_are_what_blame_asks_for(previous: dict[str, int], tips: dict[str
     assert all(after[line] >= tip for line, tip in {**previous, **tips}.items())
 
 
+FLEET = [
+    Builder("AMD64 RHEL8 LTO 3.13", ("3.13", "stable", "tier-1")),
+    Builder("AMD64 Windows PGO NoGIL PR", ("PullRequest", "unstable", "tier-1")),
+    Builder("ARM64 macOS 3.x", ("3.x", "stable", "tier-2")),
+]
+
+
+def selected(selection: BuilderSelection) -> list[str]:
+    return [b.name for b in select_builders(FLEET, selection)]
+
+
 def test_select_builders_regex_and_all_tags() -> None:
-    fleet = [
-        Builder("AMD64 RHEL8 LTO 3.13", ("3.13", "stable", "tier-1")),
-        Builder("AMD64 Windows PGO NoGIL PR", ("PullRequest", "unstable", "tier-1")),
-        Builder("ARM64 macOS 3.x", ("3.x", "stable", "tier-2")),
-    ]
-    assert select_builders(fleet, None, ()) == fleet
-    assert [b.name for b in select_builders(fleet, re.compile("AMD64"), ["stable"])] == [
-        "AMD64 RHEL8 LTO 3.13"
-    ]
-    assert [b.name for b in select_builders(fleet, None, ["stable", "tier-2"])] == [
+    assert select_builders(FLEET, BuilderSelection()) == FLEET
+    amd64_stable = BuilderSelection(re.compile("AMD64"), frozenset({"stable"}))
+    assert selected(amd64_stable) == ["AMD64 RHEL8 LTO 3.13"]
+    assert selected(BuilderSelection(tags=frozenset({"stable", "tier-2"}))) == ["ARM64 macOS 3.x"]
+
+
+def test_select_builders_by_excluded_tags_and_by_names() -> None:
+    """CPython's branch builders: every builder but the pull-request ones, or a list."""
+    no_prs = BuilderSelection(exclude_tags=frozenset({"PullRequest"}))
+    assert selected(no_prs) == ["AMD64 RHEL8 LTO 3.13", "ARM64 macOS 3.x"]
+    listed = BuilderSelection(names=frozenset({"ARM64 macOS 3.x", "AMD64 Windows PGO NoGIL PR"}))
+    assert selected(listed) == ["AMD64 Windows PGO NoGIL PR", "ARM64 macOS 3.x"]
+    assert selected(BuilderSelection(exclude_tags=no_prs.exclude_tags, names=listed.names)) == [
         "ARM64 macOS 3.x"
     ]
+
+
+def stamp(ssid: int, branch: str | None) -> SourceStampInfo:
+    return SourceStampInfo(ssid, "abc", branch, "https://github.com/python/cpython", "", "cpython")
+
+
+def test_a_builds_branch_is_its_first_sourcestamps_naming_one() -> None:
+    assert build_branch([]) is None
+    assert build_branch([stamp(7, None)]) is None
+    assert build_branch([stamp(7, "refs/pull/12/merge")]) == "refs/pull/12/merge"
+    # Several codebases: the lowest sourcestamp id that names a branch.
+    assert build_branch([stamp(9, "main"), stamp(3, None), stamp(5, "3.13")]) == "3.13"
+
+
+def _make_version_2(path: Path) -> None:
+    """A history as buildbot-revert wrote it before builds had a branch."""
+    store = HistoryStore(path, create=True)
+    with store.transaction():
+        bid = store.add_builder(Builder("b1", ("stable",)))
+        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
+    store.close()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("ALTER TABLE builds DROP COLUMN branch")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.close()
+
+
+def test_builds_keep_their_branch(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    assert store.get_meta("schema_version") == "3"
+    with store.transaction():
+        bid = store.add_builder(Builder("b1"))
+        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
+        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0), [])
+        store.add_builds_bulk(
+            [(10, bid, 3, 0, 5.0, 6.0, None), (11, bid, 4, 0, 7.0, 8.0, "w", "main")], [], []
+        )
+    assert [(b.number, b.branch) for b in store.iter_builds()] == [
+        (1, "refs/pull/7/merge"),
+        (2, None),
+        (3, None),
+        (4, "main"),
+    ]
+    # Re-importing a build replaces its branch too.
+    with store.transaction():
+        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
+    assert [b.branch for b in store.iter_builds()][1] == "main"
+    store.close()
+
+
+def test_a_version_2_history_is_read_then_upgraded_by_its_next_build(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _make_version_2(path)
+    store = HistoryStore(path)
+    assert [(b.number, b.branch) for b in store.iter_builds()] == [(1, None)]
+    assert store.get_meta("schema_version") == "2"  # reading changes nothing
+    store.close()
+    store = HistoryStore(path, create=True)  # as a pull opens it
+    with store.transaction():
+        bid = store.add_builder(Builder("b1", ("stable",)))
+        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
+    store.close()
+    store = HistoryStore(path)
+    assert store.get_meta("schema_version") == "3"
+    assert [(b.number, b.branch) for b in store.iter_builds()] == [(1, None), (2, "main")]
+    store.close()
+
+
+@pytest.mark.parametrize("version", ["1", "4", "x"])
+def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: str) -> None:
+    path = tmp_path / "h.sqlite"
+    HistoryStore(path, create=True).close()
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+    conn.close()
+    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2 and 3$"):
+        HistoryStore(path)
 
 
 def test_changes_index_by_line(tmp_path: Path) -> None:
@@ -205,7 +313,7 @@ def test_refuses_a_history_not_pulled_from_this_master(serve, python_org, tmp_pa
             pull(api, generated)
         nothing = HistoryStore(tmp_path / "n.sqlite", create=True)
         with pytest.raises(PullError, match="none of its 2 builders matches"):
-            pull(api, nothing, builders=re.compile("^Windows"))
+            pull(api, nothing, selection=BuilderSelection(re.compile("^Windows")))
     # Refusing wrote nothing.
     assert generated.get_meta("import.master") is None
     assert json.loads(nothing.get_meta("import.synced") or "{}") == {}

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
+from simulator.analysis import replay as replay_module
 from simulator.analysis.replay import Selection, replay
 from simulator.cli import main
 from simulator.history.store import HistoryStore
@@ -64,6 +65,40 @@ def test_builder_regex_and_tags_select(history: Path) -> None:
     assert {s.builder for s in only_b.streaks} == {"B"}
     stable = replay(store, STRUCTURAL, Selection(tags=frozenset({"stable"})))
     assert [b.name for b in stable.builders] == ["A"]
+
+
+def test_excluded_tags_and_names_select(history: Path) -> None:
+    store = HistoryStore(history)
+    no_unstable = replay(store, STRUCTURAL, Selection(exclude_tags=frozenset({"unstable"})))
+    assert [b.name for b in no_unstable.builders] == ["A"]
+    assert {s.builder for s in no_unstable.streaks} == {"A"}
+    listed = replay(store, STRUCTURAL, Selection(names=frozenset({"B", "not in the history"})))
+    assert [b.name for b in listed.builders] == ["B"]
+    both = Selection(names=frozenset({"A", "B"}), exclude_tags=frozenset({"tier-1"}))
+    assert [b.name for b in replay(store, STRUCTURAL, both).builders] == ["B"]
+
+
+def test_the_tracker_knows_every_builders_tags_selected_or_not(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the plugin's: a builder fed only as evidence may still build pull requests."""
+    made = []
+
+    class Spy(replay_module.StreakTracker):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(kwargs["tags_of"])
+
+    monkeypatch.setattr(replay_module, "StreakTracker", Spy)
+    store = HistoryStore(history)
+    replay(store, STRUCTURAL, Selection(names=frozenset({"A"})))
+    (tags_of,) = made
+    assert tags_of("A") == ("stable", "tier-1")
+    assert tags_of("B") == ("unstable",)
+    assert tags_of("C") == ()
+    # Given only the selected builders (no history), the tracker knows theirs.
+    replay_module.replay_builds([], STRUCTURAL, Selection(), [Builder("A", ("stable",))])
+    assert made[-1]("A") == ("stable",)
 
 
 def test_cli_json(history: Path) -> None:

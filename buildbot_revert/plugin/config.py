@@ -72,8 +72,9 @@ class Settings:
     token: Any = field(repr=False)
     api_url: str
     mode: Mode
-    # The builders that propose reverts (the simulator's --builders and
-    # --tags make the same selection); the others are evidence only.
+    # The builders that propose reverts (the simulator's --builders,
+    # --builder-names, --tags and --exclude-tags make the same selection);
+    # the others are evidence only.
     watched: BuilderSelection
     policy: Policy
     # Seconds between the comment on the culprit and the revert PR; 0 files at once.
@@ -111,6 +112,7 @@ def parse_settings(
     mode: Any = Mode.DRY_RUN.value,
     builders: Any = None,
     tags: Any = (),
+    exclude_tags: Any = (),
     failures: Any = _DEFAULT_POLICY.failures,
     max_culprit_age: Any = _DEFAULT_POLICY.max_culprit_age,
     policy_options: Mapping[str, Any] | None = None,
@@ -127,7 +129,7 @@ def parse_settings(
     valid_repo = _repo(repo)
     valid_api_url = _api_url(api_url)
     valid_mode, valid_token = _mode_and_token(mode, token)
-    watched = _builder_selection(builders, tags)
+    watched = _builder_selection(builders, tags, exclude_tags)
     policy = _policy(failures, max_culprit_age, policy_options)
     grace = _positive_number("grace_period", grace_period, allow_zero=True)
     cap = _daily_cap(daily_cap)
@@ -196,19 +198,43 @@ def _token(token: Any) -> Any:
     return token if token.strip() else None
 
 
-def _builder_selection(builders: Any, tags: Any) -> BuilderSelection:
+def _builder_selection(builders: Any, tags: Any, exclude_tags: Any) -> BuilderSelection:
+    """``builders`` (a regular expression or a list of names), ``tags`` and ``exclude_tags``."""
     pattern = None
-    if builders is not None:
-        if not isinstance(builders, str):
-            raise SettingsError("builders must be a regular expression string")
+    names = None
+    if isinstance(builders, str):
         try:
             pattern = re.compile(builders)
         except re.error as exc:
             raise SettingsError(f"builders is not a valid regular expression: {exc}") from None
-    tag_names = [tags] if isinstance(tags, str) else tags
-    if not isinstance(tag_names, Iterable) or not all(isinstance(t, str) and t for t in tag_names):
+    elif builders is not None:
+        names = _names(builders)
+        if names is None:
+            raise SettingsError("builders must be a regular expression or a list of builder names")
+        if not names:
+            raise SettingsError("builders must name at least one builder when it is a list")
+    required, excluded = _names(tags), _names(exclude_tags)
+    if required is None:
         raise SettingsError("tags must be a list of tag names")
-    return BuilderSelection(pattern, frozenset(tag_names))
+    if excluded is None:
+        raise SettingsError("exclude_tags must be a list of tag names, e.g. ['PullRequest']")
+    both = sorted(required & excluded)
+    if both:
+        raise SettingsError(
+            f"tags and exclude_tags both name {both[0]!r:.60}: no builder could be selected"
+        )
+    return BuilderSelection(pattern, required, excluded, names)
+
+
+def _names(value: Any) -> frozenset[str] | None:
+    """One name or a list of non-empty names; None when ``value`` is neither."""
+    given = [value] if isinstance(value, str) else value
+    if not isinstance(given, Iterable) or isinstance(given, Mapping):
+        return None
+    names = list(given)
+    if not all(isinstance(x, str) and x for x in names):
+        return None
+    return frozenset(names)
 
 
 def _policy(failures: Any, max_culprit_age: Any, policy_options: Any) -> Policy:

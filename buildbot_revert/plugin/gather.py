@@ -13,6 +13,11 @@ as the simulator's importer does: from this build's sourcestamp heads back along
 Builds must be gathered in completion order (the reporter serialises them),
 because the gatherer remembers each builder's last heads so that a build
 costs a handful of queries, not a search of the builder's history.
+
+A build's branch (``refs/pull/N/merge`` for a pull request's build, which the
+core leaves out of the branch's evidence) is that of its buildset's first
+sourcestamp (lowest id) naming one: the simulator's importer
+(``simulator.history.importer.build_branch``) picks it the same way.
 """
 
 from __future__ import annotations
@@ -92,7 +97,7 @@ class Gatherer:
         builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
-        tips = yield self._tips_of(build)
+        tips, branch = yield self._sourcestamps_of(build)
         previous = self._tips.get(build["builderid"])
         if previous is None:
             previous = yield self._previous_tips(build)
@@ -112,6 +117,7 @@ class Gatherer:
             changes,
             steps,
             worker,
+            branch,
         )
 
     # -- recent history -------------------------------------------------------
@@ -166,33 +172,39 @@ class Gatherer:
             self._changes.popitem(last=False)
         return known
 
-    def _tips_of(self, build: Mapping[str, Any]) -> Any:
-        """``{line: tip change id}`` of the sourcestamps this build built.
+    def _sourcestamps_of(self, build: Mapping[str, Any]) -> Any:
+        """``({line: tip change id}, branch)`` of the sourcestamps this build built.
 
-        One query: the data API would take four round trips (request,
-        buildset, sourcestamp, change) for what the schema joins directly,
-        and this runs for every finished build.
+        One trip to the database thread: the data API would take four round
+        trips (request, buildset, sourcestamp, change) for what the schema
+        joins directly, and this runs for every finished build.
         """
         brid = build.get("buildrequestid")
         if brid is None:
-            return defer.succeed({})
+            return defer.succeed(({}, None))
         model = self.master.db.model
 
-        def thd(conn: Any) -> dict[str, int]:
-            br, bss, ch = model.buildrequests, model.buildset_sourcestamps, model.changes
+        def thd(conn: Any) -> tuple[dict[str, int], str | None]:
+            br, bss = model.buildrequests, model.buildset_sourcestamps
+            ch, ss = model.changes, model.sourcestamps
+            stamps = br.join(bss, bss.c.buildsetid == br.c.buildsetid)
             q = (
                 sa.select(ch.c.changeid, ch.c.repository, ch.c.branch, ch.c.codebase, ch.c.project)
-                .select_from(
-                    br.join(bss, bss.c.buildsetid == br.c.buildsetid).join(
-                        ch, ch.c.sourcestampid == bss.c.sourcestampid
-                    )
-                )
+                .select_from(stamps.join(ch, ch.c.sourcestampid == bss.c.sourcestampid))
                 .where(br.c.id == brid)
             )
-            return blamelist.newest_per_line(
+            tips = blamelist.newest_per_line(
                 (blamelist.change_line(row._mapping), row.changeid)
                 for row in conn.execute(q).fetchall()
             )
+            branches = (
+                sa.select(ss.c.branch)
+                .select_from(stamps.join(ss, ss.c.id == bss.c.sourcestampid))
+                .where(br.c.id == brid)
+                .order_by(ss.c.id)
+            )
+            named = (row.branch for row in conn.execute(branches).fetchall() if row.branch)
+            return tips, next(named, None)
 
         return self.master.db.pool.do(thd)
 
@@ -214,7 +226,7 @@ class Gatherer:
         )
         if not rows:
             return {}
-        tips = yield self._tips_of(rows[0])
+        tips, _ = yield self._sourcestamps_of(rows[0])
         return tips
 
     @defer.inlineCallbacks

@@ -84,8 +84,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._lock = defer.DeferredLock()
         self._replayed: set[int] = set()
         self._builder_ids: dict[str, int] = {}
-        # Builders the selection (tags, regex) lets propose; others are evidence.
+        # Builders the selection (regex or names, tags) lets propose; others are evidence.
         self._watched: set[str] = set()
+        # Every gathered builder's tags, which the tracker asks for (pull
+        # requests, tolerated builders, docs builders).
+        self._tags: dict[str, tuple[str, ...]] = {}
         self._pending_loop: task.LoopingCall | None = None
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
@@ -320,9 +323,17 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Every builder is fed: the ones outside the selection are evidence
         # for the guards (what fails where, which workers agree), exactly as
         # the simulator replays them; only the selected ones may propose.
+        # Its tags_of reads the tags gathered with each build, before the
+        # build is fed (the tracker asks once per builder).
         return StreakTracker(
-            self.settings.policy, proposed=proposed, watched=self._watched.__contains__
+            self.settings.policy,
+            proposed=proposed,
+            watched=self._watched.__contains__,
+            tags_of=self._builder_tags,
         )
+
+    def _builder_tags(self, builder: str) -> tuple[str, ...]:
+        return self._tags.get(builder, ())
 
     def _schedule_pending(self) -> None:
         settings = self.settings
@@ -367,6 +378,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         else:
             self._watched.discard(builder.name)
         self._builder_ids[builder.name] = msg["builderid"]
+        self._tags[builder.name] = builder.tags
         build = yield self.gatherer.build(msg)
         return build
 

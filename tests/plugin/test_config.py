@@ -65,6 +65,31 @@ def test_a_full_cpython_like_configuration_parses():
     assert not s.watches("x86 Gentoo", ["stable", "tier-1"])
 
 
+def test_builders_take_a_list_of_names_and_tags_can_be_excluded():
+    # CPython's master keeps its branch builders' names in a list
+    # (github_status_builders); the pull-request builders carry PullRequest.
+    s = parse_settings(
+        "python/cpython",
+        builders=["AMD64 Debian PGO 3.x", "ARM64 macOS 3.13"],
+        tags=["stable"],
+        exclude_tags=["PullRequest"],
+    )
+    assert s.watched.names == frozenset({"AMD64 Debian PGO 3.x", "ARM64 macOS 3.13"})
+    assert s.watched.pattern is None
+    assert s.watches("AMD64 Debian PGO 3.x", ["stable", "3.x"])
+    # A list names builders exactly: no regex search, no prefix.
+    assert not s.watches("AMD64 Debian PGO 3.x PR", ["stable"])
+    assert not s.watches("AMD64 Debian PGO 3", ["stable"])
+    assert not s.watches("AMD64 Debian PGO 3.x", ["stable", "PullRequest"])
+    assert not s.watches("ARM64 macOS 3.13", ["unstable"])
+    # A regex with an excluded tag: every stable builder but the PR builders.
+    s = parse_settings("python/cpython", builders=".", exclude_tags="PullRequest")
+    assert s.watched.exclude_tags == frozenset({"PullRequest"})
+    assert s.watches("AMD64 Fedora", ["stable"])
+    assert not s.watches("AMD64 Fedora PR", ["PullRequest"])
+    assert parse_settings("python/cpython", builders=("x",)).watched.names == frozenset({"x"})
+
+
 def test_the_token_never_shows_in_the_settings_repr():
     s = parse_settings("python/cpython", token="ghp_SECRET123", mode="revert")
     assert "ghp_SECRET123" not in repr(s)
@@ -78,6 +103,17 @@ def test_the_token_never_shows_in_the_settings_repr():
         ({"mode": "yolo"}, "mode must be one of dry-run, comment, revert"),
         ({"mode": "revert"}, "mode 'revert' needs a token"),
         ({"builders": "("}, "builders is not a valid regular expression"),
+        ({"builders": 3}, "builders must be a regular expression or a list of builder names"),
+        ({"builders": ["AMD64 Debian", ""]}, "builders must be a regular expression or a list"),
+        ({"builders": {"AMD64 Debian": 1}}, "builders must be a regular expression or a list"),
+        ({"builders": []}, "builders must name at least one builder when it is a list"),
+        ({"tags": [""]}, "tags must be a list of tag names"),
+        ({"exclude_tags": [None]}, "exclude_tags must be a list of tag names, e.g. ['Pull"),
+        ({"exclude_tags": 1}, "exclude_tags must be a list of tag names"),
+        (
+            {"tags": ["stable"], "exclude_tags": ["PullRequest", "stable"]},
+            "tags and exclude_tags both name 'stable': no builder could be selected",
+        ),
         ({"failures": 0}, "policy: failures must be at least 1"),
         ({"failures": "3"}, "failures must be a whole number"),
         ({"grace_period": -1}, "grace_period must be zero or positive"),
@@ -170,6 +206,7 @@ def test_too_many_or_twice_given_positional_arguments_are_explained():
 def test_every_option_of_parse_settings_is_known():
     assert OPTIONS[:2] == ("repo", "token")
     assert "objection_words" in OPTIONS and "policy_options" in OPTIONS
+    assert "exclude_tags" in OPTIONS
     s = parse_arguments(("python/cpython", TOKEN), {"mode": "comment"})
     assert s.mode is Mode.COMMENT and s.token == TOKEN
 

@@ -95,7 +95,7 @@ def story(github: GitHubStandIn, harness: BuildbotHarness) -> tuple[int, str]:
     """A good change, a breaking one, two more; wait for every build of them."""
     _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
     harness.wait_for_revision(good)
-    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.txt": "BREAK\n"})
+    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
     harness.wait_for_revision(bad)
     for i in (3, 4):
         _, sha = merged_pr(github, harness, f"gh-{i}: More work", {f"more{i}.txt": f"{i}\n"})
@@ -197,7 +197,7 @@ def test_two_masters_sharing_postgresql_file_one_pr(github, masters, tmp_path, p
     _, good = merged_pr(github, first, "gh-1: Document things", {"docs.txt": "docs\n"})
     first.wait_for_revision(good, ["fast-linux"])
     second.wait_for_revision(good, ["fast-macos"])
-    number, bad = merged_pr(github, first, "gh-2: Tweak the parser", {"parser.txt": "BREAK\n"})
+    number, bad = merged_pr(github, first, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
     for i in (0, 3, 4):
         if i:
             _, sha = merged_pr(github, first, f"gh-{i}: More", {f"more{i}.txt": f"{i}\n"})

@@ -70,14 +70,12 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         harness.start()
         shas = {}
         shas["good"] = push_and_wait(harness, {"feature.txt": "a feature\n"}, "Add a (#101)")
-        shas["bad"] = push_and_wait(
-            harness, {"parser.txt": "BREAK\n"}, "Speed up the parser (#103)"
-        )
+        shas["bad"] = push_and_wait(harness, {"parser.py": "BREAK\n"}, "Speed up the parser (#103)")
         shas["d"] = push_and_wait(harness, {"d.txt": "d\n"}, "Add d (#104)")
         shas["e"] = push_and_wait(harness, {"e.txt": "e\n"}, "Add e (#105)")
         # Two commits in one push: the slow builder's tree-stable timer puts
         # both in one build, whatever the timing.
-        shas["fix"] = harness.commit({"parser.txt": "fast\n"}, "Fix the parser (#106)", push=False)
+        shas["fix"] = harness.commit({"parser.py": "fast\n"}, "Fix the parser (#106)", push=False)
         shas["last"] = harness.commit({"f.txt": "f\n"}, "Add f (#107)")
         harness.wait_for_revision(shas["last"], [*FAST, SLOW], timeout=60)
         yield Story(harness, shas)
@@ -95,8 +93,8 @@ def table_rows(store: HistoryStore) -> dict[str, list[tuple[Any, ...]]]:
     return {
         "builds": sorted(
             q(
-                "SELECT r.name, b.number, b.result, b.started_at, b.completed_at, b.worker"
-                " FROM builds b JOIN builders r ON r.id = b.builder_id"
+                "SELECT r.name, b.number, b.result, b.started_at, b.completed_at, b.worker,"
+                " b.branch FROM builds b JOIN builders r ON r.id = b.builder_id"
             ).fetchall()
         ),
         "blamelist": sorted(
@@ -127,6 +125,8 @@ def test_blamelists_match_git(story: Story, tmp_path: Path) -> None:
     expected = story.expected_blamelists()
     assert got == expected
     assert stats.builds == len(story.builds)
+    # Every build built the branch the poller watches, as its sourcestamp says.
+    assert {b.branch for b in store.iter_builds()} == {"main"}
 
     # The slow builder's last build covers both commits of the last push.
     last_slow = max(n for b, n in got if b == SLOW)

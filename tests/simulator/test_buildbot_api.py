@@ -160,3 +160,33 @@ def test_credentials_never_shown(serve) -> None:
         api.check()
     assert "s3cret" not in str(err.value) and "alice" not in str(err.value)
     assert "s3cret" not in api.display_url
+
+
+def test_buildset_sourcestamps_keep_their_branch(serve) -> None:
+    """What the importer reads a build's branch from: its buildset's sourcestamps."""
+    stamp = {
+        "ssid": 5,
+        "revision": "a" * 40,
+        "repository": "https://github.com/python/cpython",
+        "codebase": "",
+        "project": "cpython",
+        "patch": None,
+        "created_at": 1734197000,
+    }
+    buildsets = [
+        {"bsid": 7, "sourcestamps": [{**stamp, "branch": "refs/pull/127001/merge"}]},
+        {"bsid": 8, "sourcestamps": [{**stamp, "ssid": 6, "branch": None}]},
+    ]
+
+    def route(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
+        wanted = {int(v) for k, v in query if k == "bsid"}
+        rows = [b for b in buildsets if b["bsid"] in wanted]
+        return 200, json.dumps({"buildsets": rows, "meta": {"total": len(rows)}}).encode()
+
+    server = serve(route)
+    with fast(server.url) as api:
+        stamps = api.buildset_sourcestamps([7, 8])
+    assert [ss.branch for ss in stamps[7]] == ["refs/pull/127001/merge"]
+    assert [(ss.ssid, ss.branch) for ss in stamps[8]] == [(6, None)]
+    path, query = server.seen[-1]
+    assert path == "/api/v2/buildsets" and sorted(v for k, v in query if k == "bsid") == ["7", "8"]

@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -319,3 +320,149 @@ def test_refuses_a_history_not_pulled_from_this_master(serve, python_org, tmp_pa
     assert json.loads(nothing.get_meta("import.synced") or "{}") == {}
     generated.close()
     nothing.close()
+
+
+# -- a pull from a small master speaking Buildbot's REST API -----------------------
+
+REPO = "https://github.com/python/cpython"
+
+
+def _sourcestamp(ssid: int, branch: str | None, revision: str | None) -> dict[str, Any]:
+    return {"ssid": ssid, "branch": branch, "revision": revision, "repository": REPO,
+            "codebase": "", "project": "cpython", "patch": None, "created_at": 1}  # fmt: skip
+
+
+def _change(changeid: int, ssid: int, branch: str, comments: str) -> dict[str, Any]:
+    return {"changeid": changeid, "revision": f"{changeid:040x}", "author": "Ada <a@x.org>",
+            "comments": comments, "when_timestamp": 1_700_000_000 + changeid,
+            "files": [f"Lib/m{changeid}.py"], "branch": branch, "repository": REPO,
+            "codebase": "", "project": "cpython",
+            "sourcestamp": _sourcestamp(ssid, branch, f"{changeid:040x}")}  # fmt: skip
+
+
+# Two builders: CPython's main builder and its pull-request twin.  Change 1
+# lands on main; change 2 is a pull request's merge ref, built by the PR
+# builder; build 12 is forced (a sourcestamp with a branch and no change).
+SMALL_MASTER: dict[str, list[dict[str, Any]]] = {
+    "builders": [
+        {"builderid": 1, "name": "AMD64 Debian", "tags": ["stable", "3.x"]},
+        {"builderid": 2, "name": "AMD64 Debian PR", "tags": ["PullRequest", "stable"]},
+    ],
+    "workers": [{"workerid": 1, "name": "debian"}],
+    "changes": [
+        _change(1, 10, "main", "gh-1: Fix the parser (#101)"),
+        _change(2, 20, "refs/pull/102/merge", "gh-2: Try a thing"),
+    ],
+    "buildsets": [
+        {"bsid": 100, "sourcestamps": [_sourcestamp(10, "main", f"{1:040x}")]},
+        {"bsid": 200, "sourcestamps": [_sourcestamp(20, "refs/pull/102/merge", f"{2:040x}")]},
+        {"bsid": 300, "sourcestamps": [_sourcestamp(30, "main", None)]},
+    ],
+    "buildrequests": [
+        {"buildrequestid": 1000, "buildsetid": 100},
+        {"buildrequestid": 2000, "buildsetid": 200},
+        {"buildrequestid": 3000, "buildsetid": 300},
+    ],
+    "builds": [
+        {
+            "buildid": 11,
+            "builderid": 1,
+            "number": 1,
+            "buildrequestid": 1000,
+            "workerid": 1,
+            "results": 0,
+            "started_at": 1_700_000_100,
+            "complete_at": 1_700_000_200,
+            "complete": True,
+        },
+        {
+            "buildid": 21,
+            "builderid": 2,
+            "number": 1,
+            "buildrequestid": 2000,
+            "workerid": 1,
+            "results": 0,
+            "started_at": 1_700_000_150,
+            "complete_at": 1_700_000_250,
+            "complete": True,
+        },
+        {
+            "buildid": 12,
+            "builderid": 1,
+            "number": 2,
+            "buildrequestid": 3000,
+            "workerid": 1,
+            "results": 0,
+            "started_at": 1_700_000_300,
+            "complete_at": 1_700_000_400,
+            "complete": True,
+        },
+    ],  # fmt: skip
+}
+
+
+def _matches(row: dict[str, Any], filters: dict[str, list[str]]) -> bool:
+    """Buildbot's filter semantics, enough for the importer: ``field__op=value``, OR'd values."""
+    ops = {"eq": lambda a, b: a == b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+           "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}  # fmt: skip
+    for key, values in filters.items():
+        name, _, op = key.partition("__")
+        have = row.get(name)
+        wanted = [(v == "true") if isinstance(have, bool) else type(have)(v) for v in values]
+        if not any(ops[op or "eq"](have, w) for w in wanted):
+            return False
+    return True
+
+
+def small_master(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
+    """The REST answers of :data:`SMALL_MASTER` under ``/api/v2``."""
+    key = path.removeprefix("/api/v2").strip("/")
+    if not key:
+        links = ("builders", "builds", "buildrequests", "buildsets", "changes", "workers")
+        return 200, json.dumps({"rootlinks": [{"name": n} for n in links]}).encode()
+    if key not in SMALL_MASTER:
+        return 404, b'{"error": "Invalid path"}'
+    special = {"field", "order", "limit", "offset"}
+    filters: dict[str, list[str]] = {}
+    for name, value in query:
+        if name not in special:
+            filters.setdefault(name, []).append(value)
+    rows = [r for r in SMALL_MASTER[key] if _matches(r, filters)]
+    for order in reversed([v for k, v in query if k == "order"]):
+        rows.sort(key=lambda r, o=order: r[o.lstrip("-")], reverse=order.startswith("-"))
+    params = dict(query)
+    offset = int(params.get("offset", 0))
+    limit = int(params["limit"]) if "limit" in params else None
+    page = rows[offset : None if limit is None else offset + limit]
+    return 200, json.dumps({key: page, "meta": {"total": len(rows)}}).encode()
+
+
+def test_a_pull_stores_each_builds_branch_from_its_sourcestamps(serve, tmp_path: Path) -> None:
+    server = serve(small_master)
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    with BuildbotAPI(server.url, backoff=0.01) as api:
+        stats = pull(api, store)
+    assert stats.builds == 3
+    got = {
+        (b.builder, b.number): (b.branch, [c.title for c in b.changes]) for b in store.iter_builds()
+    }
+    assert got == {
+        ("AMD64 Debian", 1): ("main", ["gh-1: Fix the parser (#101)"]),
+        ("AMD64 Debian PR", 1): ("refs/pull/102/merge", ["gh-2: Try a thing"]),
+        # A forced build: no change behind it, its sourcestamp's branch all the same.
+        ("AMD64 Debian", 2): ("main", []),
+    }
+    store.close()
+
+
+def test_a_pull_leaves_out_the_builders_its_selection_excludes(serve, tmp_path: Path) -> None:
+    server = serve(small_master)
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    with BuildbotAPI(server.url, backoff=0.01) as api:
+        pull(api, store, selection=BuilderSelection(exclude_tags=frozenset({"PullRequest"})))
+    assert [b.name for b in store.builders()] == ["AMD64 Debian"]
+    assert [(b.builder, b.number) for b in store.iter_builds()] == [
+        ("AMD64 Debian", 1),
+        ("AMD64 Debian", 2),
+    ]
+    store.close()

@@ -7,12 +7,23 @@ failures with regrtest-like stdio logs.  The plugin (the reporter loaded from
 master.cfg, in dry-run) decides live as the builds finish.  The simulator
 then pulls the same master over its REST API with its importer and replays
 the history.  The verdicts must be identical, field by field.
+
+A second, scripted history holds what issue 12's rules look at: a
+documentation-only change landing just before an unrelated breakage, a
+builder allowed to fail (``unstable``) breaking alone, and a pull request
+whose own pre-merge builds failed (on a ``PullRequest`` builder, and on a
+branch builder building the PR's merge ref) before it was merged and broke a
+builder.  The plugin learns tags and branches from the master's data API and
+database, the simulator from the pulled history: both must decline the
+first two and propose the third.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Generator
+from typing import Any
 
 import pytest
 import pytest_twisted
@@ -79,22 +90,17 @@ def history(seed: int = 7) -> list[tuple]:
     return events
 
 
-@pytest.mark.parametrize(
-    ("reporter_selection", "selection"),
-    [
-        ("", Selection()),
-        # The plugin watches tier-1 only; the simulator is told the same.
-        # Both still feed every builder, whose failures are evidence.
-        (", tags=['tier-1']", Selection(tags=frozenset({"tier-1"}))),
-        (", builders='^AMD64'", Selection(builders=re.compile("^AMD64"))),
-    ],
-    ids=["all", "tags", "regex"],
-)
-@pytest_twisted.inlineCallbacks
-def test_plugin_and_simulator_give_identical_verdicts(tmp_path, reporter_selection, selection):
+def run_both(
+    tmp_path, builders, events, reporter_selection: str, selection: Selection
+) -> Generator[Any, Any, tuple[list[Verdict], list[Verdict]]]:
+    """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
+
+    Events are ("change", n, files, branch, title) or ("build", builder,
+    results, tip, steps); a tip is a change's n, or None for a forced build.
+    """
     master = InProcessMaster(
         tmp_path / "master",
-        BUILDERS,
+        builders,
         reporter=f"repo='python/cpython', mode='dry-run', startup_builds=0{reporter_selection}",
         www_port=free_port(),
     )
@@ -102,15 +108,16 @@ def test_plugin_and_simulator_give_identical_verdicts(tmp_path, reporter_selecti
     yield master.start()
     try:
         ssids: dict[int, int] = {}
-        for event in history():
+        for event in events:
             if event[0] == "change":
-                n = event[1]
+                _, n, files, branch, title = event
                 ssids[n] = yield master.add_change(
                     f"{n:040x}",
                     f"Author {n} <a{n}@example.org>",
-                    f"gh-{n}: Change number {n} (#{1000 + n})\n\nDetails.",
+                    f"{title}\n\nDetails.",
                     1_700_000_000 + n,
-                    [f"Lib/mod{n}.py"],
+                    files,
+                    branch,
                 )
             else:
                 _, name, results, tip, steps = event
@@ -133,11 +140,142 @@ def test_plugin_and_simulator_give_identical_verdicts(tmp_path, reporter_selecti
         simulated = yield threads.deferToThread(simulate)
     finally:
         yield master.stop()
+    return plugin, simulated
 
+
+def random_changes(events: list[tuple]) -> list[tuple]:
+    """:func:`history`'s ("change", n) events as :func:`run_both` takes them."""
+    return [
+        ("change", e[1], [f"Lib/mod{e[1]}.py"], "main", f"gh-{e[1]}: Change number {e[1]} "
+         f"(#{1000 + e[1]})") if e[0] == "change" else e
+        for e in events
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("reporter_selection", "selection"),
+    [
+        ("", Selection()),
+        # The plugin watches tier-1 only; the simulator is told the same.
+        # Both still feed every builder, whose failures are evidence.
+        (", tags=['tier-1']", Selection(tags=frozenset({"tier-1"}))),
+        (", builders='^AMD64'", Selection(builders=re.compile("^AMD64"))),
+    ],
+    ids=["all", "tags", "regex"],
+)
+@pytest_twisted.inlineCallbacks
+def test_plugin_and_simulator_give_identical_verdicts(tmp_path, reporter_selection, selection):
+    plugin, simulated = yield from run_both(
+        tmp_path, BUILDERS, random_changes(history()), reporter_selection, selection
+    )
     reasons = {v.reason for v in plugin}
     if not reporter_selection:
         assert Reason.REVERT in reasons and len(reasons) >= 3, reasons
     else:
         # Only the selected builders' verdicts are reported, by both shells.
         assert plugin and all(v.builder != "ARM64 macOS" for v in plugin), plugin
+    assert plugin == simulated
+
+
+# -- issue 12: relevance, tolerated builders, pull-request builds ---------------------
+
+DEBIAN, WINDOWS, MACOS, DEBIAN_PR = (
+    "AMD64 Debian",
+    "ARM64 Windows",
+    "ARM64 macOS",
+    "AMD64 Debian PR",
+)
+RULES_BUILDERS = [
+    (DEBIAN, ["stable", "tier-1"]),
+    (WINDOWS, ["unstable", "tier-2"]),  # allowed to fail: never proposes alone
+    (MACOS, ["stable", "tier-2"]),
+    (DEBIAN_PR, ["PullRequest", "stable", "tier-1"]),  # builds unmerged pull requests
+]
+PR_BRANCH = "refs/pull/66/merge"
+
+
+def red(test: str) -> list[tuple[str, int, str | None]]:
+    return [("test", F, regrtest_failure([test]))]
+
+
+GREEN = [("test", S, None)]
+
+
+def rules_history() -> list[tuple]:
+    """Each new rule's case in turn, the builders green in between (see the module docstring)."""
+    events: list[tuple] = []
+
+    def change(n: int, files: list[str], title: str, branch: str = "main") -> None:
+        events.append(("change", n, files, branch, title))
+
+    def build(name: str, tip: int | None, steps: list) -> None:
+        events.append(("build", name, F if steps is not GREEN else S, tip, steps))
+
+    change(1, ["Lib/a.py"], "gh-1: Tidy a (#1001)")
+    for name in (DEBIAN, WINDOWS, MACOS):
+        build(name, 1, GREEN)
+    # A documentation-only change lands just before the world breaks Debian's
+    # test_ssl: the change cannot explain it.
+    change(2, ["Doc/library/ssl.rst", "Misc/NEWS.d/next/Library/2.rst"], "gh-2: Doc (#1002)")
+    build(DEBIAN, 2, red("test_ssl"))
+    build(WINDOWS, 2, GREEN)
+    build(DEBIAN, 2, red("test_ssl"))
+    build(MACOS, 2, GREEN)
+    build(DEBIAN, None, red("test_ssl"))
+    change(3, ["Lib/test/support/ssl_helper.py"], "gh-3: Follow the new OpenSSL (#1003)")
+    for name in (DEBIAN, WINDOWS, MACOS):
+        build(name, 3, GREEN)
+    # The unstable builder breaks alone: tolerated, it never proposes.
+    change(4, ["Lib/b.py"], "gh-4: Speed up b (#1004)")
+    build(WINDOWS, 4, red("test_b"))
+    build(DEBIAN, 4, GREEN)
+    build(WINDOWS, 4, red("test_b"))
+    build(MACOS, 4, GREEN)
+    build(WINDOWS, None, red("test_b"))
+    change(5, ["Lib/b.py"], "gh-5: Fix b on Windows (#1005)")
+    for name in (WINDOWS, DEBIAN, MACOS):
+        build(name, 5, GREEN)
+    # A pull request's own pre-merge builds fail test_c (on the PR builder, and
+    # on macOS building the merge ref: known by its branch alone); merged
+    # anyway, it breaks Debian.
+    change(6, ["Lib/c.py"], "gh-66: Speed up c", branch=PR_BRANCH)
+    build(DEBIAN_PR, 6, red("test_c"))
+    build(MACOS, 6, red("test_c"))
+    # A forced build of the PR builder (its sourcestamp names main): known
+    # for a PR build by its builder's tag alone.
+    build(DEBIAN_PR, None, red("test_c"))
+    change(7, ["Lib/c.py", "Lib/test/test_c.py"], "gh-66: Speed up c (#66)")
+    build(DEBIAN, 7, red("test_c"))
+    build(MACOS, 7, GREEN)
+    build(WINDOWS, 7, GREEN)
+    build(DEBIAN, 7, red("test_c"))
+    build(DEBIAN_PR, 6, red("test_c"))
+    build(DEBIAN, None, red("test_c"))
+    return events
+
+
+@pytest.mark.parametrize(
+    ("reporter_selection", "selection"),
+    [
+        ("", Selection()),
+        (", exclude_tags=['PullRequest']", Selection(exclude_tags=frozenset({"PullRequest"}))),
+        (
+            f", builders={[DEBIAN, WINDOWS]!r}",
+            Selection(names=frozenset({DEBIAN, WINDOWS})),
+        ),
+    ],
+    ids=["all", "exclude-tags", "names"],
+)
+@pytest_twisted.inlineCallbacks
+def test_the_new_rules_give_identical_verdicts(tmp_path, reporter_selection, selection):
+    plugin, simulated = yield from run_both(
+        tmp_path, RULES_BUILDERS, rules_history(), reporter_selection, selection
+    )
+    got = [(v.builder, v.reason, v.suspect.revision if v.suspect else None) for v in plugin]
+    assert got == [
+        (DEBIAN, Reason.CHANGE_CANNOT_EXPLAIN, f"{2:040x}"),
+        (WINDOWS, Reason.TOLERATED_BUILDER, f"{4:040x}"),
+        (DEBIAN, Reason.REVERT, f"{7:040x}"),
+    ], plugin
+    assert "Doc/library/ssl.rst" in plugin[0].explanation
     assert plugin == simulated

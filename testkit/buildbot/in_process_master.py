@@ -110,9 +110,16 @@ class InProcessMaster:
 
     @defer.inlineCallbacks
     def add_change(
-        self, revision: str, author: str, comments: str, when: float, files: Sequence[str] = ()
+        self,
+        revision: str,
+        author: str,
+        comments: str,
+        when: float,
+        files: Sequence[str] = (),
+        branch: str = "main",
     ) -> Any:
-        """Add a change on ``main``; return its sourcestamp id."""
+        """Add a change on ``branch`` (``refs/pull/N/merge``: a pull request's); return its
+        sourcestamp id, whose builds build that branch."""
         assert self.master is not None
         changeid = yield self.master.data.updates.addChange(
             author=author,
@@ -121,7 +128,7 @@ class InProcessMaster:
             comments=comments,
             revision=revision,
             when_timestamp=int(when),
-            branch="main",
+            branch=branch,
             category=None,
             revlink="",
             properties={},

@@ -74,6 +74,25 @@ class Proposal:
 
     request: RevertRequest
     builders: tuple[str, ...]
+    # When the proposing builder's first failing build completed.
+    started_at: float | None = None
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files the change touched (empty when the history does not know)."""
+        return self.request.change.files
+
+    @property
+    def last_green_age(self) -> float | None:
+        """Seconds from the builder's last green build to its first failing one.
+
+        The gap the ``stale-green`` guard measures; ``None`` when either is
+        unknown.
+        """
+        green = self.request.last_green_at
+        if green is None or self.started_at is None:
+            return None
+        return max(0.0, self.started_at - green)
 
 
 @dataclass
@@ -99,18 +118,20 @@ class ReplayResult:
         """The proposed reverts, one per revision, in the order filed."""
         order: list[str] = []
         requests: dict[str, RevertRequest] = {}
+        started: dict[str, float] = {}
         qualified: dict[str, list[str]] = {}
         for verdict in self.verdicts:
             if verdict.reason is Reason.REVERT and verdict.request is not None:
                 rev = verdict.request.revision
                 order.append(rev)
                 requests[rev] = verdict.request
+                started[rev] = verdict.started_at
                 qualified[rev] = [verdict.builder]
             elif verdict.reason is Reason.ALREADY_PROPOSED and verdict.suspect is not None:
                 rev = verdict.suspect.revision
                 if rev in qualified and verdict.builder not in qualified[rev]:
                     qualified[rev].append(verdict.builder)
-        return [Proposal(requests[r], tuple(qualified[r])) for r in order]
+        return [Proposal(requests[r], tuple(qualified[r]), started[r]) for r in order]
 
     @property
     def window_start(self) -> float | None:

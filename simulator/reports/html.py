@@ -18,7 +18,14 @@ from buildbot_revert.core.verdicts import Reason
 from simulator.formatting import day, pct
 from simulator.reports import charts
 from simulator.reports.html_text import link, text
-from simulator.reports.model import MAX_ROWS, ReportContext, SweepReport
+from simulator.reports.model import (
+    MAX_ROWS,
+    ReportContext,
+    SweepReport,
+    age_text,
+    files_text,
+    reason_note,
+)
 
 _CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -155,6 +162,7 @@ def _summary(ctx: ReportContext) -> str:
     policy = (
         f"<p>Revert after <b>{result.policy.failures}</b> consecutive failing builds following a "
         "green build, when the first failing build holds exactly one change.</p>"
+        f"<p id=selection>{text(ctx.selection_line)}</p>"
     )
     cells = "".join(f"<tr><th>{text(k)}</th><td class=n>{text(v)}</td></tr>" for k, v in rows)
     note = ctx.precision_note
@@ -208,7 +216,7 @@ def _missed(ctx: ReportContext) -> list[str]:
                 f"<td><code>{link(m.revision[:10], ctx.commit_url(m.revision))}</code></td>"
                 f"<td>{pr}</td><td>{text(m.author)}</td><td>{text(m.title)}</td>"
                 f"<td>{first}{more}</td>"
-                f"<td><code>{text(m.reason)}</code>: {text(m.explanation)}</td></tr>"
+                f"<td>{_reason(m.reason)}: {text(m.explanation)}</td></tr>"
             )
         out.append("</table>")
         if len(ev.missed_breakages) > MAX_ROWS:
@@ -226,7 +234,8 @@ def _proposals_table(ctx: ReportContext) -> str:
     check_header = ctx.check_header
     rows = [
         "<table id=proposals><tr><th>filed</th><th>change</th><th>PR</th><th>author</th>"
-        f"<th>title</th><th>builds</th><th>{check_header}</th></tr>"
+        "<th>title</th><th>files</th><th class=n>last green</th><th>builds</th>"
+        f"<th>{check_header}</th></tr>"
     ]
     for p in proposals[:MAX_ROWS]:
         req, change = p.request, p.request.change
@@ -242,6 +251,7 @@ def _proposals_table(ctx: ReportContext) -> str:
             f"<tr><td>{day(req.filed_at)}</td>"
             f"<td><code>{link(req.revision[:10], ctx.commit_url(req.revision))}</code></td>"
             f"<td>{pr}</td><td>{text(change.author)}</td><td>{text(change.title)}</td>"
+            f"<td>{text(files_text(p.files))}</td><td class=n>{age_text(p.last_green_age)}</td>"
             f"<td>{builds}</td><td>{check}</td></tr>"
         )
     rows.append("</table>")
@@ -259,7 +269,7 @@ def _blind_spots(ctx: ReportContext) -> str:
     ]
     for g in spots.declined:
         out.append(
-            f"<tr><td><code>{text(g.reason)}</code></td><td class=n>{g.streaks:,}</td>"
+            f"<tr><td>{_reason(g.reason)}</td><td class=n>{g.streaks:,}</td>"
             f"<td class=n>{g.builders}</td><td class=n>{g.red_hours:,.0f}</td>"
             f"<td>{text(g.example)}</td></tr>"
         )
@@ -280,10 +290,16 @@ def _blind_spots(ctx: ReportContext) -> str:
                 f"<tr><td>{link(r.builder, ctx.build_url(r.builder, r.first_failing_build))}</td>"
                 f"<td>{day(r.red_since)}</td><td class=n>{r.red_hours:,.0f}</td>"
                 f"<td class=n>{r.failing_builds}</td><td class=n>{r.blamelist_size}</td>"
-                f"<td><code>{text(r.reason)}</code>: {text(r.explanation)}</td></tr>"
+                f"<td>{_reason(r.reason)}: {text(r.explanation)}</td></tr>"
             )
         out.append("</table>")
     return "".join(out)
+
+
+def _reason(reason: str) -> str:
+    """A verdict reason as code, with what the report adds to it (stale-green's note)."""
+    note = reason_note(reason)
+    return f"<code>{text(reason)}</code>" + (f" ({text(note)})" if note else "")
 
 
 def _sweep_table(report: SweepReport) -> str:

@@ -17,7 +17,14 @@ from __future__ import annotations
 from buildbot_revert.core.markdown import link as md_link
 from buildbot_revert.core.markdown import text as escape
 from simulator.formatting import day, pct
-from simulator.reports.model import MAX_ROWS, ReportContext, SweepReport
+from simulator.reports.model import (
+    MAX_ROWS,
+    ReportContext,
+    SweepReport,
+    age_text,
+    files_text,
+    reason_note,
+)
 
 
 def render_markdown(ctx: ReportContext) -> str:
@@ -42,6 +49,8 @@ def _summary(ctx: ReportContext) -> list[str]:
         f"{day(result.first_build_at)} to {day(result.last_build_at)}; revert after "
         f"{result.policy.failures} consecutive failures following a green build when the "
         "first failing build holds exactly one change.",
+        "",
+        escape(ctx.selection_line),
         "",
         "| | |",
         "|---|---:|",
@@ -138,7 +147,7 @@ def _missed(ctx: ReportContext) -> list[str]:
         out.append(
             f"| {day(m.started_at)} | {_link(m.revision[:10], ctx.commit_url(m.revision))} "
             f"| {pr} | {escape(m.author)} | {escape(m.title)} | {first}{more} "
-            f"| `{m.reason}`: {escape(m.explanation)} |"
+            f"| {_reason(m.reason)}: {escape(m.explanation)} |"
         )
     if len(ev.missed_breakages) > MAX_ROWS:
         out += ["", f"… and {len(ev.missed_breakages) - MAX_ROWS} more (see the JSON report)."]
@@ -153,8 +162,10 @@ def _proposals(ctx: ReportContext) -> list[str]:
         "",
         "## Proposed reverts",
         "",
-        "| filed | change | PR | author | title | builds | " + ctx.check_header + " |",
-        "|---|---|---|---|---|---|---|",
+        "| filed | change | PR | author | title | files | last green | builds | "
+        + ctx.check_header
+        + " |",
+        "|---|---|---|---|---|---|---:|---|---|",
     ]
     for p in proposals[:MAX_ROWS]:
         req = p.request
@@ -173,7 +184,8 @@ def _proposals(ctx: ReportContext) -> list[str]:
         check = ctx.check(req.revision)
         out.append(
             f"| {day(req.filed_at)} | {rev} | {pr} | {escape(change.author)} "
-            f"| {escape(change.title)} | {first}{more} | {check} |"
+            f"| {escape(change.title)} | {escape(files_text(p.files))} "
+            f"| {age_text(p.last_green_age)} | {first}{more} | {check} |"
         )
     if len(proposals) > MAX_ROWS:
         out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
@@ -193,7 +205,7 @@ def _blind_spots(ctx: ReportContext) -> list[str]:
     ]
     for g in spots.declined:
         out.append(
-            f"| `{g.reason}` | {g.streaks:,} | {g.builders} | {g.red_hours:,.0f} "
+            f"| {_reason(g.reason)} | {g.streaks:,} | {g.builders} | {g.red_hours:,.0f} "
             f"| {escape(g.example)} |"
         )
     out += [
@@ -211,7 +223,7 @@ def _blind_spots(ctx: ReportContext) -> list[str]:
             out.append(
                 f"| {_link(r.builder, ctx.build_url(r.builder, r.first_failing_build))} "
                 f"| {day(r.red_since)} | {r.red_hours:,.0f} | {r.failing_builds} "
-                f"| {r.blamelist_size} | `{r.reason}`: {escape(r.explanation)} |"
+                f"| {r.blamelist_size} | {_reason(r.reason)}: {escape(r.explanation)} |"
             )
     return out
 
@@ -233,6 +245,12 @@ def render_sweep_markdown(report: SweepReport) -> str:
     out += ["| " + " | ".join(escape(c) for c in row) + " |" for row in report.rows]
     out += [""] + [f"- {line}" for line in report.legend]
     return "\n".join(out) + "\n"
+
+
+def _reason(reason: str) -> str:
+    """A verdict reason as code, with what the report adds to it (stale-green's note)."""
+    note = reason_note(reason)
+    return f"`{reason}`" + (f" ({note})" if note else "")
 
 
 def _link(label: str, url: str | None) -> str:

@@ -16,11 +16,12 @@ breakages' tables hold) are written here too, once.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import quote, urlsplit
 
-from buildbot_revert.core.verdicts import Streak
+from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
@@ -44,6 +45,45 @@ _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 # Past this many rows a table stops helping a discussion; the JSON has all.
 MAX_ROWS = 200
+# How many of a change's files a proposal's row names; the JSON has them all.
+FILES_SHOWN = 3
+_HOUR = 3600.0
+
+# What a verdict means here, where the plugin could do more: a stale green
+# build is lifted by a verification build of the change's parent, which a
+# replay of the past cannot run.
+REASON_NOTES = {Reason.STALE_GREEN.value: "would need a verification build"}
+
+
+def reason_note(reason: str) -> str | None:
+    """What the report adds to a verdict reason, if anything (plain text)."""
+    return REASON_NOTES.get(reason)
+
+
+def files_text(files: Sequence[str]) -> str:
+    """The files a change touched, for a table cell: the first few, then how many more."""
+    if not files:
+        return "unknown"
+    shown = ", ".join(files[:FILES_SHOWN])
+    more = len(files) - FILES_SHOWN
+    return f"{shown} +{more} more" if more > 0 else shown
+
+
+def age_text(seconds: float | None) -> str:
+    """How long ago a builder was last green, for a table cell: hours, or days past two."""
+    if seconds is None:
+        return "unknown"
+    hours = seconds / _HOUR
+    if hours < 1:
+        return "under 1 h"
+    if hours < 48:
+        return f"{hours:.0f} h"
+    return f"{hours / 24:.0f} days"
+
+
+def age_hours(seconds: float | None) -> float | None:
+    """Seconds as hours with one decimal, as the JSON report gives durations."""
+    return None if seconds is None else round(seconds / _HOUR, 1)
 
 
 @dataclass
@@ -108,6 +148,30 @@ class ReportContext:
             month = formatting.month(p.request.filed_at)
             filed[month] = filed.get(month, 0) + 1
         return [(month, filed.get(month, 0)) for month in self.months]
+
+    @property
+    def selection_line(self) -> str:
+        """Which builders were reported and which are tolerated (plain text, for every format)."""
+        result = self.result
+        sel, policy = result.selection, result.policy
+        how = []
+        if sel.builders is not None:
+            how.append(f"names matching {sel.builders.pattern}")
+        if sel.names is not None:
+            how.append(f"{len(sel.names)} listed by name")
+        if sel.tags:
+            how.append("tagged " + " and ".join(sorted(sel.tags)))
+        if sel.exclude_tags:
+            how.append("not tagged " + " or ".join(sorted(sel.exclude_tags)))
+        line = f"Builders: {len(result.builders):,} ({', '.join(how) or 'all of the history'})"
+        tolerated = policy.tolerated_tags
+        if not tolerated:
+            return line + "; none tolerated."
+        count = sum(1 for b in result.builders if tolerated & set(b.tags))
+        return (
+            f"{line}; tolerated, never proposing alone: those tagged "
+            f"{' or '.join(sorted(tolerated))} ({count:,})."
+        )
 
     @property
     def guards_labelled(self) -> bool:

@@ -14,7 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.formatting import iso, pct
-from simulator.reports.model import ReportContext, SweepReport
+from simulator.reports.model import (
+    ReportContext,
+    SweepReport,
+    age_hours,
+    age_text,
+    files_text,
+    reason_note,
+)
 
 SCHEMA_VERSION = 1
 # The sweep JSON's own version, under the key the main report uses.  Its
@@ -50,6 +57,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "author": p.request.change.author,
                 "title": p.request.change.title,
                 "pr_number": p.request.change.pr_number,
+                "files": list(p.files),
+                "last_green_age_hours": age_hours(p.last_green_age),
             }
             for p in result.proposals()
         ],
@@ -86,6 +95,8 @@ def _policy_json(ctx: ReportContext) -> dict[str, Any]:
         ),
         "guards": sorted(policy.guards),
         "grace_hours": ctx.result.grace / 3600,
+        "stale_green_after_hours": policy.stale_green_after / 3600,
+        "tolerated_tags": sorted(policy.tolerated_tags),
     }
 
 
@@ -141,6 +152,7 @@ def render_text(ctx: ReportContext) -> str:
         f"{iso(result.first_build_at) or '-'} to {iso(result.last_build_at) or '-'}.",
         f"Policy: revert after {result.policy.failures} consecutive failures following a "
         "green build, when the first failing build holds exactly one change.",
+        _printable(ctx.selection_line),
         "",
         f"Red streaks: {len(result.streaks):,}",
         f"Revert pull requests that would have been filed: {len(result.proposals())}",
@@ -200,6 +212,10 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
             f"  {iso(req.filed_at)}  {req.revision[:12]}  {req.change.author}: "
             f"{_one_line(req.change.title)}  [{req.builder} #{req.build_number}{others}]"
         )
+        lines.append(
+            f"      files: {_one_line(files_text(p.files))}; "
+            f"last green {age_text(p.last_green_age)} before the first failure"
+        )
     return lines
 
 
@@ -226,9 +242,10 @@ def render_blind_spots_text(ctx: ReportContext) -> str:
     spots = ctx.blind
     lines = ["Declined red streaks, by reason:"]
     for g in spots.declined:
+        note = reason_note(g.reason)
         lines.append(
             f"  {g.reason:<22} {g.streaks:>6,} streaks on {g.builders:>3} builders, "
-            f"{g.red_hours:>9,.0f} red hours"
+            f"{g.red_hours:>9,.0f} red hours" + (f" ({note})" if note else "")
         )
     lines += [
         "",

@@ -23,7 +23,13 @@ Theory of operation
    changes (an OS or toolchain update that makes some tests fail for days)
    are ranges of *time*.  Some builders are red at the start of the year,
    two stay red all year.  The tests that fail are
-   :mod:`~simulator.synthetic.failing_tests`'.
+   :mod:`~simulator.synthetic.failing_tests`'.  **World changes**
+   (:mod:`~simulator.synthetic.world`): a few times a year something
+   outside the repository (a dependency release, a tzdata or libexpat
+   update) fails one builder's tests from the build holding exactly one
+   innocent change: a documentation-only change on a stable ``main``
+   builder, an ordinary change on an unstable one, the first backport
+   after weeks on a security branch.
 5. **Scheduling.**  Per worker, Buildbot's behaviour
    (:mod:`~simulator.synthetic.schedule`): each scheduler's
    ``treeStableTimer`` turns changes into build requests (30 s; one hour for

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.synthetic.areas import AREA_BY_NAME
-from simulator.synthetic.changes import NEVER_INDEX, ChangeRec
+from simulator.synthetic.changes import NEVER_INDEX, ChangeRec, docs_only
 from simulator.synthetic.failing_tests import broken_test
 from simulator.synthetic.fleet import BuilderSpec
 from simulator.synthetic.regrtest_tails import TestFailure
@@ -122,7 +122,13 @@ _BREAK_RATE = {"c": 0.025, "build": 0.03, "py": 0.01, "doc": 0.0}
 
 
 def break_rate(change: ChangeRec) -> float:
-    """The share of changes like ``change`` (by its area's language) that break something."""
+    """The share of changes like ``change`` (by its area's language) that break something.
+
+    A change that touched only documentation (a C API change whose only
+    file besides its news entry is ``Doc/c-api/...``) breaks nothing.
+    """
+    if docs_only(change):
+        return 0.0
     return _BREAK_RATE[AREA_BY_NAME[change.area].lang]
 
 

@@ -3,7 +3,8 @@
 A build's result follows from what is active at its revision and start
 time, in this order: a build lost to the worker (EXCEPTION, RETRY,
 CANCELLED, SKIPPED), an infrastructure fault, the breakages, environment
-faults and always-red state active (the earliest one is the labelled cause;
+faults, world changes (:mod:`simulator.synthetic.world`) and always-red
+state active (the earliest one is the labelled cause;
 their failures all show in the log, a compile error hides the tests), a
 flaky test (usually isolated, sometimes failing two to four builds in a
 row), a flaky test that passed on re-run (WARNINGS), or SUCCESS.  When a
@@ -39,6 +40,7 @@ from simulator.synthetic.regrtest_tails import (
     regrtest_tail,
 )
 from simulator.synthetic.worker_faults import InfraFault, WorkerPlan, active_episode
+from simulator.synthetic.world import Trigger, WorldChange
 
 _EXCEPTION_STEP = ("Compile", "Test", "Test", "Test")
 
@@ -97,6 +99,7 @@ class BuilderRun:
         always_red_fix: int,
         plan: WorkerPlan,
         window: tuple[float, float],
+        triggers: tuple[Trigger, ...] = (),
     ) -> None:
         spec = builder.spec
         self.spec = spec
@@ -109,6 +112,11 @@ class BuilderRun:
         self.always_red = always_red
         self.always_red_fix = always_red_fix  # index of the change that ends it
         self.plan = plan
+        # The world changes waiting for this builder to build a change alone
+        # after a green build, and those that did (simulator.synthetic.world).
+        self.world: list[WorldChange] = []
+        self.triggers = sorted(triggers, key=lambda t: t.change.index)
+        self.fired: set[int] = set()  # the trigger groups that fired
         self.window = window
         self.plat = Platform(spec.worker, spec.os == "windows")
         self.flaky = self.rng.sample(
@@ -147,6 +155,7 @@ class BuilderRun:
             self.active.append(self.breakage_ranges[self.pending])
             self.pending += 1
         self.active = [r for r in self.active if r.end > rev]
+        self._trigger(start, first, last)
         outcome = self._outcome(start, rev)
         completed = start + outcome.duration
         if completed >= self.window[1]:
@@ -168,6 +177,25 @@ class BuilderRun:
         )
         self.built = last
         return completed, outcome.result == Result.RETRY
+
+    def _trigger(self, start: float, first: int, last: int) -> None:
+        """Start a waiting world change if this build holds its change alone after green.
+
+        Only when nothing else would make the build fail: the world change
+        is then the one reason its builds fail.
+        """
+        if not self.triggers or last - first != 1 or not self.records:
+            return
+        if self.records[-1].result not in (Result.SUCCESS, Result.WARNINGS):
+            return
+        for trigger in self.triggers:
+            if trigger.change.index != first or trigger.group in self.fired:
+                continue
+            if self._causes(start, first) or active_episode(self.plan.infra, start, self.spec.name):
+                return
+            self.world.append(trigger.fire(start))
+            self.fired.add(trigger.group)
+            return
 
     def _outcome(self, start: float, rev: int) -> _Outcome:
         rng, spec = self.rng, self.spec
@@ -220,6 +248,9 @@ class BuilderRun:
         env = active_episode(self.plan.env, start, self.spec.name)
         if env is not None:
             causes.append(Cause("infra", env.start, failures=(env.failure,)))
+        for world in self.world:
+            if world.start <= start < world.end:
+                causes.append(Cause("infra", world.start, failures=(world.failure,)))
         causes.sort(key=lambda c: c.start_key)
         return causes
 

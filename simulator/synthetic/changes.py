@@ -42,6 +42,11 @@ class ChangeRec:
 NEVER_INDEX = 1 << 62
 
 
+def docs_only(change: ChangeRec) -> bool:
+    """Whether ``change`` touched only documentation (``Doc/``, ``Misc/NEWS.d/``)."""
+    return bool(change.files) and all(f.startswith(("Doc/", "Misc/NEWS.d/")) for f in change.files)
+
+
 def landing_order(change: ChangeRec) -> tuple[float, str]:
     """The sort key of changes in the order they landed (the revision breaks ties)."""
     return change.when, change.revision

@@ -26,9 +26,10 @@ from simulator.synthetic.fleet import build_fleet
 from simulator.synthetic.landings import branch_changes, main_changes
 from simulator.synthetic.schedule import run_workers
 from simulator.synthetic.worker_faults import RedMachine, WorkerPlan, always_red, plan_workers
+from simulator.synthetic.world import Trigger, plan_world
 from simulator.synthetic.writer import GenerationStats, History, write_atomically
 
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
 EXPORT_DELAY_S = 3 * 86400
@@ -122,7 +123,10 @@ def _simulate(seed: int, window: _Window, n_builders: int | None, meta: dict[str
     }
     times = {branch: [c.when for c in on_branch] for branch, on_branch in changes.items()}
     builders = history_builders(fleet, window.first)
-    runs = _builder_runs(builders, seed, breakages, reds, plans, times, window)
+    world = plan_world(
+        seed, fleet, builders, changes, (breakages, plans, reds), (window.start, window.end)
+    )
+    runs = _builder_runs(builders, seed, breakages, reds, plans, times, window, world)
     run_workers(builders, [run.start for run in runs], times, plans, seed, window.end)
     records = sorted(
         (record for run in runs for record in run.records), key=lambda r: (r.completed, r.builder)
@@ -138,13 +142,18 @@ def _builder_runs(
     plans: dict[str, WorkerPlan],
     times: dict[str, list[float]],
     window: _Window,
+    world: list[Trigger],
 ) -> list[BuilderRun]:
-    """A run per builder, knowing its breakages, its machine's red start and worker's faults."""
+    """A run per builder, knowing its breakages, its machine's red start, its worker's
+    faults and the world changes that hit it."""
     breakages_of: dict[str, list[Breakage]] = {builder.name: [] for builder in builders}
     for breakage in breakages:
         for name in breakage.builders:
             if name in breakages_of:
                 breakages_of[name].append(breakage)
+    triggers_of: dict[str, list[Trigger]] = {}
+    for trigger in world:
+        triggers_of.setdefault(trigger.builder, []).append(trigger)
     runs = []
     for index, builder in enumerate(builders):
         red = reds.get(builder.spec.name)
@@ -158,6 +167,7 @@ def _builder_runs(
                 _red_until_index(red, times.get(builder.branch, [])),
                 plans[builder.spec.worker],
                 (window.first, window.end),
+                tuple(triggers_of.get(builder.name, ())),
             )
         )
     return runs

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from buildbot_revert.core.model import Builder, Change, Result
-from simulator.history.store import HistoryStore
+from simulator.history.store import BulkBuildRow, HistoryStore
 from simulator.synthetic.branches import BranchBuilder
 from simulator.synthetic.breakages import Breakage
 from simulator.synthetic.builds import BuildRecord
@@ -119,7 +119,7 @@ class _Tally:
 class _Rows:
     """A batch of builds' rows, written with one ``executemany`` per table."""
 
-    builds: list[tuple[int, int, int, int, float, float, str | None]] = field(default_factory=list)
+    builds: list[BulkBuildRow] = field(default_factory=list)
     blame: list[tuple[int, int]] = field(default_factory=list)
     steps: list[tuple[int, int, str, int, str | None]] = field(default_factory=list)
     labels: list[tuple[int, str, int | None]] = field(default_factory=list)
@@ -198,6 +198,7 @@ def _add_builds(
                 record.started,
                 record.completed,
                 builder.spec.worker,
+                builder.branch,  # the sourcestamp's branch: main, 3.13...
             )
         )
         rows.blame.extend((build_id, cid) for cid in ids[record.first : record.last])

@@ -98,6 +98,13 @@ SAMPLE_TABLE = {
         },
     ),
     "msvc_link.log": ("compile", {UNDEFINED}),
+    "sphinx.log": (
+        "compile",
+        {
+            "Doc/library/ssl.rst: WARNING: undefined label: 'ssl-security' [ref.ref]",
+            'Doc/whatsnew/3.14.rst: ERROR: Unknown interpreted text role "pep".',
+        },
+    ),
     "ld_undefined.log": ("compile", {UNDEFINED}),
     "lld_undefined.log": ("compile", {UNDEFINED}),
     "macos_undefined.log": ("compile", {UNDEFINED}),
@@ -618,3 +625,26 @@ def test_generic_lines_never_change_a_signature(name, before, after):
     tail = sample(name)
     padded = "\n".join([*before, tail.rstrip("\n"), *after]) + "\n"
     assert sig(padded) == sig(tail)
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ("library/os.rst:12: WARNING: py:func reference target not found: os.foo",
+         "library/os.rst: WARNING: py:func reference target not found: os.foo"),
+        ("C:\\b\\build\\Doc\\library\\os.rst:12: WARNING: duplicate label x",
+         "Doc/library/os.rst: WARNING: duplicate label x"),
+        ("/srv/docs/index.md: CRITICAL: title underline too short.",
+         "docs/index.md: CRITICAL: title underline too short."),
+        # Not Sphinx: no documentation file before the level.
+        ("WARNING:root: something", None),
+        ("Lib/test/test_os.py:12: WARNING: not a docs line", None),
+        ("12:00:01: ERROR: connection refused", None),
+    ],
+)  # fmt: skip
+def test_sphinx_lines_give_keys_that_match_across_builds(line, key):
+    from buildbot_revert.core.signatures.docs import docs_key
+
+    assert docs_key(line) == key
+    s = sig(f"{line}\nmake: *** [Makefile:58: build] Error 1\n")
+    assert (s.kind, set(s.tests)) == (("compile", {key}) if key else ("generic", set()))

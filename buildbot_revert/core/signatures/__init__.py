@@ -20,7 +20,9 @@ failure, and folds the findings of all steps into one ``Signature``:
   ``test_asyncio.test_tasks``), test cases (``test_os.FileTests.test_write``),
   pytest node ids (``tests/test_x.py::TestY::test_z`` and its file), and
   normalised compile/link keys (``Objects/foo.c: error: 'x' undeclared``,
-  ``undefined symbol: PyFoo_Bar``).  Test identifiers never contain a space
+  ``undefined symbol: PyFoo_Bar``) and Sphinx keys (``Doc/library/ssl.rst:
+  WARNING: undefined label: 'x'``; a docs build's errors rank as compile
+  errors: they too fail the same way every time).  Test identifiers never contain a space
   and compile keys always do, which is how ``same_failure`` tells them apart.
 
 A tail that holds nothing that identifies a failure is ``generic``: the lines
@@ -39,7 +41,8 @@ The modules
 :mod:`.scan` (``extract``: each step read, the findings folded),
 :mod:`.regrtest` (CPython's test runner, with its re-runs),
 :mod:`.testcases` (unittest and pytest lines), :mod:`.compilers` (compiler
-and linker errors, normalised), :mod:`.lines` (finding lines by token, the
+and linker errors, normalised), :mod:`.docs` (Sphinx's warnings and
+errors), :mod:`.lines` (finding lines by token, the
 reason every reader is fast), :mod:`.generic` (the lines that identify
 nothing).
 """

@@ -1,7 +1,8 @@
 """One signature from a failing build's log tails: each step read, the findings folded.
 
 A step's tail is read as regrtest output when it is that (:mod:`.regrtest`);
-otherwise its compile and link errors (:mod:`.compilers`), unittest cases
+otherwise its compile and link errors (:mod:`.compilers`), Sphinx's
+warnings and errors (:mod:`.docs`, ranked as compile errors), unittest cases
 and pytest node ids (:mod:`.testcases`), and crash and timeout markers are
 read.  The steps' findings fold into one :class:`.Signature` whose kind is
 the most specific any step showed.
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from buildbot_revert.core.model import FailedStep
 from buildbot_revert.core.signatures.compilers import COMPILE_TOKENS, compile_key
+from buildbot_revert.core.signatures.docs import DOCS_TOKENS, docs_key
 from buildbot_revert.core.signatures.lines import lines_with
 from buildbot_revert.core.signatures.regrtest import (
     CRASH_RE,
@@ -71,6 +73,11 @@ def _scan(text: str, ids: set[str]) -> int:
         rank = GENERIC_RANK
         for _, line in lines_with(text, COMPILE_TOKENS):
             key = compile_key(line)
+            if key is not None:
+                found.add(key)
+                rank = COMPILE_RANK
+        for _, line in lines_with(text, DOCS_TOKENS):
+            key = docs_key(line)
             if key is not None:
                 found.add(key)
                 rank = COMPILE_RANK

@@ -101,27 +101,28 @@ class _OpenStreak:
         "infra",
         "count",
         "suspects",
-        "after_green",
         "verdict",
         "evidence",
+        "green_at",
     )
 
     def __init__(
         self,
         first: Build,
         suspects: tuple[Change, ...],
-        after_green: bool,
+        green_at: float | None,
         signature: Signature | None,
         infra: bool,
     ) -> None:
         self.first = first
+        # When the last green build before the streak completed (None: never).
+        self.green_at = green_at
         # The first N failing builds: the evidence, with what they show.
         self.failing: list[Build] = [first]
         self.signatures: list[Signature | None] = [signature]
         self.infra: list[bool] = [infra]
         self.count = 1
         self.suspects = suspects
-        self.after_green = after_green
         self.verdict: Verdict | None = None
         # What the evidence builds fail in common, once decided.
         self.evidence: frozenset[str] = frozenset()
@@ -130,10 +131,18 @@ class _OpenStreak:
 class _BuilderState:
     """What the tracker remembers of one builder (mutable; internal)."""
 
-    __slots__ = ("seen_green", "untested", "streak", "built_upto", "builds", "line")
+    __slots__ = (
+        "green_at",
+        "untested",
+        "streak",
+        "built_upto",
+        "builds",
+        "line",
+    )
 
     def __init__(self) -> None:
-        self.seen_green = False
+        # When the last green build completed; None until one is seen.
+        self.green_at: float | None = None
         # How many builds this builder completed: their positions, for flakes.
         self.builds = 0
         # Landing time of the newest change this builder has built.
@@ -197,7 +206,7 @@ class StreakTracker:
             state.line = changes[0].branch or ""
             self._landings.note(changes)
         if result in self._green:
-            state.seen_green = True
+            state.green_at = build.completed_at
             if state.untested:
                 state.untested = []
             if streak is None:
@@ -220,7 +229,7 @@ class StreakTracker:
             if streak is None:
                 suspects = (*state.untested, *build.changes) if state.untested else build.changes
                 state.untested = []
-                state.streak = _OpenStreak(build, suspects, state.seen_green, signature, infra)
+                state.streak = _OpenStreak(build, suspects, state.green_at, signature, infra)
                 if self.policy.failures == 1:
                     return (self._decide(state.streak, build),)
                 return _NO_EVENTS
@@ -339,6 +348,7 @@ class StreakTracker:
                 streak.first.number,
                 tuple(b.number for b in streak.failing),
                 last.completed_at,
+                streak.green_at,
             )
             self._proposed[suspect.revision] = request
         streak.verdict = Verdict(
@@ -390,7 +400,7 @@ class StreakTracker:
 
     def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""
-        if not streak.after_green:
+        if streak.green_at is None:
             return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
         suspects = streak.suspects
         if not suspects:

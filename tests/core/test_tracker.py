@@ -76,6 +76,15 @@ def test_revert_request_names_the_change_and_the_builds() -> None:
     assert s.ended_at == builds("S:a F:b F F F S")[5].completed_at
 
 
+def test_the_revert_request_carries_the_last_green_build() -> None:
+    # Neutral builds between the green build and the streak are not green.
+    seq = builds("S:a X F:b F F", step=3600.0)
+    verdicts, _ = run("S:a X F:b F F", step=3600.0)
+    (v,) = verdicts
+    assert v.request is not None
+    assert v.request.last_green_at == seq[0].completed_at
+
+
 def test_already_proposed_lists_every_builder_once() -> None:
     shared = {"b": change("b", when=1_700_000_000.0)}
     one = builds("S:a F:b F F", builder="one", changes=shared)

@@ -7,6 +7,11 @@ both make a :class:`BuilderSelection`, so a backtest selects exactly the
 builders the deployed reporter would watch.  The builders it leaves out are
 still fed to the tracker: their failures are evidence for the guards.
 Reading the settings or flags (and their error messages) is each shell's.
+
+Builds of unmerged pull requests are another matter: they are not evidence
+about the branch at all (they hold the PR's own revisions, not the merged
+one), so the tracker ignores them whatever the selection
+(:func:`is_pull_request_build`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from buildbot_revert.core.model import Build
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.relevance import glob_matcher
 
 
 @dataclass(frozen=True)
@@ -37,3 +46,27 @@ class BuilderSelection:
             return False
         carried = set(tags)
         return self.tags <= carried and not (self.exclude_tags & carried)
+
+
+def is_pull_request_builder(builder_tags: Iterable[str], policy: Policy) -> bool:
+    """Whether a builder builds pull requests only (it carries a ``pull_request_tags`` tag)."""
+    return not policy.pull_request_tags.isdisjoint(builder_tags)
+
+
+def is_pull_request_branch(branch: str, policy: Policy) -> bool:
+    """Whether a sourcestamp's branch is a pull request's (``refs/pull/N/merge``)."""
+    return glob_matcher(policy.pull_request_branches)(branch)
+
+
+def is_pull_request_build(build: Build, builder_tags: Iterable[str], policy: Policy) -> bool:
+    """Whether a build is of an unmerged pull request, not of a branch.
+
+    So it is when its builder carries a ``pull_request_tags`` tag or its
+    branch matches a ``pull_request_branches`` pattern.  The tracker ignores
+    such builds entirely: they never open, extend or break a streak and are
+    never evidence (a PR whose pre-merge builds failed is not "failing
+    before" its own landing).
+    """
+    if is_pull_request_builder(builder_tags, policy):
+        return True
+    return build.branch is not None and is_pull_request_branch(build.branch, policy)

@@ -79,6 +79,7 @@ from buildbot_revert.core.guards import (
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
+from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
 
@@ -138,11 +139,16 @@ class _BuilderState:
         "built_upto",
         "builds",
         "line",
+        "tags",
+        "pull_requests",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, tags: frozenset[str], policy: Policy) -> None:
         # When the last green build completed; None until one is seen.
         self.green_at: float | None = None
+        # The builder's tags, asked once; what they make of it.
+        self.tags = tags
+        self.pull_requests = is_pull_request_builder(tags, policy)
         # How many builds this builder completed: their positions, for flakes.
         self.builds = 0
         # Landing time of the newest change this builder has built.
@@ -175,6 +181,8 @@ class StreakTracker:
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
+        # Branches seen in builds that are not pull requests' (main, 3.13).
+        self._branches: set[str] = set()
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
         self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
@@ -193,7 +201,15 @@ class StreakTracker:
         """Take one completed build; return the verdicts and streaks it caused."""
         state = self._builders.get(build.builder)
         if state is None:
-            state = self._builders[build.builder] = _BuilderState()
+            state = self._builders[build.builder] = self._new_state(build.builder)
+        if state.pull_requests:
+            # An unmerged pull request's build: not evidence about any branch.
+            return _NO_EVENTS
+        branch = build.branch
+        if branch is not None and branch not in self._branches:
+            if is_pull_request_branch(branch, self.policy):
+                return _NO_EVENTS
+            self._branches.add(branch)
         result = build.result
         streak = state.streak
         state.builds += 1
@@ -268,6 +284,10 @@ class StreakTracker:
 
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)
+
+    def _new_state(self, builder: str) -> _BuilderState:
+        tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
+        return _BuilderState(tags, self.policy)
 
     # -- evidence -----------------------------------------------------------
 

@@ -141,6 +141,7 @@ class _BuilderState:
         "line",
         "tags",
         "pull_requests",
+        "tolerated",
     )
 
     def __init__(self, tags: frozenset[str], policy: Policy) -> None:
@@ -149,6 +150,7 @@ class _BuilderState:
         # The builder's tags, asked once; what they make of it.
         self.tags = tags
         self.pull_requests = is_pull_request_builder(tags, policy)
+        self.tolerated = not policy.tolerated_tags.isdisjoint(tags)
         # How many builds this builder completed: their positions, for flakes.
         self.builds = 0
         # Landing time of the newest change this builder has built.
@@ -400,23 +402,37 @@ class StreakTracker:
             agreeing = sum(1 for other in workers.values() if other & failed)
             if not (k and agreeing >= k and declined[0].value in CORROBORABLE):
                 return declined
-            return (
-                Reason.REVERT if change.revision not in self._proposed else Reason.ALREADY_PROPOSED,
+            return self._propose(
+                change,
+                last,
                 f"{n} consecutive failing builds after a green build, the first holding exactly "
                 f"this one change; alone this builder's evidence would be weak "
                 f"({declined[0].value}), but builders on {agreeing} different workers "
                 "fail the same way from the same change",
             )
+        return self._propose(
+            change,
+            last,
+            f"{n} consecutive failing builds after a green build, and the first failing "
+            "build holds exactly this one change",
+        )
+
+    def _propose(self, change: Change, last: Build, why: str) -> tuple[Reason, str]:
+        """Every check held: join an earlier proposal, stand back if tolerated, or propose."""
         if change.revision in self._proposed:
             return (
                 Reason.ALREADY_PROPOSED,
                 "a revert of this change was already proposed from another builder",
             )
-        return (
-            Reason.REVERT,
-            f"{n} consecutive failing builds after a green build, and the first failing "
-            "build holds exactly this one change",
-        )
+        state = self._builders[last.builder]
+        if state.tolerated:
+            tags = ", ".join(sorted(state.tags & self.policy.tolerated_tags))
+            return (
+                Reason.TOLERATED_BUILDER,
+                f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
+                "a builder not allowed to fail must qualify on this change too",
+            )
+        return Reason.REVERT, why
 
     def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""

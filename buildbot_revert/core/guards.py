@@ -15,6 +15,13 @@ order, each on by default and each with its own verdict reason:
 ``inconsistent-failure``
     The N failing builds do not all share a failure: different tests
     failing each time is the pattern of flakiness.
+``change-cannot-explain``
+    The change touched only documentation (``Doc/``, ``*.rst``, ``*.md``,
+    NEWS entries: ``Policy.doc_patterns``, unless a ``code_patterns`` entry
+    claims the file), and the failure is not a docs build's (a builder
+    tagged as in ``docs_builder_tags``, or failing steps all named as in
+    ``docs_step_patterns``): such a change cannot break a test, compile or
+    link step.  A change whose files are unknown stays a suspect.
 ``failing-before``
     Every test the N builds fail in common (the same cases when they share
     some, else the same modules) was also seen failing, in the window before

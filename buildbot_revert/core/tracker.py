@@ -79,6 +79,7 @@ from buildbot_revert.core.guards import (
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
+from buildbot_revert.core.relevance import docs_failure, documentation_only, name_files
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
@@ -507,6 +508,10 @@ class StreakTracker:
                 "the failing builds do not share a failure: different failures each time "
                 "is the pattern of flakiness",
             )
+        if Guard.CANNOT_EXPLAIN in guards:
+            declined = self._cannot_explain(streak, change)
+            if declined is not None:
+                return declined
         specific = specific_tests(sigs)
         if Guard.FAILING_BEFORE in guards and specific:
             start = change.when - policy.failing_before_window
@@ -537,3 +542,17 @@ class StreakTracker:
                     "recovered at once: too flaky to blame a change on its word alone",
                 )
         return None
+
+    def _cannot_explain(self, streak: _OpenStreak, change: Change) -> tuple[Reason, str] | None:
+        """Relevance: a documentation-only change explains only a docs build's failure."""
+        policy = self.policy
+        if not documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
+            return None
+        tags = self._builders[streak.first.builder].tags
+        if docs_failure(tags, streak.failing, policy.docs_builder_tags, policy.docs_step_patterns):
+            return None
+        return (
+            Reason.CHANGE_CANNOT_EXPLAIN,
+            f"the change touched only documentation ({name_files(change.files)}), and the "
+            "failing steps are not a docs build's: it cannot explain the failure",
+        )

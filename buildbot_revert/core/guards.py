@@ -29,6 +29,15 @@ order, each on by default and each with its own verdict reason:
     on this builder or another, on this branch or another (a backport and
     its original count as one change): the change is not needed to explain
     the failure.
+``stale-green``
+    The builder was last green longer before the streak than
+    ``Policy.stale_green_after``: the world (a compiler, a dependency, the
+    network) may have broken it meanwhile, the change merely being the
+    first built.  The change must then be tied to the failure directly: it
+    edited a failing test's file, touched the code a failing test is named
+    after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
+    file a compile error names (:mod:`.relevance`).  A gap alone is no
+    reason to decline.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -44,7 +53,9 @@ order, each on by default and each with its own verdict reason:
 
 Corroboration: when builders on ``Policy.corroboration`` different workers
 fail the same tests from the same single change, the two guards that only
-doubt (failing-before, flaky-builder) give way.
+doubt (failing-before, flaky-builder) give way.  The others stand: several
+builders failing alike after a long gap is what a change in the world
+looks like too, and documentation cannot break a test however many agree.
 
 Everything here is pure: times come in with the builds.
 """
@@ -59,6 +70,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
 
 from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.relevance import touches_code_of
 from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
 
 
@@ -144,12 +156,8 @@ def environment_only(
     tests = sorted({t.split(".", 1)[0] for t in failing})
     if not tests:
         return None
-    paths = [f.lower() for f in change.files]
     for test in tests:
-        fragments = environment.get(test)
-        if fragments is None:
-            return None
-        if any(fragment in path for fragment in fragments for path in paths):
+        if test not in environment or touches_code_of(test, change.files, environment):
             return None
     return tests
 

@@ -79,9 +79,15 @@ from buildbot_revert.core.guards import (
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
-from buildbot_revert.core.relevance import docs_failure, documentation_only, name_files
+from buildbot_revert.core.relevance import (
+    code_files,
+    docs_failure,
+    documentation_only,
+    name_files,
+    ties,
+)
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
-from buildbot_revert.core.signatures import Signature
+from buildbot_revert.core.signatures import Signature, modules
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
@@ -89,8 +95,10 @@ Event = Verdict | Streak
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _HOUR = 3600.0
+_DAY = 86400.0
 _UNKNOWN = float("inf")
 _WHEN = attrgetter("when")
+_DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
 
 
 class _OpenStreak:
@@ -403,6 +411,11 @@ class StreakTracker:
             agreeing = sum(1 for other in workers.values() if other & failed)
             if not (k and agreeing >= k and declined[0].value in CORROBORABLE):
                 return declined
+            # The doubts give way; the guards that say the evidence is not
+            # about the change at all (stale green, the environment) stand.
+            still = self._guard(streak, change, last, doubts=False)
+            if still is not None:
+                return still
             return self._propose(
                 change,
                 last,
@@ -483,9 +496,15 @@ class StreakTracker:
         workers[streak.first.worker or streak.first.builder] = failed
         return failed, workers
 
-    def _guard(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str] | None:
-        """The first evidence guard that declines the streak, if any."""
-        guards = self._guards
+    def _guard(
+        self, streak: _OpenStreak, change: Change, last: Build, doubts: bool = True
+    ) -> tuple[Reason, str] | None:
+        """The first evidence guard that declines the streak, if any.
+
+        With ``doubts`` False, the guards that corroboration lifts
+        (failing-before, flaky-builder) are not asked.
+        """
+        guards = self._guards if doubts else self._guards - _DOUBTS
         if not guards:
             return None
         policy = self.policy
@@ -522,6 +541,10 @@ class StreakTracker:
                     f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
                     "change (before it landed, or on builders that had not built it)",
                 )
+        if Guard.STALE_GREEN in guards:
+            declined = self._stale_green(streak, change, sigs)
+            if declined is not None:
+                return declined
         if Guard.ENVIRONMENT in guards:
             env = environment_only(common_tests(sigs), change, policy.environment_tests)
             if env is not None:
@@ -555,4 +578,33 @@ class StreakTracker:
             Reason.CHANGE_CANNOT_EXPLAIN,
             f"the change touched only documentation ({name_files(change.files)}), and the "
             "failing steps are not a docs build's: it cannot explain the failure",
+        )
+
+    def _stale_green(
+        self, streak: _OpenStreak, change: Change, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        """After a long gap since green, the change must be tied to the failures directly."""
+        policy = self.policy
+        green_at = streak.green_at
+        if green_at is None:
+            return None
+        gap = streak.first.completed_at - green_at
+        if gap <= policy.stale_green_after:
+            return None
+        named = [s for s in sigs if not s.generic]
+        failing = common_tests(named) if named else frozenset()
+        if named and not failing:
+            failing = frozenset().union(*(modules(s) for s in named))
+        files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+        if ties(failing, files, policy.environment_tests) is not None:
+            return None
+        what = (
+            "the change touched none of the failing tests' code"
+            if change.files
+            else "the change's files are unknown, so nothing ties it to the failing tests"
+        )
+        return (
+            Reason.STALE_GREEN,
+            f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
+            "may have changed meanwhile (a verification build of the parent would tell)",
         )

@@ -17,6 +17,11 @@ non-neutral build before the first failing one was green (SUCCESS or
 WARNINGS), the changes since that green build up to the first failing build
 are exactly [C], and the failures are evidence that C broke B.  SKIPPED,
 EXCEPTION, RETRY and CANCELLED builds neither extend nor break a streak.
+Builds of unmerged pull requests (B tagged ``PullRequest``, or a
+``refs/pull/*`` branch: ``Policy.pull_request_tags`` and
+``pull_request_branches``) are no evidence about any branch: the tracker
+ignores them entirely, so a PR whose own builds failed before it was merged
+does not look "failing before" its landing.
 
 The order of checks
 -------------------
@@ -34,11 +39,18 @@ before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
                             lost worker, full disk)
 ``generic-failure``         the failures name nothing (exit codes only)
 ``inconsistent-failure``    the failing builds do not share a failure
+``change-cannot-explain``   C touched only documentation, and the failure
+                            is not a docs build's
 ``failing-before``          the same tests failed without C (14 days)
+``stale-green``             B was last green over 7 days before, and C is
+                            not tied to the failure (it touched no failing
+                            test, nor the code one is named after)
 ``environment-test``        only tests of what the worker provides fail,
                             and C touched none of their code
 ``flaky-builder``           B fails alone and recovers too often
 ``already-proposed``        C was proposed from another builder: B joins
+``tolerated-builder``       B is allowed to fail (``unstable``): it never
+                            proposes alone
 ``revert``                  every check holds: propose the revert
 ==========================  ===============================================
 
@@ -46,8 +58,13 @@ and a streak that never reached N failures ends as ``too-short`` (it went
 green) or ``unfinished`` (the history ended).  Every red streak gets exactly
 one verdict, with a machine-readable reason and a sentence that explains it.
 The evidence guards (``infra`` .. ``flaky-builder``, :mod:`.guards`) read
-failure signatures off the failing steps' log tails (:mod:`.signatures`);
-each can be switched off in :class:`.policy.Policy`.
+failure signatures off the failing steps' log tails (:mod:`.signatures`)
+and, for relevance and stale green, the paths C touched (:mod:`.relevance`);
+each can be switched off in :class:`.policy.Policy`.  Corroboration (builders
+on several workers failing the same way from C) lifts only the two that
+doubt (``failing-before``, ``flaky-builder``).  The builder's tags (given by
+the shell) say which builders build pull requests, are tolerated, or build
+the docs.
 
 After the verdict
 -----------------
@@ -67,6 +84,8 @@ shells), :mod:`.selection` (which builders propose, for both shells),
 model, shared by the plugin's gatherer and the simulator's importer),
 :mod:`.references` (how commits and PRs name each other: PR numbers, logins,
 reverts, our marker), :mod:`.signatures` (a package: one parser per log
-format), :mod:`.guards`, :mod:`.tracker`, :mod:`.verdicts`, :mod:`.grace`,
-:mod:`.actions`, :mod:`.pr_text`, :mod:`.markdown`.
+format), :mod:`.relevance` (documentation-only changes, path patterns, and
+which tests a change's files touch), :mod:`.guards`, :mod:`.tracker`,
+:mod:`.verdicts`, :mod:`.grace`, :mod:`.actions`, :mod:`.pr_text`,
+:mod:`.markdown`.
 """

@@ -12,14 +12,20 @@ master's events and the simulator from a history file; both get the same
 answers for the same builds, which is what makes the simulator worth
 believing.
 
+Builds of unmerged pull requests are ignored before anything else: a
+builder whose tags (``tags_of``) hold a ``Policy.pull_request_tags`` tag,
+or a build whose branch matches ``Policy.pull_request_branches``, changes no
+state, opens and closes nothing, and is remembered as no evidence.
+
 Each builder is in one of two states:
 
 ``idle``
-    Not red.  The tracker remembers whether it has ever seen the builder
-    green, and the changes that arrived since the last green build through
-    builds that proved nothing (neutral results: SKIPPED, EXCEPTION, RETRY,
-    CANCELLED).  Those changes were never tested green, so they are suspects
-    too when the builder turns red.
+    Not red.  The tracker remembers when it last saw the builder green
+    (``RevertRequest.last_green_at``; what stale-green measures), and the
+    changes that arrived since the last green build through builds that
+    proved nothing (neutral results: SKIPPED, EXCEPTION, RETRY, CANCELLED).
+    Those changes were never tested green, so they are suspects too when
+    the builder turns red.
 
 ``red``
     A streak is open.  FAILURE builds extend it; neutral builds are
@@ -37,13 +43,18 @@ checks run in this order, and the first that fails names the reason:
 5. ``not-watched``: the builder is fed for its evidence only (outside the
    plugin's or the simulator's selection) and never proposes;
 6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
-   ``generic-failure``, ``inconsistent-failure``, ``failing-before``,
-   ``environment-test``, ``flaky-builder``; the two that only doubt
-   (failing-before, flaky-builder) give way when builders on several
-   workers fail the same tests from the same change (corroboration);
+   ``generic-failure``, ``inconsistent-failure``, ``change-cannot-explain``,
+   ``failing-before``, ``stale-green``, ``environment-test``,
+   ``flaky-builder``; the two that only doubt (failing-before,
+   flaky-builder) give way when builders on several workers fail the same
+   tests from the same change (corroboration), and the guards after them
+   are then still asked;
 7. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
-8. otherwise ``revert``.
+8. ``tolerated-builder``: the builder is allowed to fail (its tags hold a
+   ``Policy.tolerated_tags`` tag): it never proposes alone, and an
+   untolerated builder qualifying later still proposes;
+9. otherwise ``revert``.
 
 To serve the guards, the tracker reads a failure signature off the first N
 FAILURE builds of every streak (:mod:`.signatures`), remembers which tests
@@ -51,8 +62,8 @@ failed where, on which branch and with which changes built, when each
 commit landed on each branch (backports carry their original), and counts
 each builder's isolated failures.
 
-Only the first builder to qualify proposes a revision, so each revision is
-proposed at most once per tracker.  A tracker can be told which revisions
+Only the first untolerated builder to qualify proposes a revision, so each
+revision is proposed at most once per tracker.  A tracker can be told which revisions
 were proposed before it started (the plugin's ledger), so a restart never
 proposes one twice.
 """

@@ -504,7 +504,10 @@ class StreakTracker:
             else frozenset()
         )
         workers = self._pointing.setdefault(change.revision, {})
-        workers[streak.first.worker or streak.first.builder] = failed
+        # A builder allowed to fail corroborates nothing: failing alongside a
+        # flake proves as little as failing alone.
+        if not self._builders[streak.first.builder].tolerated:
+            workers[streak.first.worker or streak.first.builder] = failed
         return failed, workers
 
     def _guard(

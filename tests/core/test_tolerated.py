@@ -70,9 +70,36 @@ def test_a_tolerated_builder_that_needed_corroboration_still_does_not_propose() 
 
     strict = Policy(flaky_threshold=3)
     arch, fedora = flaky_on("AMD64 Arch unstable", T0, "w1"), flaky_on("AMD64 Fedora", T0, "w2")
+    # (Its own worker counts for nothing either: it stays flaky-builder.)
     assert decide(fedora, arch, policy=strict)[-2:] == [
         ("AMD64 Fedora", "flaky-builder"),
-        ("AMD64 Arch unstable", "tolerated-builder"),
+        ("AMD64 Arch unstable", "flaky-builder"),
+    ]
+
+
+def test_a_tolerated_builder_corroborates_nothing() -> None:
+    # A stable builder whose own evidence is weak (a flaky past) is not
+    # corroborated by a builder allowed to fail that fails the same way:
+    # failing alongside a flake proves as little as failing alone.
+    flaky = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+
+    def flaky_on(builder: str, start: float, worker: str) -> list[Build]:
+        seq = builds(flaky + " F:b@os F@os F@os", builder=builder, changes=SHARED, logs=LOGS,
+                     start=start)  # fmt: skip
+        return [b._replace(worker=worker) for b in seq]
+
+    strict = Policy(flaky_threshold=3)
+    arch = flaky_on("AMD64 Arch unstable", T0, "w1")
+    fedora = flaky_on("AMD64 Fedora", T0 + 60, "w2")
+    assert decide(arch, fedora, policy=strict)[-2:] == [
+        ("AMD64 Arch unstable", "flaky-builder"),
+        ("AMD64 Fedora", "flaky-builder"),
+    ]
+    # Counter-case: a second stable builder on another worker does corroborate.
+    ubuntu = flaky_on("AMD64 Ubuntu", T0, "w1")
+    assert decide(ubuntu, fedora, policy=strict)[-2:] == [
+        ("AMD64 Ubuntu", "flaky-builder"),
+        ("AMD64 Fedora", "revert"),
     ]
 
 

@@ -91,3 +91,15 @@ def failed_steps(
     """The failed steps in build order, with the tails keyed by ``stepid``."""
     ordered = sorted((s for s in steps if is_failed_step(s)), key=lambda s: s.get("number", 0))
     return tuple(failed_step(s, tails.get(s["stepid"])) for s in ordered)
+
+
+def build_branch(stamps: Iterable[tuple[int, str | None]]) -> str | None:
+    """A build's branch: that of its first sourcestamp (lowest id) naming one.
+
+    ``stamps`` are ``(sourcestamp id, branch)`` pairs, as the plugin reads
+    them from the master's database and the importer from the REST API.
+    """
+    for _, branch in sorted(stamps, key=lambda stamp: stamp[0]):
+        if branch:
+            return branch
+    return None

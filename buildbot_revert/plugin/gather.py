@@ -16,8 +16,8 @@ costs a handful of queries, not a search of the builder's history.
 
 A build's branch (``refs/pull/N/merge`` for a pull request's build, which the
 core leaves out of the branch's evidence) is that of its buildset's first
-sourcestamp (lowest id) naming one: the simulator's importer
-(``simulator.history.importer.build_branch``) picks it the same way.
+sourcestamp (lowest id) naming one, by the rule both shells share
+(``buildbot_revert.core.records.build_branch``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
-from buildbot_revert.core import blamelist, defaults
+from buildbot_revert.core import blamelist, defaults, records
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import (
     change_from_dict,
@@ -198,13 +198,13 @@ class Gatherer:
                 for row in conn.execute(q).fetchall()
             )
             branches = (
-                sa.select(ss.c.branch)
+                sa.select(ss.c.id, ss.c.branch)
                 .select_from(stamps.join(ss, ss.c.id == bss.c.sourcestampid))
                 .where(br.c.id == brid)
-                .order_by(ss.c.id)
             )
-            named = (row.branch for row in conn.execute(branches).fetchall() if row.branch)
-            return tips, next(named, None)
+            return tips, records.build_branch(
+                (row.id, row.branch) for row in conn.execute(branches).fetchall()
+            )
 
         return self.master.db.pool.do(thd)
 

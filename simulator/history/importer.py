@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from buildbot_revert.core import blamelist
+from buildbot_revert.core import blamelist, records
 from buildbot_revert.core.defaults import LOG_TAIL_LINES
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
@@ -110,15 +110,8 @@ def select_builders(builders: Iterable[Builder], selection: BuilderSelection) ->
 
 
 def build_branch(stamps: Iterable[SourceStampInfo]) -> str | None:
-    """A build's branch: that of its first sourcestamp (lowest id) naming one.
-
-    The gatherer of the plugin (``buildbot_revert.plugin.gather``) applies
-    the same rule to the same rows of the master's database.
-    """
-    for stamp in sorted(stamps, key=lambda ss: ss.ssid):
-        if stamp.branch:
-            return stamp.branch
-    return None
+    """A build's branch, by the rule the plugin's gatherer applies too."""
+    return records.build_branch((stamp.ssid, stamp.branch) for stamp in stamps)
 
 
 class Importer:

@@ -150,7 +150,13 @@ def test_one_revert_pr_for_the_breaking_change(github, masters, tmp_path):
     assert re.search(r"/#/builders/\d+/builds/\d+", revert.body or "")
     [comment] = github.comments_on(number)
     assert f"#{revert.number}" in comment.body
-    [row] = ledger_rows(harness.db_url, harness.master_dir)
+    # The ledger says "filed" just after the culprit's comment is posted.
+    [row] = wait_for(
+        lambda: [
+            r for r in ledger_rows(harness.db_url, harness.master_dir) if r["state"] != "filing"
+        ],
+        what="the ledger row to leave 'filing'",
+    )
     assert (row["revision"], row["state"], row["revert_pr"]) == (bad, "filed", revert.number)
     assert_token_never_leaked(github, harness)
 

@@ -1,5 +1,8 @@
 """The streak tracker: the policy's rules, as a pure state machine.
 
+(Over 500 lines on purpose: the theory of operation opens it, and each
+evidence guard is a small method beside the table that orders them.)
+
 Theory of operation
 ===================
 
@@ -224,14 +227,8 @@ class StreakTracker:
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
-        if state.pull_requests:
-            # An unmerged pull request's build: not evidence about any branch.
+        if not self._is_branch_evidence(build, state):
             return _NO_EVENTS
-        branch = build.branch
-        if branch is not None and branch not in self._branches:
-            if is_pull_request_branch(branch, self.policy):
-                return _NO_EVENTS
-            self._branches.add(branch)
         result = build.result
         streak = state.streak
         state.builds += 1
@@ -252,36 +249,53 @@ class StreakTracker:
             state.streak = None
             return self._close(streak, build.completed_at)
         if result == _FAILURE:
-            if streak is not None and streak.count >= self.policy.failures:
-                # Past the evidence: the streak is decided.  A builder that
-                # stays red keeps failing what it failed, so its common
-                # failures are remembered again without reading the logs:
-                # that halves the signatures a year's replay must extract.
-                streak.count += 1
-                if streak.evidence:
-                    self._failures.record(
-                        streak.evidence, build.completed_at, state.built_upto, state.line
-                    )
-                return _NO_EVENTS
-            signature, infra = self._evidence(build, state)
-            if streak is None:
-                suspects = (*state.untested, *build.changes) if state.untested else build.changes
-                state.untested = []
-                state.streak = _OpenStreak(build, suspects, state.green_at, signature, infra)
-                if self.policy.failures == 1:
-                    return (self._decide(state.streak, build),)
-                return _NO_EVENTS
-            streak.count += 1
-            streak.failing.append(build)
-            streak.signatures.append(signature)
-            streak.infra.append(infra)
-            if streak.count == self.policy.failures:
-                return (self._decide(streak, build),)
-            return _NO_EVENTS
+            return self._failed(build, state, streak)
         # Neutral: proves nothing either way.  Its changes were not tested,
         # so they join the suspects of a streak that starts later.
         if streak is None and build.changes:
             state.untested.extend(build.changes)
+        return _NO_EVENTS
+
+    def _is_branch_evidence(self, build: Build, state: _BuilderState) -> bool:
+        """False for an unmerged pull request's build: evidence about no branch."""
+        if state.pull_requests:
+            return False
+        branch = build.branch
+        if branch is not None and branch not in self._branches:
+            if is_pull_request_branch(branch, self.policy):
+                return False
+            self._branches.add(branch)
+        return True
+
+    def _failed(
+        self, build: Build, state: _BuilderState, streak: _OpenStreak | None
+    ) -> tuple[Event, ...]:
+        """A FAILURE build: open, extend or (at N) decide the builder's streak."""
+        if streak is not None and streak.count >= self.policy.failures:
+            # Past the evidence: the streak is decided.  A builder that
+            # stays red keeps failing what it failed, so its common
+            # failures are remembered again without reading the logs:
+            # that halves the signatures a year's replay must extract.
+            streak.count += 1
+            if streak.evidence:
+                self._failures.record(
+                    streak.evidence, build.completed_at, state.built_upto, state.line
+                )
+            return _NO_EVENTS
+        signature, infra = self._evidence(build, state)
+        if streak is None:
+            suspects = (*state.untested, *build.changes) if state.untested else build.changes
+            state.untested = []
+            state.streak = _OpenStreak(build, suspects, state.green_at, signature, infra)
+            if self.policy.failures == 1:
+                return (self._decide(state.streak, build),)
+            return _NO_EVENTS
+        streak.count += 1
+        streak.failing.append(build)
+        streak.signatures.append(signature)
+        streak.infra.append(infra)
+        if streak.count == self.policy.failures:
+            return (self._decide(streak, build),)
         return _NO_EVENTS
 
     def feed_all(self, builds: Iterable[Build]) -> list[Event]:
@@ -515,72 +529,102 @@ class StreakTracker:
     ) -> tuple[Reason, str] | None:
         """The first evidence guard that declines the streak, if any.
 
-        With ``doubts`` False, the guards that corroboration lifts
-        (failing-before, flaky-builder) are not asked.
+        The guards are asked in the order of :data:`_GUARD_ORDER`.  With
+        ``doubts`` False, the guards that corroboration lifts (failing-before,
+        flaky-builder) are not asked.
         """
         guards = self._guards if doubts else self._guards - _DOUBTS
         if not guards:
             return None
-        policy = self.policy
-        if Guard.INFRA in guards and any(streak.infra):
-            return (
-                Reason.INFRA,
-                "a failing build failed for an infrastructure reason (checkout, lost worker, "
-                "full disk): not caused by a change, but it needs attention",
-            )
         sigs = [s for s in streak.signatures if s is not None]
-        if Guard.GENERIC in guards and all(s.generic for s in sigs):
-            return (
-                Reason.GENERIC_FAILURE,
-                "the failing builds show only generic failures (no test or compile error "
-                "named): a breakage for a human to look at, not proof against the change",
-            )
-        if Guard.INCONSISTENT in guards and not consistent(sigs):
-            return (
-                Reason.INCONSISTENT_FAILURE,
-                "the failing builds do not share a failure: different failures each time "
-                "is the pattern of flakiness",
-            )
-        if Guard.CANNOT_EXPLAIN in guards:
-            declined = self._cannot_explain(streak, change)
-            if declined is not None:
-                return declined
-        specific = specific_tests(sigs)
-        if Guard.FAILING_BEFORE in guards and specific:
-            start = change.when - policy.failing_before_window
-            family = self._landings.family(change)
-            if all(self._failures.failed_without(k, family, start) for k in specific):
-                return (
-                    Reason.FAILING_BEFORE,
-                    f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
-                    "change (before it landed, or on builders that had not built it)",
-                )
-        if Guard.STALE_GREEN in guards:
-            declined = self._stale_green(streak, change, sigs)
-            if declined is not None:
-                return declined
-        if Guard.ENVIRONMENT in guards:
-            env = environment_only(common_tests(sigs), change, policy.environment_tests)
-            if env is not None:
-                return (
-                    Reason.ENVIRONMENT_TEST,
-                    f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
-                    "network), and the change touched none of the code behind them: an "
-                    "update on the worker is the likelier cause",
-                )
-        if Guard.FLAKY_BUILDER in guards and not all(s.deterministic for s in sigs):
-            window = policy.flaky_builds
-            now = self._builders[last.builder].builds
-            flakes = self._flakes.count_since(last.builder, now - window)
-            if flakes > policy.flaky_threshold:
-                return (
-                    Reason.FLAKY_BUILDER,
-                    f"{flakes} of the builder's last {window} builds failed alone and "
-                    "recovered at once: too flaky to blame a change on its word alone",
-                )
+        for guard, check in _GUARD_ORDER:
+            if guard in guards:
+                declined = check(self, streak, change, last, sigs)
+                if declined is not None:
+                    return declined
         return None
 
-    def _cannot_explain(self, streak: _OpenStreak, change: Change) -> tuple[Reason, str] | None:
+    def _infra(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        if not any(streak.infra):
+            return None
+        return (
+            Reason.INFRA,
+            "a failing build failed for an infrastructure reason (checkout, lost worker, "
+            "full disk): not caused by a change, but it needs attention",
+        )
+
+    def _generic(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        if not all(s.generic for s in sigs):
+            return None
+        return (
+            Reason.GENERIC_FAILURE,
+            "the failing builds show only generic failures (no test or compile error "
+            "named): a breakage for a human to look at, not proof against the change",
+        )
+
+    def _inconsistent(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        if consistent(sigs):
+            return None
+        return (
+            Reason.INCONSISTENT_FAILURE,
+            "the failing builds do not share a failure: different failures each time "
+            "is the pattern of flakiness",
+        )
+
+    def _failing_before(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        specific = specific_tests(sigs)
+        if not specific:
+            return None
+        start = change.when - self.policy.failing_before_window
+        family = self._landings.family(change)
+        if not all(self._failures.failed_without(k, family, start) for k in specific):
+            return None
+        return (
+            Reason.FAILING_BEFORE,
+            f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
+            "change (before it landed, or on builders that had not built it)",
+        )
+
+    def _environment(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        env = environment_only(common_tests(sigs), change, self.policy.environment_tests)
+        if env is None:
+            return None
+        return (
+            Reason.ENVIRONMENT_TEST,
+            f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
+            "network), and the change touched none of the code behind them: an "
+            "update on the worker is the likelier cause",
+        )
+
+    def _flaky(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
+        if all(s.deterministic for s in sigs):
+            return None
+        window = self.policy.flaky_builds
+        now = self._builders[last.builder].builds
+        flakes = self._flakes.count_since(last.builder, now - window)
+        if flakes <= self.policy.flaky_threshold:
+            return None
+        return (
+            Reason.FLAKY_BUILDER,
+            f"{flakes} of the builder's last {window} builds failed alone and "
+            "recovered at once: too flaky to blame a change on its word alone",
+        )
+
+    def _cannot_explain(
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+    ) -> tuple[Reason, str] | None:
         """Relevance: a documentation-only change explains only a docs build's failure."""
         policy = self.policy
         if not documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
@@ -595,7 +639,7 @@ class StreakTracker:
         )
 
     def _stale_green(
-        self, streak: _OpenStreak, change: Change, sigs: list[Signature]
+        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         """After a long gap since green, the change must be tied to the failures directly."""
         policy = self.policy
@@ -622,3 +666,20 @@ class StreakTracker:
             f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
             "may have changed meanwhile (a verification build of the parent would tell)",
         )
+
+
+_GuardCheck = Callable[
+    [StreakTracker, _OpenStreak, Change, Build, list[Signature]], tuple[Reason, str] | None
+]
+# The evidence guards in the order they are asked (the theory of operation's
+# step 6): the first that declines names the verdict.
+_GUARD_ORDER: tuple[tuple[Guard, _GuardCheck], ...] = (
+    (Guard.INFRA, StreakTracker._infra),
+    (Guard.GENERIC, StreakTracker._generic),
+    (Guard.INCONSISTENT, StreakTracker._inconsistent),
+    (Guard.CANNOT_EXPLAIN, StreakTracker._cannot_explain),
+    (Guard.FAILING_BEFORE, StreakTracker._failing_before),
+    (Guard.STALE_GREEN, StreakTracker._stale_green),
+    (Guard.ENVIRONMENT, StreakTracker._environment),
+    (Guard.FLAKY_BUILDER, StreakTracker._flaky),
+)

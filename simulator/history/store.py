@@ -1,5 +1,8 @@
 """The history store: a SQLite file of builders, builds, changes and labels.
 
+(Just over 500 lines on purpose: every read and write of the history's SQL
+stands in this one module.)
+
 With :mod:`simulator.history.schema`, which declares the tables, this is the
 only module of the project that speaks SQL.  Writers (the generator of the
 shipped history, the importer that pulls a real master) add rows through

@@ -137,6 +137,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section("not run on this machine")
     for report in skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
         terminalreporter.write_line(f"SKIPPED {report.nodeid}: {reason}")
     terminalreporter.write_line(
         "Install what they need as .ci/run does (e.g. `apt-get install chromium`) to run them."

@@ -39,6 +39,8 @@ setup(
             "Twisted>=23.10",
             "pytest>=8",
             "pytest-twisted>=1.14",
+            # Two processes: the live tests mostly wait on real masters.
+            "pytest-xdist>=3.5",
             "hypothesis>=6.100",
             "graphql-core>=3.2",
             "jsonschema>=4.21",

@@ -29,7 +29,7 @@ def venv_script(name: str) -> str:
     return found
 
 
-def kill_process_group(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
+def kill_process_group(proc: subprocess.Popen[bytes] | None, timeout: float = 5.0) -> None:
     """SIGTERM the process group, then SIGKILL it if it lingers."""
     if proc is None or proc.poll() is not None:
         return

@@ -13,17 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_a_skipped_test_is_named_with_its_reason(tmp_path: Path) -> None:
+def run_pytest(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """pytest on ``tmp_path``, with this suite's summary hook and nothing else."""
     (tmp_path / "conftest.py").write_text(
         "from tests.conftest import pytest_terminal_summary  # noqa: F401\n"
     )
-    (tmp_path / "test_needs_a_browser.py").write_text(
-        "import pytest\n\n"
-        "def test_passes():\n    pass\n\n"
-        '@pytest.mark.skip(reason="Debian\'s chromium is not installed")\n'
-        "def test_draws_the_charts():\n    pass\n"
-    )
-    run = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
         cwd=tmp_path,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
@@ -31,6 +26,16 @@ def test_a_skipped_test_is_named_with_its_reason(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
+
+
+def test_a_skipped_test_is_named_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "test_needs_a_browser.py").write_text(
+        "import pytest\n\n"
+        "def test_passes():\n    pass\n\n"
+        '@pytest.mark.skip(reason="Debian\'s chromium is not installed")\n'
+        "def test_draws_the_charts():\n    pass\n"
+    )
+    run = run_pytest(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "not run on this machine" in run.stdout
     assert "test_draws_the_charts: Debian's chromium is not installed" in run.stdout
@@ -38,17 +43,7 @@ def test_a_skipped_test_is_named_with_its_reason(tmp_path: Path) -> None:
 
 
 def test_a_run_without_skips_says_nothing_more(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text(
-        "from tests.conftest import pytest_terminal_summary  # noqa: F401\n"
-    )
     (tmp_path / "test_plain.py").write_text("def test_passes():\n    pass\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_pytest(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "not run on this machine" not in run.stdout

@@ -24,6 +24,14 @@ def on(builder: str, start: float, worker: str) -> list[Build]:
     return [b._replace(worker=worker) for b in seq]
 
 
+def flaky_on(builder: str, start: float, worker: str) -> list[Build]:
+    """A flaky past (isolated failures), then the change breaks the builder."""
+    flaky = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
+    seq = builds(flaky + " F:b@os F@os F@os", builder=builder, changes=SHARED, logs=LOGS,
+                 start=start)  # fmt: skip
+    return [b._replace(worker=worker) for b in seq]
+
+
 def decide(*sequences: list[Build], policy: Policy | None = None) -> list[tuple[str, str]]:
     merged = sorted((b for seq in sequences for b in seq), key=lambda b: b.completed_at)
     tracker = StreakTracker(policy, tags_of=lambda name: TAGS.get(name, ()))
@@ -61,13 +69,6 @@ def test_one_stable_builder_also_qualifying_proposes() -> None:
 def test_a_tolerated_builder_that_needed_corroboration_still_does_not_propose() -> None:
     # Flaky past on both; two workers agree: the stable one proposes, the
     # tolerated one never does, corroborated or not.
-    flaky = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
-
-    def flaky_on(builder: str, start: float, worker: str) -> list[Build]:
-        seq = builds(flaky + " F:b@os F@os F@os", builder=builder, changes=SHARED, logs=LOGS,
-                     start=start)  # fmt: skip
-        return [b._replace(worker=worker) for b in seq]
-
     strict = Policy(flaky_threshold=3)
     arch, fedora = flaky_on("AMD64 Arch unstable", T0, "w1"), flaky_on("AMD64 Fedora", T0, "w2")
     # (Its own worker counts for nothing either: it stays flaky-builder.)
@@ -81,13 +82,6 @@ def test_a_tolerated_builder_corroborates_nothing() -> None:
     # A stable builder whose own evidence is weak (a flaky past) is not
     # corroborated by a builder allowed to fail that fails the same way:
     # failing alongside a flake proves as little as failing alone.
-    flaky = "S:a " + " ".join(f"F:f{i}@sock S:g{i}" for i in range(4))
-
-    def flaky_on(builder: str, start: float, worker: str) -> list[Build]:
-        seq = builds(flaky + " F:b@os F@os F@os", builder=builder, changes=SHARED, logs=LOGS,
-                     start=start)  # fmt: skip
-        return [b._replace(worker=worker) for b in seq]
-
     strict = Policy(flaky_threshold=3)
     arch = flaky_on("AMD64 Arch unstable", T0, "w1")
     fedora = flaky_on("AMD64 Fedora", T0 + 60, "w2")

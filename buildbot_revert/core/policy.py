@@ -66,7 +66,8 @@ class Policy:
     code_patterns: tuple[str, ...] = (
         "Lib/*", "Modules/*", "Objects/*", "Python/*", "Parser/*", "Include/*", "PC/*",
         "PCbuild/*", "Tools/*", "Mac/*", "Android/*", "iOS/*", "Platforms/*", ".github/*",
-        "configure*", "Makefile*", "*.py", "*.c", "*.h", "*.toml", "*.cfg", "*.ini", "*.yml",
+        "configure*", "Makefile*", "requirements*.txt", "constraints*.txt",
+        "*.py", "*.c", "*.h", "*.toml", "*.cfg", "*.ini", "*.yml",
     )  # fmt: skip
     docs_builder_tags: frozenset[str] = frozenset({"docs"})
     docs_step_patterns: tuple[str, ...] = ("*doc*", "*sphinx*")

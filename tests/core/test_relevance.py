@@ -119,6 +119,9 @@ def test_the_patterns_of_the_policy() -> None:
     assert documentation_only(("Doc/Makefile", "Doc/requirements.txt"), doc, code)
     assert not documentation_only(("Doc/conf.py",), doc, code)
     assert not documentation_only(("Lib/idlelib/NEWS.txt",), doc, code)
+    # The project's pinned dependencies are build inputs, not prose.
+    assert not documentation_only(("requirements.txt",), doc, code)
+    assert not documentation_only(("README.md", "constraints-dev.txt"), doc, code)
     # fnmatch, with "*" crossing "/", case-sensitive.
     assert glob_matcher(("Doc/*",))("Doc/library/a/b.rst")
     assert not glob_matcher(("Doc/*",))("doc/index.rst")

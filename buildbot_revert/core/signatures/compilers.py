@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from buildbot_revert.core.signatures.lines import TIMESTAMP
+from buildbot_revert.core.signatures.lines import TIMESTAMP, source_path
 
 _SRC = (
     r"(?P<path>(?:[A-Za-z]:)?[^\s:()\"'<>|]+?"
@@ -121,7 +121,7 @@ def _msvc_key(line: str) -> str | None:
     m = _MSVC_RE.match(line)
     if m is None:
         return None
-    path = _normalise_path(m.group("path"))
+    path = source_path(m.group("path"), _SOURCE_ROOTS)
     msg = _normalise_message(m.group("msg"))
     return f"{path}: {m.group('sev')} {m.group('code')}: {msg}"
 
@@ -149,26 +149,11 @@ def _gcc_key(line: str) -> str | None:
     word = words[-1]
     m = _GCC_LOCATION_RE.fullmatch(word)
     if m is not None:
-        path = _normalise_path(m.group("path"))
+        path = source_path(m.group("path"), _SOURCE_ROOTS)
         return f"{path}: {severity}: {_normalise_message(message)}"
     if severity == "error" and _LINKER_NAME_RE.fullmatch(word):
         return f"ld: error: {_normalise_message(message)}"
     return None
-
-
-def _normalise_path(path: str) -> str:
-    path = path.replace("\\", "/")
-    if path[1:2] == ":":
-        path = path[2:]
-    parts = [p for p in path.split("/") if p and p != "."]
-    for i in range(len(parts) - 2, -1, -1):
-        if parts[i] in _SOURCE_ROOTS:
-            return "/".join(parts[i:])
-    while parts and parts[0] == "..":
-        parts.pop(0)
-    if path.startswith("/") and len(parts) > 2:
-        parts = parts[-2:]
-    return "/".join(parts)
 
 
 def _normalise_message(msg: str) -> str:

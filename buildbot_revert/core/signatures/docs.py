@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from buildbot_revert.core.signatures.lines import TIMESTAMP
+from buildbot_revert.core.signatures.lines import TIMESTAMP, source_path
 
 #: Every line holding one of these is offered to :func:`docs_key`.
 DOCS_TOKENS: tuple[str, ...] = (": WARNING: ", ": ERROR: ", ": CRITICAL: ", ": SEVERE: ")
@@ -40,18 +40,4 @@ def docs_key(line: str) -> str | None:
     message = _SPACES_RE.sub(" ", line[at + len(token) :].strip())
     if not message:
         return None
-    return f"{_doc_path(m.group('path'))}: {token[2:-2]}: {message}"
-
-
-def _doc_path(path: str) -> str:
-    parts = [p for p in path.replace("\\", "/").split("/") if p and p != "."]
-    if parts and parts[0].endswith(":"):
-        parts.pop(0)
-    for i in range(len(parts) - 2, -1, -1):
-        if parts[i] in _DOC_ROOTS:
-            return "/".join(parts[i:])
-    while parts and parts[0] == "..":
-        parts.pop(0)
-    if path.startswith("/") and len(parts) > 2:
-        parts = parts[-2:]
-    return "/".join(parts)
+    return f"{source_path(m.group('path'), _DOC_ROOTS)}: {token[2:-2]}: {message}"

@@ -41,3 +41,25 @@ def lines_with(text: str, tokens: tuple[str, ...], start: int = 0) -> Iterator[t
         hits.sort()
     for line_start, line_end in hits:
         yield line_start, text[line_start:line_end]
+
+
+def source_path(path: str, roots: frozenset[str]) -> str:
+    """A path as logged, made the same on every worker.
+
+    Windows separators become ``/`` and a drive letter goes; the path keeps
+    its part from the last of ``roots`` it passes through (``Lib``,
+    ``Modules``, ``Doc``...); failing that, ``../`` prefixes go and an
+    absolute path keeps its last two parts.
+    """
+    path = path.replace("\\", "/")
+    if path[1:2] == ":":
+        path = path[2:]
+    parts = [p for p in path.split("/") if p and p != "."]
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in roots:
+            return "/".join(parts[i:])
+    while parts and parts[0] == "..":
+        parts.pop(0)
+    if path.startswith("/") and len(parts) > 2:
+        parts = parts[-2:]
+    return "/".join(parts)

@@ -48,7 +48,7 @@ def sweep(path: Path, specs: list[str], workers: int | None) -> tuple[float, flo
     t0 = time.perf_counter()
     store = HistoryStore(path)
     try:
-        builders, lazy = select_builds(store, Selection())
+        builders, lazy = select_builds(store, Selection(), Policy())
         builds = list(lazy)
         labels = store.labels() if store.has_labels() else None
     finally:

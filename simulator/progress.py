@@ -66,7 +66,7 @@ def _counting(items: Iterable[T], total: int, label: str) -> Iterator[T]:
 def replay_with_progress(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection)
+    builders, builds = select_builds(store, selection, policy)
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"), policy, selection, builders
     )
@@ -117,7 +117,7 @@ def sweep_with_progress(
     """Load the selection once, with a bar, and sweep it, with another."""
     combos = combinations(axes, base)
     selection = selection.of_history(store.builders())
-    builders, lazy = select_builds(store, selection)
+    builders, lazy = select_builds(store, selection, base)
     builds = list(counted(lazy, store.count_builds(), "Loading the history"))
     labels = store.labels() if store.has_labels() else None
     with steps(len(combos), "Sweeping") as advance:

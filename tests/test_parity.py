@@ -101,7 +101,7 @@ def run_both(
     master = InProcessMaster(
         tmp_path / "master",
         builders,
-        reporter=f"repo='python/cpython', mode='dry-run', startup_builds=0{reporter_selection}",
+        reporter=f"repo='python/cpython', mode='dry-run'{reporter_selection}",
         www_port=free_port(),
     )
     master.create()

@@ -21,16 +21,28 @@ Rules, in order, for a revision the reporter has just claimed:
 7. A grace period is set: comment now, decide again when it ends.
 8. Otherwise: open the revert PR and comment on the culprit with its link.
 
-When a grace period ends (:func:`after_grace`): the builder went green
-(stand down), someone objected or added the opt-out label (withdraw), a
-revert already exists (adopt or respect it), the daily cap is reached (keep
-waiting), otherwise file.
+When a grace period ends (:func:`after_grace`, given the revision's
+:class:`~.grace.GraceOutcome` over every builder that qualified): every
+builder went green in time (stand down), someone objected or added the
+opt-out label (withdraw), a revert already exists (adopt or respect it), the
+daily cap is reached (keep waiting), otherwise file.
 
 Which ledger rows the periodic check takes up again (:func:`due`): a row
 GitHub failed on (``proposed``) by the master that claimed it, once
 :data:`RETRY_AFTER` has passed since its last attempt; a waiting row
-(``pending``) by any master once its grace period is due (filing it is a
-compare-and-set in the ledger, so only one master files).
+(``pending``) by any master once its next deadline is :data:`SETTLE` seconds
+past (filing it is a compare-and-set in the ledger, so only one master
+files).  The settling time lets the builds that completed just before the
+deadline be recorded before the decision reads them; the decision itself
+depends only on facts dated up to the deadline, so acting later never
+changes it.
+
+A ``filing`` row is stale (:func:`stale_filing`) when nothing can still be
+working on it: the master that owns it has just started (whatever it was
+doing died with the old process), or it has not moved for
+:data:`FILING_TIMEOUT` seconds (the master that owns it is gone).  The
+reporter then looks on GitHub for the revert PR before anything else: found,
+it completes the filing; not found, it files.
 """
 
 from __future__ import annotations
@@ -39,11 +51,15 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import NamedTuple
 
-from buildbot_revert.core.grace import GraceDecision
+from buildbot_revert.core.grace import GraceDecision, GraceOutcome
 from buildbot_revert.core.references import MARKER_PREFIX
 
 # A row left ``proposed`` (GitHub failed) is retried after this many seconds.
 RETRY_AFTER = 300.0
+# A grace deadline is acted on this many seconds after it passes.
+SETTLE = 5.0
+# A ``filing`` row that has not moved for this long was abandoned.
+FILING_TIMEOUT = 600.0
 
 
 class Step(StrEnum):
@@ -110,11 +126,15 @@ def plan(facts: Facts) -> Plan:
     return Plan(Step.REVERT, "open the revert pull request")
 
 
-def after_grace(decision: GraceDecision, facts: Facts, objected: bool) -> Plan:
-    """The step once the grace decision for a waiting revision is known."""
-    if decision is GraceDecision.STAND_DOWN:
-        return Plan(Step.WITHDRAW, "the builder went green within the grace period")
-    if decision is GraceDecision.WAIT:
+def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
+    """The step once the grace outcome for a waiting revision is known."""
+    n = fate.builders
+    if fate.decision is GraceDecision.STAND_DOWN:
+        return Plan(
+            Step.WITHDRAW,
+            f"every builder that qualified ({n}) went green within its grace period",
+        )
+    if fate.decision is GraceDecision.WAIT:
         return Plan(Step.WAIT, "the grace period is not over")
     if objected:
         return Plan(Step.WITHDRAW, "someone objected on the pull request")
@@ -127,7 +147,10 @@ def after_grace(decision: GraceDecision, facts: Facts, objected: bool) -> Plan:
         return existing
     if _capped(facts):
         return Plan(Step.WAIT, f"the daily cap of {facts.daily_cap} revert PR(s) is reached")
-    return Plan(Step.REVERT, "the builder is still red after the grace period")
+    return Plan(
+        Step.REVERT,
+        f"a builder was still red at the end of its grace period ({n} builder(s) qualified)",
+    )
 
 
 def objected(comments: Iterable[tuple[str, str]], words: Iterable[str]) -> bool:
@@ -165,8 +188,13 @@ def due(state: str, mine: bool, updated_at: float, due_at: float | None, now: fl
     if state == "proposed":
         return mine and now - updated_at >= RETRY_AFTER
     if state == "pending":
-        return due_at is None or now >= due_at
+        return due_at is None or now >= due_at + SETTLE
     return False
+
+
+def stale_filing(mine: bool, updated_at: float, now: float, starting: bool) -> bool:
+    """Whether a ``filing`` row was abandoned (see the rules above)."""
+    return (mine and starting) or now - updated_at >= FILING_TIMEOUT
 
 
 def _opted_out(facts: Facts) -> bool:

@@ -18,8 +18,6 @@ DAILY_CAP: int | None = 3
 OPT_OUT_LABEL: str | None = "skip-auto-revert"
 # Comments that, posted on the culprit PR during the grace period, stop the revert.
 OBJECTION_WORDS: tuple[str, ...] = ("/no-revert", "do not revert", "don't revert")
-# How many of the master's most recent builds the plugin replays on start.
-STARTUP_BUILDS = 2000
 # The lines of each failing step's stdio log handed to the core: the plugin
 # and the simulator's importer read the same tail, so both see the same evidence.
 LOG_TAIL_LINES = 300

@@ -1,36 +1,64 @@
-"""The grace period: comment first, revert only if the builder stays red.
+"""The grace period: comment first, revert only if the builders stay red.
 
 A policy with a grace period ``g`` does not file the revert the moment a
 builder qualifies (its N-th consecutive failure).  It comments on the
-change's pull request, then files the revert only if the builder is still red
-``g`` seconds after that N-th failure.  A builder that goes green within the
-grace period (a fix landed, the flake passed) makes the revert unnecessary.
+change's pull request, then files the revert only if a builder is still red
+when its grace period ends.  Builders that go green within the grace period
+(a fix landed, the flake passed) make the revert unnecessary.
 
-Both shells ask the same question with the same pure function:
+The rule (both shells, this module only)
+----------------------------------------
+Every builder that qualifies for a revision (the one that proposed it, and
+each that qualifies later, ``already-proposed``) has its own deadline: the
+completion of its N-th failing build plus ``g``.  It is *red at its
+deadline* unless the green build that ended its qualifying streak completed
+at or before that deadline.  Then, for the revision:
 
-* the plugin, when a build completes or its timer fires, with ``now`` from
-  the master's clock and ``ended_at`` set when the streak has ended;
-* the simulator, with ``now`` the end of the replayed window and the
-  streak's recorded end time.
+* **revert** at the earliest deadline at which a qualified builder is red;
+* **stand down** when every qualified builder recovered by its deadline, as
+  of the last of those deadlines;
+* otherwise **wait**.
 
-Nothing here reads a clock: time comes in as arguments.
+A builder joins a revision while the revision is still open: one that
+qualifies after the revision stood down (after the last deadline, every
+builder having recovered) changes nothing, so a stand-down is final, as a
+withdrawn ledger row is.  What happens on a builder after its qualifying
+streak ended (a new streak, for another reason) is not this revision's
+business.  So the outcome depends only on facts dated up to the deadlines:
+a timer that fires late, a master restarted in between, or a later
+unrelated breakage cannot change it.
+
+An objection posted on the culprit's pull request during the grace period
+(:func:`buildbot_revert.core.actions.objected`) also stops the revert.  The
+plugin reads the comments; the simulator cannot see them, so it reports how
+many of its filed reverts a grace period left open to such a human "no".
+
+The facts come from the tracker's events, through :func:`fact`: a
+:class:`Qualification` for each ``revert`` or ``already-proposed`` verdict,
+a :class:`StreakEnd` for each streak that ended.  The simulator collects them
+from a replay; the plugin records them in its ledger as builds finish, and
+decides from those records.  Nothing here reads a clock: ``now`` is an
+argument (the master's clock, or the end of the replayed window).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
+from operator import attrgetter
 from typing import NamedTuple
+
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict
 
 
 class GraceDecision(StrEnum):
-    """What to do about a qualified streak while its grace period runs."""
+    """What to do about a qualified revision while its grace period runs."""
 
-    # The grace period is not over and the builder is still red.
+    # A grace period is not over and no qualified builder is red at its deadline yet.
     WAIT = "wait"
-    # The builder is still red when the grace period is over: file the revert.
+    # A qualified builder is still red at its deadline: file the revert.
     REVERT = "revert"
-    # The builder went green within the grace period: no revert needed.
+    # Every qualified builder went green by its deadline: no revert needed.
     STAND_DOWN = "stand-down"
 
 
@@ -39,8 +67,16 @@ class GraceError(ValueError):
 
 
 def deadline(qualified_at: float, grace: float) -> float:
-    """When the revert is filed if the builder is still red by then."""
+    """When a builder that qualified at ``qualified_at`` must be green by."""
     return qualified_at + grace
+
+
+class Qualified(NamedTuple):
+    """One builder's qualification for a revision: when, and when it went green."""
+
+    qualified_at: float
+    # When the green build that ended the qualifying streak completed (None: red).
+    ended_at: float | None
 
 
 def decide(qualified_at: float, grace: float, now: float, ended_at: float | None) -> GraceDecision:
@@ -53,7 +89,7 @@ def decide(qualified_at: float, grace: float, now: float, ended_at: float | None
     """
     if grace < 0:
         raise GraceError(f"the grace period cannot be negative ({grace:g} s)")
-    due = qualified_at + grace
+    due = deadline(qualified_at, grace)
     if ended_at is not None and ended_at <= due and ended_at <= now:
         return GraceDecision.STAND_DOWN
     if now >= due:
@@ -61,36 +97,100 @@ def decide(qualified_at: float, grace: float, now: float, ended_at: float | None
     return GraceDecision.WAIT
 
 
-class Qualified(NamedTuple):
-    """One builder's qualification for a revision: when, and when it went green."""
-
-    qualified_at: float
-    ended_at: float | None
+_WHEN = attrgetter("qualified_at")
+_QUALIFYING = frozenset({Reason.REVERT, Reason.ALREADY_PROPOSED})
 
 
 class GraceOutcome(NamedTuple):
     """What became of one proposed revision under a grace period."""
 
     decision: GraceDecision
-    # When the revert is filed (set when decision is REVERT).
-    revert_at: float | None = None
+    # When the revert is filed (REVERT) or the revision stood down (STAND_DOWN).
+    at: float | None = None
+    # While waiting: the next deadline to look again at.
+    next_at: float | None = None
+    # How many qualified builders the outcome was decided from.
+    builders: int = 0
+
+    @property
+    def revert_at(self) -> float | None:
+        """When the revert is filed (set when the decision is REVERT)."""
+        return self.at if self.decision is GraceDecision.REVERT else None
 
 
 def outcome(qualified: Iterable[Qualified], grace: float, now: float) -> GraceOutcome:
-    """The fate of a revision, given every builder that qualified for it.
-
-    The revert is filed at the first deadline at which one of the builders
-    is still red.  Otherwise the revision waits while any builder's grace
-    period runs, and stands down once every builder recovered in time.
-    """
-    due: list[float] = []
-    waiting = False
-    for q in qualified:
+    """The fate of a revision, given every builder that qualified for it (the rule above)."""
+    if grace < 0:
+        raise GraceError(f"the grace period cannot be negative ({grace:g} s)")
+    joined = 0
+    horizon: float | None = None  # the last deadline of the builders joined so far
+    waiting_until: float | None = None
+    for q in sorted(qualified, key=_WHEN):
+        if q.qualified_at > now:
+            break  # not known yet
+        if horizon is not None and q.qualified_at > horizon:
+            break  # the revision stood down before this builder qualified
+        joined += 1
+        due = deadline(q.qualified_at, grace)
         decision = decide(q.qualified_at, grace, now, q.ended_at)
         if decision is GraceDecision.REVERT:
-            due.append(deadline(q.qualified_at, grace))
-        elif decision is GraceDecision.WAIT:
-            waiting = True
-    if due:
-        return GraceOutcome(GraceDecision.REVERT, min(due))
-    return GraceOutcome(GraceDecision.WAIT if waiting else GraceDecision.STAND_DOWN)
+            # Deadlines grow with qualification times: the first red one is the earliest.
+            return GraceOutcome(GraceDecision.REVERT, due, builders=joined)
+        if decision is GraceDecision.WAIT and waiting_until is None:
+            waiting_until = due
+        horizon = due if horizon is None else max(horizon, due)
+    if waiting_until is not None:
+        return GraceOutcome(GraceDecision.WAIT, next_at=waiting_until, builders=joined)
+    if horizon is None:
+        return GraceOutcome(GraceDecision.WAIT, builders=0)
+    return GraceOutcome(GraceDecision.STAND_DOWN, horizon, builders=joined)
+
+
+class Qualification(NamedTuple):
+    """A builder qualified for ``revision``: the fact a grace decision starts from."""
+
+    revision: str
+    builder: str
+    first_failing_build: int
+    # The numbers of the N failing builds that made it qualify.
+    failing_builds: tuple[int, ...]
+    qualified_at: float
+    # True for the builder that proposed the revision, False for one that joined.
+    proposer: bool
+
+
+class StreakEnd(NamedTuple):
+    """The red streak of ``builder`` opened by ``first_failing_build`` is over."""
+
+    builder: str
+    first_failing_build: int
+    # When the green build that ended it completed (None: still red at the end of history).
+    ended_at: float | None
+
+
+def fact(event: Verdict | Streak) -> Qualification | StreakEnd | None:
+    """What a tracker event tells a grace decision (for both shells)."""
+    if isinstance(event, Streak):
+        if event.verdict.reason not in _QUALIFYING:
+            return None  # no builder qualified on this streak: no decision needs its end
+        return StreakEnd(event.builder, event.first_failing_build, event.ended_at)
+    if event.reason is Reason.REVERT and event.request is not None:
+        request = event.request
+        return Qualification(
+            request.revision,
+            event.builder,
+            event.first_failing_build,
+            request.failing_builds,
+            event.decided_at,
+            True,
+        )
+    if event.reason is Reason.ALREADY_PROPOSED and event.suspect is not None:
+        return Qualification(
+            event.suspect.revision,
+            event.builder,
+            event.first_failing_build,
+            event.failing_builds,
+            event.decided_at,
+            False,
+        )
+    return None

@@ -92,6 +92,14 @@ class Policy:
     # these tags, and builds of branches matching these patterns.
     pull_request_tags: frozenset[str] = frozenset({"PullRequest"})
     pull_request_branches: tuple[str, ...] = ("refs/pull/*",)
+    # Memory: how much history the tracker is fed before it decides, so that
+    # the guards that look back (failing-before, flaky-builder, stale green)
+    # see what they need.  The simulator starts its replay this long before
+    # ``--since``; the plugin, starting without a saved memory of its own,
+    # replays the master's builds of this long.  One month covers the
+    # longest look-back (failing-before's 14 days, and the changes that
+    # landed up to a fortnight before their streak).
+    memory_horizon: float = 31 * _DAY
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -114,6 +122,8 @@ class Policy:
             raise PolicyError("FAILURE is the red result: it cannot be green or neutral")
         if self.max_culprit_age is not None and self.max_culprit_age <= 0:
             raise PolicyError("max_culprit_age must be positive")
+        if self.memory_horizon < 0:
+            raise PolicyError("memory_horizon cannot be negative")
         if self.stale_green_after <= 0:
             raise PolicyError("stale_green_after must be positive")
 

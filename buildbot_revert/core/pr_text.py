@@ -157,6 +157,17 @@ def manual_comment(ctx: RevertContext, reason: str, files: Sequence[str] = ()) -
     )
 
 
+def more_builders_comment(builds: Sequence[BuildLink], failures: int) -> str:
+    """The comment on the revert PR naming builders that qualified after it was opened."""
+    builders = len({b.builder for b in builds})
+    return (
+        f"{references.MARKER}\n"
+        f"{builders} more builder(s) failed {failures} builds in a row from this change "
+        "since this pull request was opened:\n\n"
+        f"{_builds_list(builds)}\n"
+    )
+
+
 def _opening(ctx: RevertContext) -> str:
     """Every comment on the culprit PR opens alike: who, which builds, what they share."""
     return (

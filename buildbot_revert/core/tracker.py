@@ -318,6 +318,38 @@ class StreakTracker:
     def proposed(self) -> frozenset[str]:
         return frozenset(self._proposed)
 
+    def also_proposed(self, revisions: Iterable[str]) -> None:
+        """Revisions proposed elsewhere (the plugin's ledger): never propose them again."""
+        for revision in revisions:
+            self._proposed.setdefault(revision, None)
+
+    # -- memory across restarts ---------------------------------------------
+
+    def __getstate__(self) -> dict[str, object]:
+        """Everything the tracker knows, without the shell's callbacks.
+
+        What a shell saves (the plugin pickles it into the master's
+        database) so that a tracker restored from it, fed the builds that
+        completed since, is the tracker that never stopped.
+        """
+        state = dict(self.__dict__)
+        del state["_watched"], state["_tags_of"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._watched = None
+        self._tags_of = None
+
+    def attach(
+        self,
+        watched: Callable[[str], bool] | None,
+        tags_of: Callable[[str], tuple[str, ...]] | None,
+    ) -> None:
+        """Give a restored tracker the shell's callbacks back (see ``__init__``)."""
+        self._watched = watched
+        self._tags_of = tags_of
+
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)
 
@@ -397,12 +429,13 @@ class StreakTracker:
         streak.evidence = common | specific_tests(sigs) if sigs else frozenset()
         evidence = tuple(sorted(common))
         request = None
+        numbers = tuple(b.number for b in streak.failing)
         if reason is Reason.REVERT and suspect is not None:
             request = RevertRequest(
                 suspect,
                 last.builder,
                 streak.first.number,
-                tuple(b.number for b in streak.failing),
+                numbers,
                 last.completed_at,
                 streak.green_at,
             )
@@ -417,6 +450,7 @@ class StreakTracker:
             request,
             evidence,
             streak.first.completed_at,
+            numbers,
         )
         return streak.verdict
 

@@ -92,6 +92,9 @@ class Verdict(NamedTuple):
     evidence: tuple[str, ...] = ()
     # When the streak's first failing build completed.
     started_at: float = 0.0
+    # The numbers of the failing builds the decision read (the first N), when
+    # decided at the N-th failure; empty for a streak that ended before it.
+    failing_builds: tuple[int, ...] = ()
 
     @property
     def decision(self) -> Decision:

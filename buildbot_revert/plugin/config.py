@@ -85,7 +85,6 @@ class Settings:
     revert_labels: tuple[str, ...]
     draft: bool
     # How many of the master's most recent builds to replay on start.
-    startup_builds: int
     # The lines of each failing step's stdio log handed to the core.
     log_lines: int
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
@@ -121,7 +120,6 @@ def parse_settings(
     opt_out_label: Any = defaults.OPT_OUT_LABEL,
     revert_labels: Any = (),
     draft: Any = False,
-    startup_builds: Any = defaults.STARTUP_BUILDS,
     log_lines: Any = defaults.LOG_TAIL_LINES,
     objection_words: Any = defaults.OBJECTION_WORDS,
 ) -> Settings:
@@ -137,7 +135,6 @@ def parse_settings(
     labels = _labels("revert_labels", revert_labels)
     if not isinstance(draft, bool):
         raise SettingsError("draft must be True or False")
-    startup = _whole_number("startup_builds", startup_builds, low=0)
     lines = _whole_number("log_lines", log_lines, low=1)
     objections = _phrases("objection_words", objection_words)
     return Settings(
@@ -152,7 +149,6 @@ def parse_settings(
         opt_out_label=opt_out,
         revert_labels=labels,
         draft=draft,
-        startup_builds=startup,
         log_lines=lines,
         objection_words=objections,
     )

@@ -1,17 +1,30 @@
-"""The reporter's hands: carry out a revert verdict on GitHub and in the ledger.
+"""The reporter's hands: carry out the core's verdicts on GitHub and in the ledger.
 
-:class:`Filer` takes a REVERT verdict the tracker returned, claims its
-revision in the ledger (only the claimant acts: one PR per revision across
-builders, restarts and masters), fetches the facts
-:mod:`buildbot_revert.core.actions` needs from GitHub, and performs the
-step it plans: record, comment, wait out a grace period, or open the revert
-PR and comment on the culprit with its link.  It knows nothing about
-Buildbot: the reporter hands it verdicts and links, and tests drive it
-directly against the GitHub stand-in.
+:class:`Filer` takes the tracker's events for the watched builders.  Each
+goes through :func:`buildbot_revert.core.grace.fact`, as in the simulator,
+and what it says is written to the ledger first (:meth:`Filer.record`,
+while the reporter holds its build lock): a ``revert`` verdict claims its
+revision (only the claimant acts: one PR per revision across builders,
+restarts and masters) and, like an ``already-proposed`` one, records that
+its builder qualified; the end of a qualifying streak records when it
+ended.  Acting on GitHub comes after, in the background
+(:meth:`Filer.act`): fetch the facts :mod:`buildbot_revert.core.actions`
+needs, and perform the step it plans: record, comment, wait out a grace
+period, open the revert PR and comment on the culprit with its link, or
+name on the revert PR the builders that qualified after it was opened.
 
-Every failure is contained here: a GitHub error leaves the row ``proposed``
-with the error in ``detail`` (no secret can be in it: the client redacts),
-and :meth:`Filer.check_pending` retries it later.
+Every text is written from the ledger alone (title, explanation, evidence,
+and the builders that qualified, with links to their failing builds), so it
+is the same whether or not the master restarted in between; a grace period
+is decided by the core's rule from the recorded qualifications and streak
+ends, never from what a builder looks like when the timer fires.
+
+Every failure is contained here: any error while acting (GitHub's, or a
+bug's) returns a ``filing`` row to where it came from with the error in
+``detail`` (no secret can be in it: the client redacts), and
+:meth:`Filer.check_pending` retries it later; a ``filing`` row that a crash
+left behind is found stale, and the PR it may have opened is looked for on
+GitHub before anything is filed again.
 """
 
 from __future__ import annotations
@@ -23,10 +36,11 @@ from twisted.python import log
 
 from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, Plan, RevertState, Step
-from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.grace import GraceDecision, Qualification, Qualified, StreakEnd
+from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
-from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState
+from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
 
 _DAY = 86400.0
 # The rows a step may still move: claimed, or waiting out a grace period.
@@ -34,7 +48,7 @@ _ACTIONABLE = (LedgerState.PROPOSED, LedgerState.PENDING)
 
 
 class Filer:
-    """Acts on revert verdicts for one repository."""
+    """Acts on the tracker's events for one repository."""
 
     def __init__(
         self,
@@ -45,7 +59,6 @@ class Filer:
         clock: Any,
         master_name: str = "",
         build_url: Callable[[str, int], str | None] = lambda builder, number: None,
-        is_red: Callable[[str], bool] = lambda builder: True,
         master_url: str | None = None,
     ) -> None:
         self.settings = settings
@@ -54,65 +67,82 @@ class Filer:
         self.clock = clock
         self.master_name = master_name
         self.build_url = build_url
-        self.is_red = is_red
         self.master_url = master_url
-        # revision -> the context of the verdict, for texts written later.
-        self._contexts: dict[str, pr_text.RevertContext] = {}
         self._busy: set[str] = set()
 
-    # -- verdicts -------------------------------------------------------------
+    # -- recording the facts ------------------------------------------------------
 
-    def context(self, verdict: Verdict) -> pr_text.RevertContext:
-        request = verdict.request
-        assert request is not None and verdict.suspect is not None
-        links = tuple(
-            pr_text.BuildLink(request.builder, n, self.build_url(request.builder, n))
-            for n in request.failing_builds
-        )
-        return pr_text.RevertContext(
-            revision=request.revision,
-            title=verdict.suspect.title,
-            pr_number=verdict.suspect.pr_number,
-            author_login=None,
-            builds=links,
-            failures=len(request.failing_builds),
-            explanation=verdict.explanation,
-            evidence=tuple(getattr(verdict, "evidence", ()) or ()),
-            master_url=self.master_url,
-        )
+    async def record(self, event: Verdict | Streak, *, claim: bool = True) -> str | None:
+        """Write what ``event`` tells the ledger; return a revision to act on, if any.
 
-    async def handle(self, verdict: Verdict) -> Entry | None:
-        """Carry out one REVERT verdict; return the ledger row as it ends up."""
-        if verdict.reason is not Reason.REVERT or verdict.request is None:
+        ``claim`` False (a replay of builds the plugin may never have seen
+        live) records qualifications and streak ends of revisions already in
+        the ledger, and claims nothing new.
+        """
+        what = grace.fact(event)
+        if isinstance(what, StreakEnd):
+            if what.ended_at is not None:
+                await self.ledger.streak_ended(
+                    what.builder, what.first_failing_build, what.ended_at
+                )
             return None
-        request = verdict.request
-        revision = request.revision
+        if not isinstance(what, Qualification) or not isinstance(event, Verdict):
+            return None
+        won = False
+        if what.proposer and claim:
+            won = await self._claim(event, what)
+        entry = await self.ledger.get(what.revision)
+        if entry is None:
+            return None
+        links = tuple((n, self.build_url(what.builder, n)) for n in what.failing_builds)
+        new = await self.ledger.qualify(
+            what.revision, what.builder, what.first_failing_build, links, what.qualified_at
+        )
+        if won:
+            return what.revision
+        if what.proposer and claim:
+            log.msg(
+                f"buildbot-revert: {what.revision[:12]} is already in the ledger; not acting again"
+            )
+        if new and entry.state == LedgerState.FILED:
+            return what.revision  # a builder to name on the revert PR
+        return None
+
+    async def _claim(self, verdict: Verdict, what: Qualification) -> bool:
+        suspect = verdict.suspect
+        assert suspect is not None
         now = self.clock.seconds()
-        won = await self.ledger.claim(
-            revision,
-            builder=request.builder,
-            build_number=request.build_number,
+        won: bool = await self.ledger.claim(
+            what.revision,
+            builder=what.builder,
+            build_number=what.first_failing_build,
             mode=self.settings.mode.value,
             master=self.master_name,
             now=now,
+            decided_at=what.qualified_at,
             detail=verdict.explanation,
+            title=suspect.title,
+            explanation=verdict.explanation,
+            evidence=verdict.evidence,
         )
-        if not won:
-            log.msg(f"buildbot-revert: {revision[:12]} is already in the ledger; not acting again")
-            return await self._entry(revision)
-        self._contexts[revision] = self.context(verdict)
-        if self.settings.mode is Mode.DRY_RUN:
+        if won and self.settings.mode is Mode.DRY_RUN:
             await self.ledger.transition(
-                revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
+                what.revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
             )
             log.msg(
-                f"buildbot-revert: dry-run: would revert {revision[:12]} "
-                f"({request.builder} builds {list(request.failing_builds)}): "
-                f"{verdict.explanation}"
+                f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
+                f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
             )
-            return await self._entry(revision)
-        await self._act(revision)
-        return await self._entry(revision)
+            return False
+        return won
+
+    async def handle(self, verdict: Verdict) -> Entry | None:
+        """Record one verdict and carry it out now; the revision's ledger row as it ends up."""
+        revision = await self.record(verdict)
+        if revision is not None:
+            await self.act(revision)
+        suspect = verdict.suspect
+        return None if suspect is None else await self._entry(suspect.revision)
 
     async def _entry(self, revision: str) -> Entry | None:
         entry: Entry | None = await self.ledger.get(revision)
@@ -120,68 +150,147 @@ class Filer:
 
     # -- the periodic check -----------------------------------------------------
 
-    async def check_pending(self) -> None:
-        """End grace periods that are due; retry rows GitHub failed on earlier."""
-        if self.settings.mode is Mode.DRY_RUN:
+    async def check_pending(self, *, starting: bool = False) -> None:
+        """End grace periods that are due; retry rows that failed; recover stale filings.
+
+        ``starting``: this master has just started, so a ``filing`` row it
+        owns was interrupted by the previous process.
+        """
+        if self.settings.mode is Mode.DRY_RUN or self.client is None:
             return
         now = self.clock.seconds()
+        for entry in await self.ledger.entries((LedgerState.FILING,)):
+            mine = entry.master == self.master_name
+            if actions.stale_filing(mine, entry.updated_at, now, starting):
+                await self._recover(entry)
         for entry in await self.ledger.entries(_ACTIONABLE):
             mine = entry.master == self.master_name
             if actions.due(entry.state, mine, entry.updated_at, entry.due_at, now):
-                await self._act(entry.revision)
+                await self.act(entry.revision)
+        for revision in await self.ledger.unannounced():
+            await self.act(revision)
 
     # -- acting -----------------------------------------------------------------
 
-    async def _act(self, revision: str) -> None:
-        if revision in self._busy:
+    async def act(self, revision: str) -> None:
+        """Take the revision's next step on GitHub; errors are contained and retried."""
+        if revision in self._busy or self.client is None:
+            return
+        if self.settings.mode is Mode.DRY_RUN:
             return
         self._busy.add(revision)
         try:
             await self._act_once(revision)
-        except GitHubError as exc:
-            # The client redacts secrets from its messages.
-            log.msg(f"buildbot-revert: GitHub failed for {revision[:12]}: {exc}")
-            detail = f"GitHub error: {exc}"[:2000]
-            now = self.clock.seconds()
-            # A write that failed half-way is found by the next attempt's look.
-            await self.ledger.transition(
-                revision,
-                (LedgerState.FILING,),
-                state=LedgerState.PROPOSED,
-                filed_at=None,
-                detail=detail,
-                updated_at=now,
-            )
-            await self.ledger.transition(revision, _ACTIONABLE, detail=detail, updated_at=now)
+        except Exception as exc:
+            if isinstance(exc, GitHubError):
+                # The client redacts secrets from its messages.
+                log.msg(f"buildbot-revert: GitHub failed for {revision[:12]}: {exc}")
+                detail = f"GitHub error: {exc}"
+            else:
+                _log_failure(exc, f"buildbot-revert: acting on {revision[:12]} failed")
+                detail = f"error: {type(exc).__name__}: {exc}"
+            await self._release(revision, detail[:2000])
         finally:
             self._busy.discard(revision)
+
+    async def _release(self, revision: str, detail: str) -> None:
+        """Return an interrupted filing to the state it came from, to be retried."""
+        entry = await self.ledger.get(revision)
+        if entry is None:
+            return
+        now = self.clock.seconds()
+        back = LedgerState.PENDING if entry.due_at is not None else LedgerState.PROPOSED
+        # A write that failed half-way is found by the next attempt's look.
+        await self.ledger.transition(
+            revision,
+            (LedgerState.FILING,),
+            state=back,
+            filed_at=None,
+            detail=detail,
+            updated_at=now,
+        )
+        await self.ledger.transition(revision, _ACTIONABLE, detail=detail, updated_at=now)
+
+    async def _recover(self, entry: Entry) -> None:
+        """A ``filing`` row nothing works on any more: look on GitHub, then finish or file."""
+        assert self.client is not None
+        now = self.clock.seconds()
+        # Take the row over (one master wins), so nobody else recovers it meanwhile.
+        if not await self.ledger.transition(
+            entry.revision,
+            (LedgerState.FILING,),
+            updated_before=entry.updated_at + 1e-3,
+            state=LedgerState.FILING,
+            updated_at=now,
+        ):
+            return
+        log.msg(
+            f"buildbot-revert: {entry.revision[:12]} was left 'filing' "
+            f"(by {entry.master or 'a master'}); looking on GitHub for its revert PR"
+        )
+        self._busy.add(entry.revision)
+        try:
+            pull, ctx = await self._pull_and_context(entry)
+            found = (
+                await self.client.find_revert_pull(entry.revision, pull)
+                if pull is not None
+                else None
+            )
+            if pull is not None and found is not None:
+                how = RevertOutcome("existing", found)
+                await self._filing_done(entry.revision, pull, ctx, how, "recovered", now)
+                return
+        except Exception as exc:
+            _log_failure(exc, f"buildbot-revert: recovering {entry.revision[:12]} failed")
+        finally:
+            self._busy.discard(entry.revision)
+        await self._release(entry.revision, "recovered: no revert PR was found; filing again")
+        await self.act(entry.revision)
+
+    async def _pull_and_context(
+        self, entry: Entry
+    ) -> tuple[PullRequest | None, pr_text.RevertContext]:
+        assert self.client is not None
+        qualified = await self.ledger.qualified(entry.revision)
+        pull = await self.client.pull_for_commit(entry.revision, entry.title or None)
+        return pull, self._context(entry, qualified, pull)
 
     async def _act_once(self, revision: str) -> None:
         assert self.client is not None
         entry = await self.ledger.get(revision)
         if entry is None:
             return
-        ctx = self._contexts.get(revision)
-        if ctx is None:
-            ctx = self._context_from_entry(entry)
-        pull = await self.client.pull_for_commit(revision, ctx.title or None)
-        if pull is not None:
-            ctx = ctx._replace(author_login=pull.author, pr_number=pull.number)
-            self._contexts[revision] = ctx
+        if entry.state == LedgerState.FILED:
+            await self._announce(entry)
+            return
+        if entry.state not in _ACTIONABLE:
+            return
+        fate = await self._grace(revision) if entry.state == LedgerState.PENDING else None
+        if fate is not None and fate.decision is GraceDecision.WAIT:
+            # Another builder's grace period runs on: look again at its deadline.
+            if fate.next_at is not None:
+                await self.ledger.transition(revision, (LedgerState.PENDING,), due_at=fate.next_at)
+            return
+        pull, ctx = await self._pull_and_context(entry)
         facts = await self._facts(revision, pull)
-        if entry.state == LedgerState.PENDING:
-            ended = None if self.is_red(entry.builder) else self.clock.seconds()
-            decision = grace.decide(
-                entry.decided_at, self.settings.grace_period, self.clock.seconds(), ended
-            )
+        if fate is not None:
             comments = await self.client.comments(pull.number) if pull is not None else []
             objected = actions.objected(
                 ((c.author, c.body) for c in comments), self.settings.objection_words
             )
-            plan = actions.after_grace(decision, facts, objected)
+            plan = actions.after_grace(fate, facts, objected)
         else:
             plan = actions.plan(facts)
         await self._perform(plan, revision, entry, ctx, pull)
+
+    async def _grace(self, revision: str) -> grace.GraceOutcome:
+        """The core's grace rule over every builder recorded as qualified."""
+        qualified = await self.ledger.qualified(revision)
+        return grace.outcome(
+            (Qualified(q.qualified_at, q.ended_at) for q in qualified),
+            self.settings.grace_period,
+            self.clock.seconds(),
+        )
 
     async def _facts(self, revision: str, pull: PullRequest | None) -> Facts:
         assert self.client is not None
@@ -241,14 +350,16 @@ class Filer:
         """A revert PR already exists: record it as ours."""
         assert self.client is not None
         found = await self.client.find_revert_pull(revision, pull)
-        await self.ledger.transition(
+        if await self.ledger.transition(
             revision,
             _ACTIONABLE,
             state=LedgerState.FILED,
             revert_pr=found.number if found else None,
             revert_url=found.html_url if found else None,
             **step_fields,
-        )
+        ):
+            # Its text is not ours: builders are named from now on, not before.
+            await self._mark_announced(revision)
 
     async def _comment_only(
         self,
@@ -316,6 +427,18 @@ class Filer:
         outcome = await self.client.open_revert(
             pull, pr_text.revert_title(ctx), pr_text.revert_body(ctx), draft=self.settings.draft
         )
+        await self._filing_done(revision, pull, ctx, outcome, plan.why, now)
+
+    async def _filing_done(
+        self,
+        revision: str,
+        pull: PullRequest,
+        ctx: pr_text.RevertContext,
+        outcome: RevertOutcome,
+        why: str,
+        now: float,
+    ) -> None:
+        """The ``filing`` row's end, once GitHub said what exists (filed now, or before)."""
         revert = outcome.pull
         if revert is None:
             await self._manual_revert_needed(revision, pull, ctx, outcome, now)
@@ -333,7 +456,7 @@ class Filer:
                 updated_at=now,
             )
         else:
-            await self._filed(revision, pull, ctx, revert, f"{outcome.how}: {plan.why}", now)
+            await self._filed(revision, pull, ctx, revert, f"{outcome.how}: {why}", now)
 
     async def _manual_revert_needed(
         self,
@@ -372,7 +495,8 @@ class Filer:
             await self.client.add_labels(revert.number, self.settings.revert_labels)
         body = pr_text.reverted_comment(ctx, revert.html_url, revert.number)
         comment = await self.client.comment(pull.number, body)
-        await self.ledger.transition(
+        named = {link.builder for link in ctx.builds}
+        if await self.ledger.transition(
             revision,
             (LedgerState.FILING,),
             state=LedgerState.FILED,
@@ -381,23 +505,76 @@ class Filer:
             comment_url=comment.html_url,
             detail=detail,
             updated_at=now,
+        ):
+            await self._mark_announced(revision, named)
+
+    # -- builders that qualify after the revert PR is open ------------------------------
+
+    async def _announce(self, entry: Entry) -> None:
+        """Name on the revert PR, in one comment, the builders it does not name yet."""
+        assert self.client is not None
+        if entry.revert_pr is None:
+            return
+        late = [q for q in await self.ledger.qualified(entry.revision) if not q.announced]
+        if not late:
+            return
+        body = pr_text.more_builders_comment(_links(late), self.settings.policy.failures)
+        await self.client.comment(entry.revert_pr, body)
+        await self.ledger.announce(entry.revision, [(q.builder, q.first_build) for q in late])
+        log.msg(
+            f"buildbot-revert: {entry.revision[:12]}: named {len(late)} more builder(s) "
+            f"on revert PR #{entry.revert_pr}"
         )
 
-    def _context_from_entry(self, entry: Entry) -> pr_text.RevertContext:
-        """A context rebuilt from the ledger (after a restart the verdict is gone)."""
-        return pr_text.RevertContext(
-            revision=entry.revision,
-            title="",
-            pr_number=entry.culprit_pr,
-            author_login=None,
-            builds=(
+    async def _mark_announced(self, revision: str, builders: set[str] | None = None) -> None:
+        qualified = await self.ledger.qualified(revision)
+        await self.ledger.announce(
+            revision,
+            [
+                (q.builder, q.first_build)
+                for q in qualified
+                if builders is None or q.builder in builders
+            ],
+        )
+
+    # -- the texts ----------------------------------------------------------------
+
+    def _context(
+        self, entry: Entry, qualified: list[QualifiedBuilder], pull: PullRequest | None
+    ) -> pr_text.RevertContext:
+        """What the texts say, from the ledger alone (and GitHub's PR, for its author)."""
+        if qualified:
+            links = _links(qualified)
+        else:
+            # A row from before the ledger kept its builders.
+            links = (
                 pr_text.BuildLink(
                     entry.builder,
                     entry.build_number,
                     self.build_url(entry.builder, entry.build_number),
                 ),
-            ),
+            )
+        return pr_text.RevertContext(
+            revision=entry.revision,
+            title=entry.title or "",
+            pr_number=pull.number if pull is not None else entry.culprit_pr,
+            author_login=pull.author if pull is not None else None,
+            builds=links,
             failures=self.settings.policy.failures,
-            explanation=entry.detail,
+            explanation=entry.explanation or entry.detail,
+            evidence=entry.evidence_items,
             master_url=self.master_url,
         )
+
+
+def _links(qualified: list[QualifiedBuilder]) -> tuple[pr_text.BuildLink, ...]:
+    """The failing builds of each qualified builder, first to qualify first."""
+    return tuple(
+        pr_text.BuildLink(q.builder, number, url) for q in qualified for number, url in q.builds
+    )
+
+
+def _log_failure(failure: BaseException, why: str) -> None:
+    """``log.err`` with a traceback, for errors that are bugs or surprises."""
+    # twisted.python.log.err has no annotations.
+    log.err(failure, why)  # type: ignore[no-untyped-call]

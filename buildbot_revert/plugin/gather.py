@@ -123,16 +123,13 @@ class Gatherer:
     # -- recent history -------------------------------------------------------
 
     @defer.inlineCallbacks
-    def recent_builds(self, limit: int) -> Any:
-        """The master's last ``limit`` completed builds, oldest completion first."""
-        if limit <= 0:
-            return []
-        rows = yield self.master.data.get(
-            ("builds",),
-            filters=[resultspec.Filter("complete", "eq", [True])],
-            order=["-buildid"],
-            limit=limit,
-        )
+    def builds_since(self, since: float | None) -> Any:
+        """The master's builds completed at or after ``since`` (None: all), oldest first."""
+        filters = [resultspec.Filter("complete", "eq", [True])]
+        if since is not None:
+            # The column holds epoch seconds (the data API hands out datetimes).
+            filters.append(resultspec.Filter("complete_at", "ge", [int(since)]))
+        rows = yield self.master.data.get(("builds",), filters=filters)
         rows = [r for r in rows if r.get("complete_at") is not None]
         rows.sort(key=lambda r: (epoch(r["complete_at"]), r["buildid"]))
         return rows

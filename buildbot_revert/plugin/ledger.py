@@ -19,7 +19,19 @@ A row moves through the states of :class:`LedgerState`, only along the moves
        └──► skipped (opt-out, no PR, a closed revert, ...)          retried later)
 
 A ``pending`` row moves on as a ``proposed`` one does once its grace period
-ends (to filing, filed, commented, withdrawn or skipped).
+ends (to filing, filed, commented, withdrawn or skipped).  A ``filing`` row
+that anything interrupted (an error, a crash between the ledger's write and
+GitHub's answer) goes back to where it came from, ``proposed`` or
+``pending``, once the reporter has looked on GitHub for the PR it may have
+opened (:mod:`.filing`): never stuck, never filed twice.
+
+What a row's pull request says is kept with it (the change's title, the
+verdict's explanation, the evidence), and every builder that qualified for
+the revision has a row of its own in a second table
+(:data:`qualified_table`: when it qualified, its failing builds and their
+links, when its streak ended, whether the revert PR names it yet), so the
+grace decision and every text are the same whether or not the master
+restarted in between.
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
@@ -30,7 +42,8 @@ connection in a thread (the master's ``db.pool.do``) and returns a Deferred.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -65,8 +78,33 @@ ledger_table = sa.Table(
     # When the revert PR was opened: the daily cap counts these.
     sa.Column("filed_at", sa.Float, nullable=True),
     sa.Column("updated_at", sa.Float, nullable=False),
+    # What the texts say about the change (added in 0.2: nullable, so an
+    # older table gains them by ALTER TABLE).
+    sa.Column("title", sa.Text, nullable=True),
+    sa.Column("explanation", sa.Text, nullable=True),
+    # What the failing builds have in common, one per line.
+    sa.Column("evidence", sa.Text, nullable=True),
 )
 sa.Index(f"{TABLE}_state", ledger_table.c.state)
+
+QUALIFIED_TABLE = "buildbot_revert_qualified"
+qualified_table = sa.Table(
+    QUALIFIED_TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("revision", sa.String(64), nullable=False),
+    sa.Column("builder", sa.String(255), nullable=False),
+    sa.Column("first_build", sa.Integer, nullable=False),
+    # The failing builds, as JSON [[number, url or null], ...].
+    sa.Column("builds", sa.Text, nullable=False),
+    sa.Column("qualified_at", sa.Float, nullable=False),
+    # When the green build that ended this streak completed (NULL: red).
+    sa.Column("ended_at", sa.Float, nullable=True),
+    # Whether the revert PR (or its comments) names this builder yet.
+    sa.Column("announced", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.UniqueConstraint("revision", "builder", "first_build", name=f"{QUALIFIED_TABLE}_key"),
+)
+sa.Index(f"{QUALIFIED_TABLE}_streak", qualified_table.c.builder, qualified_table.c.first_build)
 
 
 class LedgerState(StrEnum):
@@ -83,8 +121,10 @@ class LedgerState(StrEnum):
     SKIPPED = "skipped"  # nothing to do on GitHub (opt-out, no PR, manual revert, ...)
 
 
-# The states each state may move to; the ledger refuses any other move.  A
-# GitHub error takes ``filing`` back to ``proposed`` so the row is retried.
+# The states each state may move to; the ledger refuses any other move.  An
+# interrupted filing goes back to ``proposed`` or ``pending`` (where it came
+# from) so the row is retried; ``filing`` to itself is a recovery taking the
+# row over (see Ledger.transition's ``updated_before``).
 TRANSITIONS: Mapping[LedgerState, frozenset[LedgerState]] = {
     LedgerState.PROPOSED: frozenset(
         {
@@ -107,7 +147,14 @@ TRANSITIONS: Mapping[LedgerState, frozenset[LedgerState]] = {
         }
     ),
     LedgerState.FILING: frozenset(
-        {LedgerState.PROPOSED, LedgerState.FILED, LedgerState.CLOSED, LedgerState.SKIPPED}
+        {
+            LedgerState.PROPOSED,
+            LedgerState.PENDING,
+            LedgerState.FILING,
+            LedgerState.FILED,
+            LedgerState.CLOSED,
+            LedgerState.SKIPPED,
+        }
     ),
     LedgerState.RECORDED: frozenset(),
     LedgerState.COMMENTED: frozenset(),
@@ -136,6 +183,26 @@ class Entry(NamedTuple):
     due_at: float | None
     filed_at: float | None
     updated_at: float
+    title: str | None = None
+    explanation: str | None = None
+    evidence: str | None = None
+
+    @property
+    def evidence_items(self) -> tuple[str, ...]:
+        return tuple(line for line in (self.evidence or "").split("\n") if line)
+
+
+class QualifiedBuilder(NamedTuple):
+    """One builder that qualified for a revision (a row of :data:`qualified_table`)."""
+
+    revision: str
+    builder: str
+    first_build: int
+    # (number, url or None) of each failing build.
+    builds: tuple[tuple[int, str | None], ...]
+    qualified_at: float
+    ended_at: float | None
+    announced: bool
 
 
 _FIELDS = Entry._fields
@@ -145,6 +212,19 @@ _UPDATABLE = frozenset(_FIELDS) - {"revision"}
 def _entry(row: Any) -> Entry:
     entry = Entry(*(getattr(row, f) for f in _FIELDS))
     return entry._replace(state=LedgerState(entry.state))
+
+
+def _qualified(row: Any) -> QualifiedBuilder:
+    builds = tuple((int(n), url) for n, url in json.loads(row.builds))
+    return QualifiedBuilder(
+        row.revision,
+        row.builder,
+        row.first_build,
+        builds,
+        row.qualified_at,
+        row.ended_at,
+        bool(row.announced),
+    )
 
 
 def _known(state: str) -> LedgerState:
@@ -176,9 +256,11 @@ class Ledger:
                 with conn.begin():
                     metadata.create_all(conn, checkfirst=True)
             except sa.exc.DBAPIError:
-                # Another master created it between our check and our CREATE.
-                if not sa.inspect(conn).has_table(TABLE):
+                # Another master created them between our check and our CREATE.
+                inspector = sa.inspect(conn)
+                if not all(inspector.has_table(t) for t in (TABLE, QUALIFIED_TABLE)):
                     raise
+            _add_missing_columns(conn)
 
         return self._run(thd)
 
@@ -193,9 +275,19 @@ class Ledger:
         mode: str,
         master: str,
         now: float,
+        decided_at: float | None = None,
         detail: str = "",
+        title: str | None = None,
+        explanation: str | None = None,
+        evidence: Iterable[str] = (),
     ) -> Any:
-        """Insert ``revision`` as ``proposed``; the Deferred fires True if this call won it."""
+        """Insert ``revision`` as ``proposed``; the Deferred fires True if this call won it.
+
+        ``decided_at`` is when the revision qualified (the N-th failure's
+        completion, as the core dates it; ``now`` if not given), from which
+        a grace period runs; ``title``, ``explanation`` and ``evidence`` are
+        what the texts filed later say.
+        """
         values = {
             "revision": revision,
             "state": LedgerState.PROPOSED.value,
@@ -204,8 +296,11 @@ class Ledger:
             "mode": mode,
             "master": master,
             "detail": detail,
-            "decided_at": now,
+            "decided_at": now if decided_at is None else decided_at,
             "updated_at": now,
+            "title": title,
+            "explanation": explanation,
+            "evidence": "\n".join(" ".join(e.split()) for e in evidence) or None,
         }
 
         def thd(conn: sa.Connection) -> bool:
@@ -219,13 +314,22 @@ class Ledger:
 
         return self._run(thd)
 
-    def transition(self, revision: str, from_states: Iterable[str], **fields: Any) -> Any:
+    def transition(
+        self,
+        revision: str,
+        from_states: Iterable[str],
+        *,
+        updated_before: float | None = None,
+        **fields: Any,
+    ) -> Any:
         """Compare-and-set: update the row only if its state is one of ``from_states``.
 
         The Deferred fires True when this call changed the row, False when
         the row was in another state (someone else moved it first).  A new
         ``state`` that :data:`TRANSITIONS` does not allow from every one of
         ``from_states`` raises ValueError at once, before the database.
+        With ``updated_before``, the row must also not have been updated
+        since then (taking over a stale row: one master wins).
         """
         bad = set(fields) - _UPDATABLE
         if bad:
@@ -238,12 +342,11 @@ class Ledger:
 
         def thd(conn: sa.Connection) -> bool:
             t = ledger_table
+            where = [t.c.revision == revision, t.c.state.in_([s.value for s in expected])]
+            if updated_before is not None:
+                where.append(t.c.updated_at < updated_before)
             with conn.begin():
-                res = conn.execute(
-                    t.update()
-                    .where(t.c.revision == revision, t.c.state.in_([s.value for s in expected]))
-                    .values(**fields)
-                )
+                res = conn.execute(t.update().where(*where).values(**fields))
             return bool(res.rowcount == 1)
 
         return self._run(thd)
@@ -291,3 +394,129 @@ class Ledger:
             return int(conn.execute(q).scalar() or 0)
 
         return self._run(thd)
+
+    # -- the builders that qualified ------------------------------------------
+
+    def qualify(
+        self,
+        revision: str,
+        builder: str,
+        first_build: int,
+        builds: Sequence[tuple[int, str | None]],
+        qualified_at: float,
+    ) -> Any:
+        """Record that ``builder`` qualified for ``revision`` (once: replays repeat it).
+
+        The Deferred fires True when the row is new.
+        """
+        values = {
+            "revision": revision,
+            "builder": builder,
+            "first_build": first_build,
+            "builds": json.dumps([[n, url] for n, url in builds]),
+            "qualified_at": qualified_at,
+        }
+
+        def thd(conn: sa.Connection) -> bool:
+            t = qualified_table
+            key = (t.c.revision == revision, t.c.builder == builder, t.c.first_build == first_build)
+            try:
+                with conn.begin():
+                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
+                        return False
+                    conn.execute(t.insert().values(**values))
+            except IntegrityError:
+                return False  # another master recorded it first
+            return True
+
+        return self._run(thd)
+
+    def streak_ended(self, builder: str, first_build: int, ended_at: float) -> Any:
+        """Note when the streak of ``builder`` opened by ``first_build`` ended (first end wins)."""
+
+        def thd(conn: sa.Connection) -> int:
+            t = qualified_table
+            with conn.begin():
+                res = conn.execute(
+                    t.update()
+                    .where(
+                        t.c.builder == builder,
+                        t.c.first_build == first_build,
+                        t.c.ended_at.is_(None),
+                    )
+                    .values(ended_at=ended_at)
+                )
+            return int(res.rowcount or 0)
+
+        return self._run(thd)
+
+    def qualified(self, revision: str) -> Any:
+        """Every builder that qualified for ``revision``, in the order they qualified."""
+
+        def thd(conn: sa.Connection) -> list[QualifiedBuilder]:
+            t = qualified_table
+            q = t.select().where(t.c.revision == revision).order_by(t.c.qualified_at, t.c.id)
+            return [_qualified(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def unannounced(self) -> Any:
+        """Revisions with a revert PR filed that does not name every qualified builder yet."""
+
+        def thd(conn: sa.Connection) -> list[str]:
+            t, q = ledger_table, qualified_table
+            rows = conn.execute(
+                sa.select(t.c.revision)
+                .distinct()
+                .select_from(t.join(q, q.c.revision == t.c.revision))
+                .where(
+                    t.c.state == LedgerState.FILED.value,
+                    t.c.revert_pr.is_not(None),
+                    q.c.announced == sa.false(),
+                )
+            )
+            return [r.revision for r in rows.fetchall()]
+
+        return self._run(thd)
+
+    def announce(self, revision: str, builders: Iterable[tuple[str, int]]) -> Any:
+        """Mark these (builder, first build) of ``revision`` as named by its revert PR."""
+        keys = list(builders)
+
+        def thd(conn: sa.Connection) -> None:
+            t = qualified_table
+            with conn.begin():
+                for builder, first in keys:
+                    conn.execute(
+                        t.update()
+                        .where(
+                            t.c.revision == revision,
+                            t.c.builder == builder,
+                            t.c.first_build == first,
+                        )
+                        .values(announced=True)
+                    )
+
+        return self._run(thd)
+
+
+def _add_missing_columns(conn: sa.Connection) -> None:
+    """Bring tables made by an older version up to date (the new columns are nullable)."""
+    for table in (ledger_table, qualified_table):
+        try:
+            with conn.begin():
+                for column in _missing_columns(conn, table):
+                    kind = column.type.compile(dialect=conn.dialect)
+                    conn.execute(
+                        sa.text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                    )
+        except sa.exc.DBAPIError:
+            # Another master added them at the same moment: fine if they are there now.
+            with conn.begin():
+                if _missing_columns(conn, table):
+                    raise
+
+
+def _missing_columns(conn: sa.Connection, table: sa.Table) -> list[sa.Column[Any]]:
+    have = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+    return [c for c in table.columns if c.name not in have]

@@ -11,9 +11,20 @@ returns at once so the master never waits for the reporter.  Any error while
 handling one build is logged with ``log.err`` and the next build is handled
 as usual.
 
-On start it creates its ledger table if needed, seeds the tracker with the
-revisions the ledger already holds, and replays the master's recent builds
-through the tracker (acting on nothing), so a restart loses no streak.
+Every event of a watched builder goes to the filer, which records what it
+tells a grace decision in the ledger while the lock is held (so a deadline
+checked later sees every build completed before it) and acts on GitHub in
+the background.
+
+On start it creates its tables if needed, restores the tracker's memory
+(:mod:`.memory`: the snapshot it saved, then the builds that completed
+since, whose verdicts it acts on as if it had seen them live), or, with no
+usable snapshot, rebuilds it from the master's builds of the policy's
+``memory_horizon`` (acting on nothing new: those builds were before its
+time); either way the tracker knows every revision the ledger holds.  It
+then resolves ``filing`` rows its previous process left behind.  It saves
+the memory every :data:`SAVE_EVERY` builds (or :data:`SAVE_AFTER` seconds)
+and when it stops.
 
 The GitHub token is rendered here, on every (re)configuration, and only when
 the mode needs it (``comment`` or ``revert``): a dry run starts without one.
@@ -36,6 +47,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections import deque
 from typing import Any
 
 from buildbot import config as bb_config
@@ -47,7 +59,7 @@ from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import (
     Mode,
@@ -60,8 +72,12 @@ from buildbot_revert.plugin.config import (
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.memory import OVERLAP, Memory, Snapshot, dumps
 
 FINISHED = ("builds", None, "finished")
+# The tracker's memory is saved after this many builds, or this many seconds.
+SAVE_EVERY = 500
+SAVE_AFTER = 600.0
 
 
 # Buildbot ships no type information, so BuildbotService is Any to mypy.
@@ -93,6 +109,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
         self._froze_heap = False
+        self.memory: Memory | None = None
+        # (completion time, build id) of the builds fed lately, for the snapshot.
+        self._fed: deque[tuple[float, int]] = deque()
+        self._fed_count = 0
+        self._unsaved = 0
+        self._saved_at = 0.0
+        self._checking = False
         super().__init__(*args, **kwargs)
 
     # -- configuration ----------------------------------------------------------
@@ -134,6 +157,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self.gatherer.forget_builders()
         if self.ledger is None:
             self.ledger = Ledger(self.master.db.pool.do)
+        if self.memory is None:
+            self.memory = Memory(self.master.db.pool.do)
         client = None
         if settings.mode is Mode.DRY_RUN:
             log.msg(
@@ -159,7 +184,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 clock=self._reactor(),
                 master_name=self._master_name(),
                 build_url=self._build_url,
-                is_red=self._is_red,
                 master_url=self._web_url(),
             )
         if self.tracker is not None and self.tracker.policy != settings.policy:
@@ -219,9 +243,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             return None
         return f"{base.rstrip('/')}/#/builders/{builderid}/builds/{number}"
 
-    def _is_red(self, builder: str) -> bool:
-        return self.tracker is not None and builder in self.tracker.red_builders()
-
     # -- lifecycle ------------------------------------------------------------------
 
     @defer.inlineCallbacks
@@ -233,6 +254,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         yield self._lock.run(self._start_tracker)
         self._freeze_startup_heap()
         self._schedule_pending()
+        # Filing rows the previous process left behind, and grace periods
+        # that ended while the master was down (in the background: GitHub
+        # may be slow, the master need not wait).
+        self._background(self._check_pending(starting=True), "checking pending reverts")
 
     def _freeze_startup_heap(self) -> None:
         """Keep the master's startup heap out of every later full collection.
@@ -278,9 +303,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self._consumer = None
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
-        # Let the build being handled, and any filing in flight, finish.
+        # Let the build being handled, and any filing in flight, finish;
+        # then remember what the tracker knows.
         yield self._lock.run(lambda: None)
         yield defer.DeferredList(list(self._filing))
+        yield self._lock.run(self._save_memory)
         if self._http_pool is not None:
             # twisted.web.client has no annotations for HTTPConnectionPool.
             yield self._http_pool.closeCachedConnections()  # type: ignore[no-untyped-call]
@@ -293,30 +320,90 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     @defer.inlineCallbacks
     def _start_tracker(self) -> Any:
         assert self.settings is not None and self.ledger is not None
-        assert self.gatherer is not None
+        assert self.gatherer is not None and self.memory is not None
         try:
             yield self.ledger.create()
+            yield self.memory.create()
             proposed = yield self.ledger.revisions()
-            self.tracker = self._new_tracker(proposed)
-            rows = yield self.gatherer.recent_builds(self.settings.startup_builds)
+            snapshot = yield self._load_memory()
+            if snapshot is not None:
+                self.tracker = snapshot.tracker
+                self.tracker.attach(self._watched.__contains__, self._builder_tags)
+                self.tracker.also_proposed(proposed)
+                self._fed_count = snapshot.builds
+                since = (
+                    None
+                    if snapshot.last_complete_at is None
+                    else (snapshot.last_complete_at - OVERLAP)
+                )
+                skip = snapshot.recent
+                how = f"restored the memory of {snapshot.builds} build(s)"
+            else:
+                self.tracker = self._new_tracker(proposed)
+                self._fed_count = 0
+                since = self._reactor().seconds() - self.settings.policy.memory_horizon
+                skip = frozenset()
+                how = "no saved memory: rebuilt it from the master's builds"
+            rows = yield self.gatherer.builds_since(since)
             replayed = 0
             for row in rows:
+                self._replayed.add(row["buildid"])
+                if row["buildid"] in skip:
+                    continue
                 try:
-                    build = yield self._gather(row)
-                    if build is not None:
-                        self.tracker.feed(build)
-                        replayed += 1
+                    # Builds the last process may not have acted on are acted on
+                    # now; a rebuild's are history, recorded but not acted on.
+                    yield self._feed(row, act=snapshot is not None)
+                    replayed += 1
                 except Exception as exc:  # one bad build must not stop the replay
                     _log_failure(exc, "buildbot-revert: could not replay a build")
-                self._replayed.add(row["buildid"])
             log.msg(
-                f"buildbot-revert: replayed {replayed} recent build(s); "
+                f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )
+            yield self._save_memory()
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
+
+    @defer.inlineCallbacks
+    def _load_memory(self) -> Any:
+        assert self.settings is not None and self.memory is not None
+        try:
+            snapshot: Snapshot | None = yield self.memory.load(
+                self._memory_owner(), self.settings.policy
+            )
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: the saved memory could not be read; rebuilding")
+            return None
+        return snapshot
+
+    def _memory_owner(self) -> str:
+        return f"{self._master_name()}/{self.name}"[:255]
+
+    @defer.inlineCallbacks
+    def _save_memory(self) -> Any:
+        """Save the tracker's memory (call with the lock held: nothing feeds it meanwhile)."""
+        if self.tracker is None or self.memory is None or self.settings is None:
+            return
+        try:
+            state = dumps(self.tracker)
+            last = self._fed[-1][0] if self._fed else None
+            recent = [bid for at, bid in self._fed if last is None or at >= last - OVERLAP]
+            now = self._reactor().seconds()
+            self._unsaved, self._saved_at = 0, now
+            yield self.memory.save(
+                self._memory_owner(),
+                self.settings.policy,
+                state,
+                last,
+                recent,
+                self._fed_count,
+                now,
+            )
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: could not save the tracker's memory")
 
     def _new_tracker(self, proposed: Any) -> StreakTracker:
         assert self.settings is not None
@@ -350,16 +437,23 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop.clock = self._reactor()
         self._pending_loop.start(interval, now=False)
 
-    def _check_pending(self) -> Any:
-        return self._lock.run(self._check_pending_locked)
-
     @defer.inlineCallbacks
-    def _check_pending_locked(self) -> Any:
+    def _check_pending(self, starting: bool = False) -> Any:
+        """The filer's periodic check, outside the build lock (it may wait on GitHub).
+
+        The grace rule reads only facts dated up to each deadline, recorded
+        under the lock as builds finish, so deciding while builds are fed
+        does not change a decision.
+        """
+        if self.filer is None or self._checking:
+            return
+        self._checking = True
         try:
-            if self.filer is not None:
-                yield defer.Deferred.fromCoroutine(self.filer.check_pending())
+            yield defer.Deferred.fromCoroutine(self.filer.check_pending(starting=starting))
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: checking pending reverts failed")
+        finally:
+            self._checking = False
 
     # -- events ---------------------------------------------------------------------
 
@@ -390,41 +484,78 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 return
             if self.tracker is None:
                 return
-            build = yield self._gather(msg)
-            if build is None:
-                return
-            for event in self.tracker.feed(build):
-                # Builders outside the selection only lend their evidence.
-                if isinstance(event, Streak) or event.builder not in self._watched:
-                    continue
-                self.verdicts.append(event)
-                del self.verdicts[:-1000]
-                log.msg(
-                    f"buildbot-revert: {event.builder} streak from build "
-                    f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
-                )
-                if event.reason is Reason.REVERT:
-                    if self.filer is not None:
-                        self._file(event)
-                    else:
-                        revision = event.request.revision if event.request else "?"
-                        log.msg(
-                            f"buildbot-revert: not acting on {revision[:12]}: "
-                            "no usable GitHub token (see the line about it above)"
-                        )
+            yield self._feed(msg, act=True)
+            self._unsaved += 1
+            if (
+                self._unsaved >= SAVE_EVERY
+                or self._reactor().seconds() - self._saved_at >= SAVE_AFTER
+            ):
+                yield self._save_memory()
         except Exception as exc:
             _log_failure(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
 
-    def _file(self, verdict: Verdict) -> None:
-        """Act on a REVERT verdict in the background: GitHub may take minutes."""
+    @defer.inlineCallbacks
+    def _feed(self, msg: dict[str, Any], *, act: bool) -> Any:
+        """Gather one finished build, feed it to the tracker, and hand on its events.
+
+        ``act`` False: a rebuild of the memory from history, whose verdicts
+        are recorded for revisions already in the ledger and acted on never.
+        """
+        assert self.tracker is not None
+        build = yield self._gather(msg)
+        if build is None:
+            return
+        events = self.tracker.feed(build)
+        self._remember_fed(build.completed_at, msg["buildid"])
+        for event in events:
+            # Builders outside the selection only lend their evidence.
+            if event.builder not in self._watched:
+                continue
+            if isinstance(event, Verdict):
+                self._log_verdict(event, live=act)
+            if self.filer is None:
+                continue
+            revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
+            if revision is not None:
+                self._file(revision)
+
+    def _log_verdict(self, event: Verdict, *, live: bool) -> None:
+        self.verdicts.append(event)
+        del self.verdicts[:-1000]
+        log.msg(
+            f"buildbot-revert: {event.builder} streak from build "
+            f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+        )
+        if live and event.reason is Reason.REVERT and self.filer is None:
+            revision = event.request.revision if event.request else "?"
+            log.msg(
+                f"buildbot-revert: not acting on {revision[:12]}: "
+                "no usable GitHub token (see the line about it above)"
+            )
+
+    def _remember_fed(self, completed_at: float, buildid: int) -> None:
+        self._fed_count += 1
+        fed = self._fed
+        fed.append((completed_at, buildid))
+        newest = max(completed_at, fed[0][0])
+        while fed and fed[0][0] < newest - 2 * OVERLAP:
+            fed.popleft()
+
+    def _file(self, revision: str) -> None:
+        """Act on a revision in the background: GitHub may take minutes."""
         assert self.filer is not None
-        d = defer.Deferred.fromCoroutine(self.filer.handle(verdict))
+        self._background(
+            defer.Deferred.fromCoroutine(self.filer.act(revision)), f"acting on {revision[:12]}"
+        )
+
+    def _background(self, d: defer.Deferred[Any], what: str) -> None:
+        """Run ``d`` on its own; stopping the service waits for it."""
         self._filing.add(d)
 
         def done(result: Any) -> None:
             self._filing.discard(d)
             if isinstance(result, Failure):
-                _log_failure(result, f"buildbot-revert: filing {verdict.suspect} failed")
+                _log_failure(result, f"buildbot-revert: {what} failed")
 
         d.addBoth(done)
 

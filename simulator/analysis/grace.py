@@ -1,20 +1,45 @@
 """A replay as it would look with a grace period before each revert.
 
-The decision core tells for one proposal whether to file now, stand down or
-wait (:mod:`buildbot_revert.core.grace`); this applies it to a whole replay,
-for the single report's ``--grace`` and for each combination of a sweep.
-The grace period does not change which streaks qualify, only whether and
-when a qualified revert is finally filed, so one replay serves every grace
-period.
+The decision core's rule (:mod:`buildbot_revert.core.grace`) says, from
+when each builder qualified for a revision and when its streak ended,
+whether the revision is filed, stood down or still waiting.  This collects
+those facts from a replay's events with the same :func:`~buildbot_revert.core.grace.fact`
+the plugin records them with, and applies the rule to every revision, for
+the single report's ``--grace`` and for each combination of a sweep.  The
+grace period does not change which streaks qualify, only whether and when a
+qualified revert is finally filed, so one replay serves every grace period.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from buildbot_revert.core.grace import GraceDecision, Qualified, outcome
+from buildbot_revert.core.grace import (
+    GraceDecision,
+    Qualification,
+    Qualified,
+    StreakEnd,
+    fact,
+    outcome,
+)
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.replay import ReplayResult
+
+
+def qualifications(result: ReplayResult) -> dict[str, list[Qualified]]:
+    """revision -> every builder's qualification, with the end of its streak."""
+    ends: dict[tuple[str, int], float | None] = {}
+    for streak in result.streaks:
+        end = fact(streak)
+        if isinstance(end, StreakEnd):
+            ends[(end.builder, end.first_failing_build)] = end.ended_at
+    out: dict[str, list[Qualified]] = {}
+    for verdict in result.verdicts:
+        q = fact(verdict)
+        if isinstance(q, Qualification):
+            ended = ends.get((q.builder, q.first_failing_build))
+            out.setdefault(q.revision, []).append(Qualified(q.qualified_at, ended))
+    return out
 
 
 def apply_grace(result: ReplayResult, grace: float) -> ReplayResult:
@@ -26,14 +51,7 @@ def apply_grace(result: ReplayResult, grace: float) -> ReplayResult:
     window ended (``stood_down``, ``pending``).
     """
     now = result.window_end or 0.0
-    ends = {(s.builder, s.first_failing_build): s.ended_at for s in result.streaks}
-    qualified: dict[str, list[Qualified]] = {}
-    for v in result.verdicts:
-        if v.reason in (Reason.REVERT, Reason.ALREADY_PROPOSED) and v.suspect is not None:
-            qualified.setdefault(v.suspect.revision, []).append(
-                Qualified(v.decided_at, ends.get((v.builder, v.first_failing_build)))
-            )
-    fates = {rev: outcome(qs, grace, now) for rev, qs in qualified.items()}
+    fates = {rev: outcome(qs, grace, now) for rev, qs in qualifications(result).items()}
     stood_down: set[str] = set()
     pending: set[str] = set()
     verdicts: list[Verdict] = []

@@ -20,10 +20,6 @@ from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
 from simulator.history.store import HistoryStore
 
-# How long before the window a replay starts feeding builds, to know each
-# builder's state and recent failures: the longest memory a guard uses.
-WARMUP = 31 * 86400.0
-
 
 @dataclass(frozen=True)
 class Selection:
@@ -155,15 +151,16 @@ class ReplayResult:
 
 
 def select_builds(
-    store: HistoryStore, selection: Selection
+    store: HistoryStore, selection: Selection, policy: Policy
 ) -> tuple[list[Builder], Iterator[Build]]:
     """The builders the selection keeps, and their builds in completion order.
 
-    The builds start ``WARMUP`` before ``selection.since``: see
-    :func:`replay_builds`.
+    The builds start the policy's ``memory_horizon`` before
+    ``selection.since`` (the same horizon a plugin starting afresh replays):
+    see :func:`replay_builds`.
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
-    since = None if selection.since is None else selection.since - WARMUP
+    since = None if selection.since is None else selection.since - policy.memory_horizon
     # Every builder's builds: the ones not selected are evidence for the
     # guards (what fails where, which workers agree), as in the plugin.
     return builders, store.iter_builds(since, selection.until)
@@ -220,7 +217,7 @@ def replay_builds(
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection)
+    builders, builds = select_builds(store, selection, policy)
     return replay_builds(builds, policy, selection, builders)
 
 

@@ -65,7 +65,7 @@ def reporter_config(github: GitHubStandIn, root: Path, mode: str, poller: str = 
         "c['services'] = [reporters.RevertReporter(",
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),",
         f"    api_url={github.base_url!r}, mode={mode!r}, tags=['stable'], failures=3,",
-        f"    revert_labels=[{LABEL!r}], startup_builds=500)]",
+        f"    revert_labels=[{LABEL!r}])]",
     ]
     if poller:
         # A second master polls under its own name and project: change sources

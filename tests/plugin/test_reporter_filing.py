@@ -205,37 +205,80 @@ async def test_dry_run_records_and_touches_nothing(github, ledger):
     assert github.requests == []
 
 
+class SetClock(FastClock):
+    """A FastClock whose ``seconds()`` the test sets: grace deadlines without waiting."""
+
+    def __init__(self, now: float) -> None:
+        super().__init__(reactor)
+        self.now = now
+
+    def seconds(self) -> float:
+        return self.now
+
+
+def ended(verdict: Verdict, at: float):
+    """The Streak event that ends ``verdict``'s streak with a green build at ``at``."""
+    from buildbot_revert.core.verdicts import Streak
+
+    return Streak(
+        verdict.builder, verdict.first_failing_build, verdict.started_at, at, 3, (), verdict
+    )
+
+
 @pytest_twisted.ensureDeferred
 async def test_grace_period_comments_first_and_reverts_only_if_still_red(github, ledger):
     await ledger.create()
     number, sha, change = seed(github)
-    clock = FastClock(reactor)
+    verdict = revert_verdict(change)
+    clock = SetClock(verdict.decided_at + 1)
     filer = make_filer(github, ledger, clock, grace_period=600)
-    red = {"AMD64 Debian": True}
-    filer.is_red = lambda builder: red.get(builder, False)
-    entry = await filer.handle(revert_verdict(change))
+    entry = await filer.handle(verdict)
     assert entry.state == "pending"
+    assert entry.due_at == verdict.decided_at + 600
     assert github.revert_pulls() == [] and len(github.comments_on(number)) == 1
+    clock.now = verdict.decided_at + 599
     await filer.check_pending()  # not due yet
     assert (await ledger.get(sha)).state == "pending"
-    await ledger.transition(sha, ("pending",), due_at=0.0, decided_at=clock.seconds() - 601)
+    clock.now = verdict.decided_at + 600 + actions.SETTLE
     await filer.check_pending()
-    assert (await ledger.get(sha)).state == "filed"
+    entry = await ledger.get(sha)
+    assert entry.state == "filed"
+    assert "still red at the end of its grace period" in entry.detail
     assert len(github.revert_pulls()) == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_builder_green_in_time_stands_down_even_if_the_timer_fires_late(github, ledger):
+    await ledger.create()
+    number, sha, change = seed(github)
+    verdict = revert_verdict(change)
+    clock = SetClock(verdict.decided_at + 1)
+    filer = make_filer(github, ledger, clock, grace_period=600)
+    await filer.handle(verdict)
+    # Green 50 s before the deadline; the timer fires an hour late, and the
+    # builder has meanwhile gone red again for another reason.
+    await filer.record(ended(verdict, verdict.decided_at + 550))
+    clock.now = verdict.decided_at + 600 + 3600
+    await filer.check_pending()
+    entry = await ledger.get(sha)
+    assert entry.state == "withdrawn", entry.detail
+    assert "went green within its grace period" in entry.detail
+    assert github.revert_pulls() == []
 
 
 @pytest_twisted.ensureDeferred
 async def test_an_objection_during_the_grace_period_withdraws_the_revert(github, ledger):
     await ledger.create()
     number, sha, change = seed(github)
-    clock = FastClock(reactor)
+    verdict = revert_verdict(change)
+    clock = SetClock(verdict.decided_at + 1)
     filer = make_filer(github, ledger, clock, grace_period=600)
-    await filer.handle(revert_verdict(change))
+    await filer.handle(verdict)
     with github.lock:  # a human answers on the PR
         github.comments.append(
             Comment(99999, number, "/no-revert: test_x is flaky on that worker", "alice", "")
         )
-    await ledger.transition(sha, ("pending",), due_at=0.0, decided_at=clock.seconds() - 601)
+    clock.now = verdict.decided_at + 700
     await filer.check_pending()
     assert (await ledger.get(sha)).state == "withdrawn"
     assert github.revert_pulls() == []
@@ -285,8 +328,10 @@ def test_the_periodic_check_retries_only_its_own_failed_rows_and_only_after_a_wh
 
 
 def test_the_periodic_check_takes_up_a_waiting_row_when_its_grace_is_due_on_any_master():
-    assert actions.due("pending", False, 0.0, 500.0, 500.0)
-    assert not actions.due("pending", True, 0.0, 500.5, 500.0)
+    # Once the deadline has settled, so that the builds just before it are recorded.
+    assert actions.due("pending", False, 0.0, 500.0, 500.0 + actions.SETTLE)
+    assert not actions.due("pending", False, 0.0, 500.0, 500.0)
+    assert not actions.due("pending", True, 0.0, 500.5, 500.0 + actions.SETTLE)
     assert actions.due("pending", True, 0.0, None, 500.0)
     for settled in ("filing", "filed", "skipped", "withdrawn", "closed", "recorded"):
         assert not actions.due(settled, True, 0.0, None, 1e9)

@@ -109,7 +109,7 @@ def store(tmp_path: Path):
 
 
 def _sweep(store: HistoryStore, specs: list[str], workers: int):
-    builders, builds = select_builds(store, Selection())
+    builders, builds = select_builds(store, Selection(), Policy())
     combos = combinations(parse_axes(specs), Policy())
     return run_sweep(list(builds), builders, Selection(), combos, store.labels(), workers=workers)
 

@@ -1,0 +1,88 @@
+"""The tracker's memory across restarts: a snapshot restored is the tracker that never stopped."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import pytest_twisted
+import sqlalchemy as sa
+
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.plugin.memory import Memory, dumps, fingerprint, loads
+from simulator.history.store import HistoryStore
+from simulator.synthetic.generator import generate
+from testkit.databases import engine_runner
+
+
+@pytest.fixture(scope="module")
+def history_builds(tmp_path_factory):
+    """A few thousand builds with real breakages, flakes and guards at work."""
+    path = tmp_path_factory.mktemp("memory") / "h.sqlite"
+    generate(path, seed=7, days=21, builders=40)
+    store = HistoryStore(path)
+    try:
+        return list(store.iter_builds(None, None))
+    finally:
+        store.close()
+
+
+def test_a_restored_tracker_decides_as_the_one_that_never_stopped(history_builds):
+    assert len(history_builds) > 500
+    half = len(history_builds) // 2
+    never_stopped = StreakTracker(Policy())
+    expected = never_stopped.feed_all(history_builds)
+    first = StreakTracker(Policy())
+    before = first.feed_all(history_builds[:half])
+    restored = loads(dumps(first))
+    restored.attach(None, None)
+    after = restored.feed_all(history_builds[half:])
+    assert before + after == expected
+    assert restored.finish(1e12) == never_stopped.finish(1e12)
+    # The guards that look back were put to work on both sides of the restart.
+    reasons = {v.reason.value for v in after if hasattr(v, "reason")}
+    assert {"revert", "failing-before"} <= reasons, reasons
+
+
+def test_a_snapshot_cannot_name_anything_but_the_cores_types():
+    class Evil:
+        def __reduce__(self):
+            import os
+
+            return (os.system, ("true",))
+
+    with pytest.raises(pickle.UnpicklingError, match="cannot hold posix.system"):
+        loads(pickle.dumps(Evil()))
+    with pytest.raises(pickle.UnpicklingError, match="holds no tracker"):
+        loads(pickle.dumps({"a": 1}))
+
+
+def test_the_fingerprint_is_the_policy_and_not_the_process():
+    assert fingerprint(Policy()) == fingerprint(Policy())
+    assert fingerprint(Policy()) != fingerprint(Policy(failures=4))
+    # Sets are sorted: the same policy in another process has the same print.
+    guards = frozenset(reversed(sorted(Policy().guards)))
+    assert fingerprint(Policy(guards=guards)) == fingerprint(Policy())
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_memory_table_keeps_one_snapshot_per_owner(tmp_path, history_builds):
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+    try:
+        memory = Memory(engine_runner(engine))
+        await memory.create()
+        await memory.create()
+        tracker = StreakTracker(Policy())
+        tracker.feed_all(history_builds[:100])
+        assert await memory.load("m1/r", Policy()) is None
+        await memory.save("m1/r", Policy(), dumps(tracker), 123.0, [5, 3], 100, 1000.0)
+        await memory.save("m1/r", Policy(), dumps(tracker), 456.0, [7], 100, 1001.0)
+        snap = await memory.load("m1/r", Policy())
+        assert (snap.last_complete_at, snap.recent, snap.builds) == (456.0, frozenset({7}), 100)
+        assert snap.tracker.red_builders() == tracker.red_builders()
+        # Another policy, or another master: not this snapshot.
+        assert await memory.load("m1/r", Policy(failures=4)) is None
+        assert await memory.load("m2/r", Policy()) is None
+    finally:
+        engine.dispose()

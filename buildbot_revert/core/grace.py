@@ -125,7 +125,8 @@ def outcome(qualified: Iterable[Qualified], grace: float, now: float) -> GraceOu
     joined = 0
     horizon: float | None = None  # the last deadline of the builders joined so far
     waiting_until: float | None = None
-    for q in sorted(qualified, key=_WHEN):
+    ordered = sorted(qualified, key=_WHEN)
+    for q in ordered:
         if q.qualified_at > now:
             break  # not known yet
         if horizon is not None and q.qualified_at > horizon:
@@ -134,8 +135,10 @@ def outcome(qualified: Iterable[Qualified], grace: float, now: float) -> GraceOu
         due = deadline(q.qualified_at, grace)
         decision = decide(q.qualified_at, grace, now, q.ended_at)
         if decision is GraceDecision.REVERT:
-            # Deadlines grow with qualification times: the first red one is the earliest.
-            return GraceOutcome(GraceDecision.REVERT, due, builders=joined)
+            # Deadlines grow with qualification times: the first red one is the
+            # earliest; the revert names every builder qualified by then.
+            named = sum(1 for other in ordered if other.qualified_at <= due)
+            return GraceOutcome(GraceDecision.REVERT, due, builders=named)
         if decision is GraceDecision.WAIT and waiting_until is None:
             waiting_until = due
         horizon = due if horizon is None else max(horizon, due)

@@ -71,9 +71,22 @@ After the verdict
 A ``revert`` verdict carries a :class:`.verdicts.RevertRequest`.  What the
 plugin then does on GitHub (record, comment, wait for the grace period, file,
 adopt an existing revert, stand down) is decided by :mod:`.actions` from the
-facts the shell fetched; :mod:`.grace` decides a grace period from when each
-builder qualified and when its streak ended; :mod:`.pr_text` writes the pull
-request and comments, escaping every untrusted string (:mod:`.markdown`).
+facts the shell fetched; :mod:`.grace` states the grace rule once, for both
+shells: from when each builder qualified (``revert`` and ``already-proposed``
+verdicts) and when its streak ended, as :func:`.grace.fact` reads them off
+the tracker's events, it files at the earliest deadline a builder is still
+red at and stands down when every builder recovered by its own;
+:mod:`.pr_text` writes the pull request and comments, escaping every
+untrusted string (:mod:`.markdown`).
+
+Memory
+------
+What the tracker knows (each builder's streak and last green build, which
+tests failed where, isolated failures, landings) is its whole state, and it
+can be saved and restored (``StreakTracker.__getstate__``/``attach``): the
+plugin keeps it in the master's database across restarts.  Both shells feed
+it ``Policy.memory_horizon`` of history before it decides anything: the
+simulator before ``--since``, the plugin when it has no saved state.
 
 The modules
 -----------

@@ -110,6 +110,15 @@ class ReplayResult:
     stood_down: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()
 
+    @property
+    def left_to_judgement(self) -> int:
+        """Filed reverts a grace period announced first, so that a human could object.
+
+        The history cannot show comments: each of these would have been
+        stopped by an objection on its culprit PR, as the plugin honours one.
+        """
+        return len(self.proposals()) if self.grace > 0 else 0
+
     def proposals(self) -> list[Proposal]:
         """The proposed reverts, one per revision, in the order filed."""
         order: list[str] = []

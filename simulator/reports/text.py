@@ -96,6 +96,8 @@ def _policy_json(ctx: ReportContext) -> dict[str, Any]:
         "guards": sorted(policy.guards),
         "grace_hours": ctx.result.grace / 3600,
         "stale_green_after_hours": policy.stale_green_after / 3600,
+        # How long before the window the replay warms up (the plugin's memory).
+        "memory_horizon_hours": policy.memory_horizon / 3600,
         "tolerated_tags": sorted(policy.tolerated_tags),
     }
 
@@ -123,6 +125,9 @@ def _summary_json(ctx: ReportContext) -> dict[str, Any]:
         # end; by_reason still counts them as "revert" streaks.
         "stood_down": len(result.stood_down),
         "pending": len(result.pending),
+        # Filed reverts that a warning comment announced first: an objection
+        # there would have stopped each (a history holds no comments).
+        "left_to_judgement": result.left_to_judgement,
         "by_reason": result.by_reason(),
     }
 
@@ -179,7 +184,9 @@ def _grace_lines(ctx: ReportContext) -> list[str]:
     return [
         f"Grace period of {result.grace / 3600:g} h: {len(result.stood_down)} proposals stood "
         f"down (every builder green by the deadline), {len(result.pending)} still waiting "
-        "when the history ends."
+        "when the history ends.",
+        f"Each of the {result.left_to_judgement} filed was announced on its pull request first: "
+        "an objection there would have stopped it, which a history cannot show.",
     ]
 
 

@@ -9,7 +9,9 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer
 
-from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState
+from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState, ledger_table
+
+NEW_COLUMNS = {"title", "explanation", "evidence"}
 from testkit.databases import engine_runner, postgres_database
 
 
@@ -121,3 +123,60 @@ def test_rows_store_the_state_string_and_read_back_as_a_state(engine):
     assert entry.state is LedgerState.PENDING
     [waiting] = yield ledger.entries(("pending",))
     assert waiting.revision == "abc"
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_ledger_made_by_the_previous_version_gains_its_new_columns(engine):
+    # The table as version 0.1 made it: no title, explanation or evidence.
+    old = sa.MetaData()
+    sa.Table(
+        TABLE,
+        old,
+        *(
+            sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+            for c in ledger_table.columns
+            if c.name not in NEW_COLUMNS
+        ),
+    )
+    old.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                f"INSERT INTO {TABLE} (revision, state, builder, build_number, mode, master, "
+                "detail, decided_at, updated_at) VALUES ('old', 'filed', 'B', 1, 'revert', 'm1', "
+                "'', 1.0, 1.0)"
+            )
+        )
+    ledger = Ledger(engine_runner(engine))
+    yield ledger.create()
+    yield ledger.create()
+    entry = yield ledger.get("old")
+    assert (entry.state, entry.title, entry.evidence_items) == ("filed", None, ())
+    assert (yield claim(ledger, "new"))
+    columns = {c["name"] for c in sa.inspect(engine).get_columns(TABLE)}
+    assert NEW_COLUMNS <= columns
+
+
+@pytest_twisted.inlineCallbacks
+def test_qualified_builders_are_recorded_once_and_their_streak_ends_once(engine):
+    ledger = Ledger(engine_runner(engine))
+    yield ledger.create()
+    yield claim(ledger, "abc")
+    assert (yield ledger.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
+    assert not (yield ledger.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
+    assert (yield ledger.qualify("abc", "B", 3, [(3, None)], 90.0))
+    assert (yield ledger.streak_ended("A", 7, 150.0)) == 1
+    assert (yield ledger.streak_ended("A", 7, 999.0)) == 0  # the first end stands
+    [b, a] = yield ledger.qualified("abc")
+    assert (b.builder, b.ended_at) == ("B", None)
+    assert (a.builder, a.builds, a.ended_at, a.announced) == (
+        "A",
+        ((7, "http://x/7"), (8, None)),
+        150.0,
+        False,
+    )
+    assert (yield ledger.unannounced()) == []  # not filed yet
+    yield ledger.transition("abc", ("proposed",), state="filed", revert_pr=5)
+    assert (yield ledger.unannounced()) == ["abc"]
+    yield ledger.announce("abc", [("A", 7), ("B", 3)])
+    assert (yield ledger.unannounced()) == []

@@ -169,7 +169,7 @@ def test_one_revert_pr_for_the_breaking_change(github, masters, tmp_path):
     time.sleep(1.0)
     assert len(github.revert_pulls()) == 1
     assert len(github.comments_on(number)) == 1
-    assert "buildbot-revert: replayed" in harness.master_log.read_text()
+    assert "buildbot-revert: restored the memory of" in harness.master_log.read_text()
     assert_token_never_leaked(github, harness)
 
 

@@ -287,8 +287,12 @@ def test_a_single_report_says_what_its_grace_period_did(history: Path) -> None:
     assert doc["summary"]["by_reason"]["revert"] == 3
     text = run("--history", str(history), "--grace", "48h").stdout
     assert "Grace period of 48 h: 1 proposals stood down" in text
+    # Both filed reverts were announced first: an objection could have stopped either.
+    assert doc["summary"]["left_to_judgement"] == 2
+    assert "Each of the 2 filed was announced on its pull request first" in text
     plain = json.loads(run("--history", str(history), "--format", "json").stdout)
     assert (plain["policy"]["grace_hours"], plain["summary"]["stood_down"]) == (0.0, 0)
+    assert plain["summary"]["left_to_judgement"] == 0
 
 
 @pytest.mark.parametrize("age", ["1h", "32h", "39h", "60h"])

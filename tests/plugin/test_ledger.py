@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from twisted.internet import defer
 
 from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState, ledger_table
+from testkit.databases import engine_runner, postgres_database
 
 NEW_COLUMNS = {"title", "explanation", "evidence"}
-from testkit.databases import engine_runner, postgres_database
 
 
 @pytest.fixture

@@ -56,9 +56,9 @@ memory_table = sa.Table(
     # The core's code and the policy the snapshot was made with.
     sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("state", sa.LargeBinary, nullable=False),
-    # The completion time of the newest build fed, and the ids fed since
-    # OVERLAP seconds before it (JSON list).
-    sa.Column("last_complete_at", sa.Float, nullable=True),
+    # The completion time of the newest build fed (or, if none was, of the
+    # save), and the ids fed since OVERLAP seconds before it (JSON list).
+    sa.Column("last_complete_at", sa.Float, nullable=False),
     sa.Column("recent", sa.Text, nullable=False),
     sa.Column("builds", sa.Integer, nullable=False),
     sa.Column("saved_at", sa.Float, nullable=False),
@@ -69,7 +69,7 @@ class Snapshot(NamedTuple):
     """A restored tracker, and where the builds it has not seen start."""
 
     tracker: StreakTracker
-    last_complete_at: float | None
+    last_complete_at: float
     recent: frozenset[int]
     builds: int
 
@@ -165,7 +165,7 @@ class Memory:
         owner: str,
         policy: Policy,
         state: bytes,
-        last_complete_at: float | None,
+        last_complete_at: float,
         recent: list[int],
         builds: int,
         now: float,

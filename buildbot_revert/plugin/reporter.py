@@ -112,6 +112,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.memory: Memory | None = None
         # (completion time, build id) of the builds fed lately, for the snapshot.
         self._fed: deque[tuple[float, int]] = deque()
+        # The newest completion time fed (None: nothing fed since the start).
+        self._newest: float | None = None
         self._fed_count = 0
         self._unsaved = 0
         self._saved_at = 0.0
@@ -331,16 +333,16 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 self.tracker.attach(self._watched.__contains__, self._builder_tags)
                 self.tracker.also_proposed(proposed)
                 self._fed_count = snapshot.builds
-                since = (
-                    None
-                    if snapshot.last_complete_at is None
-                    else (snapshot.last_complete_at - OVERLAP)
-                )
+                since = snapshot.last_complete_at - OVERLAP
                 skip = snapshot.recent
+                # Until newer builds come, the next snapshot starts where this one did.
+                self._newest = snapshot.last_complete_at
+                self._fed = deque((snapshot.last_complete_at, bid) for bid in sorted(skip))
                 how = f"restored the memory of {snapshot.builds} build(s)"
             else:
                 self.tracker = self._new_tracker(proposed)
                 self._fed_count = 0
+                self._newest, self._fed = None, deque()
                 since = self._reactor().seconds() - self.settings.policy.memory_horizon
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
@@ -389,9 +391,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             return
         try:
             state = dumps(self.tracker)
-            last = self._fed[-1][0] if self._fed else None
-            recent = [bid for at, bid in self._fed if last is None or at >= last - OVERLAP]
             now = self._reactor().seconds()
+            # Nothing fed yet: every build completing from now on is new to it.
+            last = self._newest if self._newest is not None else now
+            recent = [bid for at, bid in self._fed if at >= last - OVERLAP]
             self._unsaved, self._saved_at = 0, now
             yield self.memory.save(
                 self._memory_owner(),
@@ -534,11 +537,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             )
 
     def _remember_fed(self, completed_at: float, buildid: int) -> None:
+        """Note a build fed, for the next snapshot's catch-up point (see :mod:`.memory`)."""
         self._fed_count += 1
+        if self._newest is None or completed_at > self._newest:
+            self._newest = completed_at
         fed = self._fed
         fed.append((completed_at, buildid))
-        newest = max(completed_at, fed[0][0])
-        while fed and fed[0][0] < newest - 2 * OVERLAP:
+        while fed and fed[0][0] < self._newest - 2 * OVERLAP:
             fed.popleft()
 
     def _file(self, revision: str) -> None:

@@ -332,9 +332,7 @@ class StreakTracker:
         database) so that a tracker restored from it, fed the builds that
         completed since, is the tracker that never stopped.
         """
-        state = dict(self.__dict__)
-        del state["_watched"], state["_tags_of"]
-        return state
+        return {name: self.__dict__[name] for name in _STATE}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
@@ -701,6 +699,22 @@ class StreakTracker:
             "may have changed meanwhile (a verification build of the parent would tell)",
         )
 
+
+# What a saved tracker holds: everything ``__init__`` sets but the shell's
+# callbacks (``_watched``, ``_tags_of``).  Named, so that whatever a shell
+# attaches to an instance (a benchmark's timing wrapper) is not saved.
+_STATE = (
+    "policy",
+    "_green",
+    "_guards",
+    "_builders",
+    "_branches",
+    "_failures",
+    "_landings",
+    "_flakes",
+    "_pointing",
+    "_proposed",
+)
 
 _GuardCheck = Callable[
     [StreakTracker, _OpenStreak, Change, Build, list[Signature]], tuple[Reason, str] | None

@@ -214,6 +214,8 @@ class Filer:
     async def _recover(self, entry: Entry) -> None:
         """A ``filing`` row nothing works on any more: look on GitHub, then finish or file."""
         assert self.client is not None
+        if entry.revision in self._busy:
+            return  # this process is filing it right now: not abandoned
         now = self.clock.seconds()
         # Take the row over (one master wins), so nobody else recovers it meanwhile.
         if not await self.ledger.transition(

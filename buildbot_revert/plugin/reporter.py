@@ -389,13 +389,14 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         """Save the tracker's memory (call with the lock held: nothing feeds it meanwhile)."""
         if self.tracker is None or self.memory is None or self.settings is None:
             return
+        now = self._reactor().seconds()
+        # A save that fails is tried again at the next interval, not every build.
+        self._unsaved, self._saved_at = 0, now
         try:
             state = dumps(self.tracker)
-            now = self._reactor().seconds()
             # Nothing fed yet: every build completing from now on is new to it.
             last = self._newest if self._newest is not None else now
             recent = [bid for at, bid in self._fed if at >= last - OVERLAP]
-            self._unsaved, self._saved_at = 0, now
             yield self.memory.save(
                 self._memory_owner(),
                 self.settings.policy,

@@ -45,6 +45,17 @@ def test_a_restored_tracker_decides_as_the_one_that_never_stopped(history_builds
     assert {"revert", "failing-before"} <= reasons, reasons
 
 
+def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
+    from buildbot_revert.core import tracker as tracker_module
+
+    tracker = StreakTracker(Policy(), watched=lambda b: True, tags_of=lambda b: ())
+    tracker.feed = lambda build: ()  # type: ignore[method-assign]  # as a benchmark's wrapper
+    fields = set(StreakTracker().__dict__) - {"_watched", "_tags_of"}
+    assert set(tracker_module._STATE) == fields
+    restored = loads(dumps(tracker))
+    assert set(restored.__dict__) == fields | {"_watched", "_tags_of"}
+
+
 def test_a_snapshot_cannot_name_anything_but_the_cores_types():
     class Evil:
         def __reduce__(self):

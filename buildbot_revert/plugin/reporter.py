@@ -16,7 +16,9 @@ tells a grace decision in the ledger while the lock is held (so a deadline
 checked later sees every build completed before it) and acts on GitHub in
 the background.
 
-On start it creates its tables if needed, restores the tracker's memory
+On start (in the background: the master does not wait, the builds that
+finish meanwhile wait behind the lock, and ``ready`` fires when it is done)
+it creates its tables if needed, restores the tracker's memory
 (:mod:`.memory`: the snapshot it saved, then the builds that completed
 since, whose verdicts it acts on as if it had seen them live), or, with no
 usable snapshot, rebuilds it from the master's builds of the policy's
@@ -118,6 +120,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._unsaved = 0
         self._saved_at = 0.0
         self._checking = False
+        # Fires once the tracker's memory is restored or rebuilt (see startService).
+        self.ready: defer.Deferred[Any] = defer.succeed(None)
         super().__init__(*args, **kwargs)
 
     # -- configuration ----------------------------------------------------------
@@ -253,7 +257,15 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Subscribe before replaying, so no build finishes unseen in between;
         # the lock makes the events wait for the replay.
         self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
-        yield self._lock.run(self._start_tracker)
+        # The master does not wait for the memory: a rebuild from a month of
+        # builds takes minutes, and Buildbot starts its schedulers and lets
+        # workers in only once every service has started.  Builds that finish
+        # meanwhile wait behind the lock; ``ready`` fires when it is rebuilt.
+        self.ready = self._lock.run(self._start_tracker)
+        self.ready.addCallback(lambda _: self._started())
+        self._background(self.ready, "starting the tracker")
+
+    def _started(self) -> None:
         self._freeze_startup_heap()
         self._schedule_pending()
         # Filing rows the previous process left behind, and grace periods

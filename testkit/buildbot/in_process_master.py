@@ -94,6 +94,8 @@ class InProcessMaster:
         yield self.master.startService()
         if not self.master.running:
             raise RuntimeError(f"the master did not start; see the log of {self.basedir}")
+        # The reporter restores or rebuilds its memory in the background.
+        yield self.reporter.ready
         for name, _ in self.builders:
             self._builder_ids[name] = yield self.master.data.updates.findBuilderId(name)
         self._workerid = yield self.master.data.updates.findWorkerId("w")

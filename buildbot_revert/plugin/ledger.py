@@ -252,14 +252,7 @@ class Ledger:
         """Create the table if it is missing (safe on every start, on every master)."""
 
         def thd(conn: sa.Connection) -> None:
-            try:
-                with conn.begin():
-                    metadata.create_all(conn, checkfirst=True)
-            except sa.exc.DBAPIError:
-                # Another master created them between our check and our CREATE.
-                inspector = sa.inspect(conn)
-                if not all(inspector.has_table(t) for t in (TABLE, QUALIFIED_TABLE)):
-                    raise
+            create_tables(conn, metadata)
             _add_missing_columns(conn)
 
         return self._run(thd)
@@ -498,6 +491,18 @@ class Ledger:
                     )
 
         return self._run(thd)
+
+
+def create_tables(conn: sa.Connection, tables: sa.MetaData) -> None:
+    """Create the missing ``tables`` (safe on every start, on every master at once)."""
+    try:
+        with conn.begin():
+            tables.create_all(conn, checkfirst=True)
+    except sa.exc.DBAPIError:
+        # Another master created them between our check and our CREATE.
+        inspector = sa.inspect(conn)
+        if not all(inspector.has_table(name) for name in tables.tables):
+            raise
 
 
 def _add_missing_columns(conn: sa.Connection) -> None:

@@ -41,7 +41,7 @@ import sqlalchemy as sa
 import buildbot_revert.core
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.plugin.ledger import Runner
+from buildbot_revert.plugin.ledger import Runner, create_tables
 
 TABLE = "buildbot_revert_memory"
 # Builds fed this many seconds before the last one are read again on restore.
@@ -149,14 +149,10 @@ class Memory:
         self._run = run
 
     def create(self) -> Any:
+        """Create the table if it is missing (safe on every start, on every master)."""
+
         def thd(conn: sa.Connection) -> None:
-            try:
-                with conn.begin():
-                    metadata.create_all(conn, checkfirst=True)
-            except sa.exc.DBAPIError:
-                # Another master created it between our check and our CREATE.
-                if not sa.inspect(conn).has_table(TABLE):
-                    raise
+            create_tables(conn, metadata)
 
         return self._run(thd)
 

@@ -24,8 +24,8 @@ from tests.plugin.test_reporter_e2e import (
     LABEL,
     assert_token_never_leaked,
     ledger_rows,
-    merged_pr,
     reporter_config,
+    story,
     wait_for,
 )
 
@@ -44,13 +44,7 @@ def test_a_master_killed_while_filing_files_exactly_one_revert_after_restart(git
         harness = make(builders=BUILDERS, extra_config=reporter_config(github, tmp_path, "revert"))
         # GitHub opens the revert PR at once but answers a minute later.
         github.inject("POST", "/graphql", Fault.slow(60.0))
-        _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
-        harness.wait_for_revision(good)
-        number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
-        harness.wait_for_revision(bad)
-        for i in (3, 4):
-            _, sha = merged_pr(github, harness, f"gh-{i}: More work", {f"more{i}.txt": f"{i}\n"})
-            harness.wait_for_revision(sha)
+        number, _ = story(github, harness)
 
         def filing() -> bool:
             rows = ledger_rows(harness.db_url, harness.master_dir)

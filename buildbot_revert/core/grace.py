@@ -177,23 +177,13 @@ def fact(event: Verdict | Streak) -> Qualification | StreakEnd | None:
         if event.verdict.reason not in _QUALIFYING:
             return None  # no builder qualified on this streak: no decision needs its end
         return StreakEnd(event.builder, event.first_failing_build, event.ended_at)
-    if event.reason is Reason.REVERT and event.request is not None:
-        request = event.request
-        return Qualification(
-            request.revision,
-            event.builder,
-            event.first_failing_build,
-            request.failing_builds,
-            event.decided_at,
-            True,
-        )
-    if event.reason is Reason.ALREADY_PROPOSED and event.suspect is not None:
+    if event.reason in _QUALIFYING and event.suspect is not None:
         return Qualification(
             event.suspect.revision,
             event.builder,
             event.first_failing_build,
             event.failing_builds,
             event.decided_at,
-            False,
+            event.reason is Reason.REVERT,
         )
     return None

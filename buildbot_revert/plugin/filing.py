@@ -189,27 +189,10 @@ class Filer:
             else:
                 _log_failure(exc, f"buildbot-revert: acting on {revision[:12]} failed")
                 detail = f"error: {type(exc).__name__}: {exc}"
-            await self._release(revision, detail[:2000])
+            # A write that failed half-way is found by the next attempt's look.
+            await self.ledger.release(revision, detail[:2000], self.clock.seconds())
         finally:
             self._busy.discard(revision)
-
-    async def _release(self, revision: str, detail: str) -> None:
-        """Return an interrupted filing to the state it came from, to be retried."""
-        entry = await self.ledger.get(revision)
-        if entry is None:
-            return
-        now = self.clock.seconds()
-        back = LedgerState.PENDING if entry.due_at is not None else LedgerState.PROPOSED
-        # A write that failed half-way is found by the next attempt's look.
-        await self.ledger.transition(
-            revision,
-            (LedgerState.FILING,),
-            state=back,
-            filed_at=None,
-            detail=detail,
-            updated_at=now,
-        )
-        await self.ledger.transition(revision, _ACTIONABLE, detail=detail, updated_at=now)
 
     async def _recover(self, entry: Entry) -> None:
         """A ``filing`` row nothing works on any more: look on GitHub, then finish or file."""
@@ -232,7 +215,8 @@ class Filer:
         )
         self._busy.add(entry.revision)
         try:
-            pull, ctx = await self._pull_and_context(entry)
+            qualified = await self.ledger.qualified(entry.revision)
+            pull, ctx = await self._pull_and_context(entry, qualified)
             found = (
                 await self.client.find_revert_pull(entry.revision, pull)
                 if pull is not None
@@ -246,14 +230,15 @@ class Filer:
             _log_failure(exc, f"buildbot-revert: recovering {entry.revision[:12]} failed")
         finally:
             self._busy.discard(entry.revision)
-        await self._release(entry.revision, "recovered: no revert PR was found; filing again")
+        await self.ledger.release(
+            entry.revision, "recovered: no revert PR was found; filing again", self.clock.seconds()
+        )
         await self.act(entry.revision)
 
     async def _pull_and_context(
-        self, entry: Entry
+        self, entry: Entry, qualified: list[QualifiedBuilder]
     ) -> tuple[PullRequest | None, pr_text.RevertContext]:
         assert self.client is not None
-        qualified = await self.ledger.qualified(entry.revision)
         pull = await self.client.pull_for_commit(entry.revision, entry.title or None)
         return pull, self._context(entry, qualified, pull)
 
@@ -267,13 +252,14 @@ class Filer:
             return
         if entry.state not in _ACTIONABLE:
             return
-        fate = await self._grace(revision) if entry.state == LedgerState.PENDING else None
+        qualified = await self.ledger.qualified(revision)
+        fate = self._grace(qualified) if entry.state == LedgerState.PENDING else None
         if fate is not None and fate.decision is GraceDecision.WAIT:
             # Another builder's grace period runs on: look again at its deadline.
             if fate.next_at is not None:
                 await self.ledger.transition(revision, (LedgerState.PENDING,), due_at=fate.next_at)
             return
-        pull, ctx = await self._pull_and_context(entry)
+        pull, ctx = await self._pull_and_context(entry, qualified)
         facts = await self._facts(revision, pull)
         if fate is not None:
             comments = await self.client.comments(pull.number) if pull is not None else []
@@ -285,9 +271,8 @@ class Filer:
             plan = actions.plan(facts)
         await self._perform(plan, revision, entry, ctx, pull)
 
-    async def _grace(self, revision: str) -> grace.GraceOutcome:
+    def _grace(self, qualified: list[QualifiedBuilder]) -> grace.GraceOutcome:
         """The core's grace rule over every builder recorded as qualified."""
-        qualified = await self.ledger.qualified(revision)
         return grace.outcome(
             (Qualified(q.qualified_at, q.ended_at) for q in qualified),
             self.settings.grace_period,

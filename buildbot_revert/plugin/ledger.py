@@ -165,6 +165,11 @@ TRANSITIONS: Mapping[LedgerState, frozenset[LedgerState]] = {
 }
 
 
+# Where an interrupted filing goes back to (see Ledger.release; both are
+# moves TRANSITIONS allows from filing).
+_RETRIED = (LedgerState.PROPOSED, LedgerState.PENDING)
+
+
 class Entry(NamedTuple):
     """One ledger row."""
 
@@ -341,6 +346,34 @@ class Ledger:
             with conn.begin():
                 res = conn.execute(t.update().where(*where).values(**fields))
             return bool(res.rowcount == 1)
+
+        return self._run(thd)
+
+    def release(self, revision: str, detail: str, now: float) -> Any:
+        """An interrupted filing goes back where it came from, to be retried.
+
+        ``pending`` if it had a grace deadline (``due_at``), else
+        ``proposed``; a row in either already only gets ``detail``.
+        """
+
+        def thd(conn: sa.Connection) -> None:
+            t = ledger_table
+            mine = t.c.revision == revision
+            back = sa.case(
+                (t.c.due_at.is_not(None), LedgerState.PENDING.value),
+                else_=LedgerState.PROPOSED.value,
+            )
+            with conn.begin():
+                conn.execute(
+                    t.update()
+                    .where(mine, t.c.state == LedgerState.FILING.value)
+                    .values(state=back, filed_at=None)
+                )
+                conn.execute(
+                    t.update()
+                    .where(mine, t.c.state.in_([s.value for s in _RETRIED]))
+                    .values(detail=detail, updated_at=now)
+                )
 
         return self._run(thd)
 

@@ -32,6 +32,7 @@ import io
 import json
 import pickle
 import zlib
+from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -72,6 +73,44 @@ class Snapshot(NamedTuple):
     last_complete_at: float
     recent: frozenset[int]
     builds: int
+
+
+class CatchUp:
+    """Where the builds a snapshot has not seen start: the builds fed lately.
+
+    ``note`` each build as it is fed; ``point`` says, at save time, the
+    newest completion time fed (or ``now`` when nothing was: every build
+    completing later is new) and the ids fed in the OVERLAP before it.
+    """
+
+    def __init__(
+        self, newest: float | None = None, recent: frozenset[int] = frozenset(), builds: int = 0
+    ) -> None:
+        # How many builds the tracker has been fed, in all.
+        self.builds = builds
+        self._newest = newest
+        # (completion time, build id), kept for twice the overlap.
+        self._fed: deque[tuple[float, int]] = (
+            deque() if newest is None else deque((newest, bid) for bid in sorted(recent))
+        )
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> CatchUp:
+        """Until newer builds come, the next snapshot starts where this one did."""
+        return cls(snapshot.last_complete_at, snapshot.recent, snapshot.builds)
+
+    def note(self, completed_at: float, buildid: int) -> None:
+        self.builds += 1
+        if self._newest is None or completed_at > self._newest:
+            self._newest = completed_at
+        fed = self._fed
+        fed.append((completed_at, buildid))
+        while fed and fed[0][0] < self._newest - 2 * OVERLAP:
+            fed.popleft()
+
+    def point(self, now: float) -> tuple[float, list[int]]:
+        last = self._newest if self._newest is not None else now
+        return last, [bid for at, bid in self._fed if at >= last - OVERLAP]
 
 
 def _core_digest() -> str:
@@ -156,17 +195,10 @@ class Memory:
 
         return self._run(thd)
 
-    def save(
-        self,
-        owner: str,
-        policy: Policy,
-        state: bytes,
-        last_complete_at: float,
-        recent: list[int],
-        builds: int,
-        now: float,
-    ) -> Any:
+    def save(self, owner: str, policy: Policy, state: bytes, catch_up: CatchUp, now: float) -> Any:
         """Replace ``owner``'s snapshot with ``state`` (from :func:`dumps`)."""
+        last_complete_at, recent = catch_up.point(now)
+        builds = catch_up.builds
         values = {
             "owner": owner,
             "fingerprint": fingerprint(policy),

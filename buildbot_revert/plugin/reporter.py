@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import gc
 import time
-from collections import deque
 from typing import Any
 
 from buildbot import config as bb_config
@@ -74,7 +73,7 @@ from buildbot_revert.plugin.config import (
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.memory import OVERLAP, Memory, Snapshot, dumps
+from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -112,11 +111,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._filing: set[defer.Deferred[Any]] = set()
         self._froze_heap = False
         self.memory: Memory | None = None
-        # (completion time, build id) of the builds fed lately, for the snapshot.
-        self._fed: deque[tuple[float, int]] = deque()
-        # The newest completion time fed (None: nothing fed since the start).
-        self._newest: float | None = None
-        self._fed_count = 0
+        # Where the next snapshot's catch-up starts.
+        self._catch_up = CatchUp()
         self._unsaved = 0
         self._saved_at = 0.0
         self._checking = False
@@ -344,17 +340,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 self.tracker = snapshot.tracker
                 self.tracker.attach(self._watched.__contains__, self._builder_tags)
                 self.tracker.also_proposed(proposed)
-                self._fed_count = snapshot.builds
+                self._catch_up = CatchUp.of(snapshot)
                 since = snapshot.last_complete_at - OVERLAP
                 skip = snapshot.recent
-                # Until newer builds come, the next snapshot starts where this one did.
-                self._newest = snapshot.last_complete_at
-                self._fed = deque((snapshot.last_complete_at, bid) for bid in sorted(skip))
                 how = f"restored the memory of {snapshot.builds} build(s)"
             else:
                 self.tracker = self._new_tracker(proposed)
-                self._fed_count = 0
-                self._newest, self._fed = None, deque()
+                self._catch_up = CatchUp()
                 since = self._reactor().seconds() - self.settings.policy.memory_horizon
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
@@ -406,17 +398,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._unsaved, self._saved_at = 0, now
         try:
             state = dumps(self.tracker)
-            # Nothing fed yet: every build completing from now on is new to it.
-            last = self._newest if self._newest is not None else now
-            recent = [bid for at, bid in self._fed if at >= last - OVERLAP]
             yield self.memory.save(
-                self._memory_owner(),
-                self.settings.policy,
-                state,
-                last,
-                recent,
-                self._fed_count,
-                now,
+                self._memory_owner(), self.settings.policy, state, self._catch_up, now
             )
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not save the tracker's memory")
@@ -522,7 +505,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if build is None:
             return
         events = self.tracker.feed(build)
-        self._remember_fed(build.completed_at, msg["buildid"])
+        self._catch_up.note(build.completed_at, msg["buildid"])
         for event in events:
             # Builders outside the selection only lend their evidence.
             if event.builder not in self._watched:
@@ -548,16 +531,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 f"buildbot-revert: not acting on {revision[:12]}: "
                 "no usable GitHub token (see the line about it above)"
             )
-
-    def _remember_fed(self, completed_at: float, buildid: int) -> None:
-        """Note a build fed, for the next snapshot's catch-up point (see :mod:`.memory`)."""
-        self._fed_count += 1
-        if self._newest is None or completed_at > self._newest:
-            self._newest = completed_at
-        fed = self._fed
-        fed.append((completed_at, buildid))
-        while fed and fed[0][0] < self._newest - 2 * OVERLAP:
-            fed.popleft()
 
     def _file(self, revision: str) -> None:
         """Act on a revision in the background: GitHub may take minutes."""

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.plugin.memory import Memory, dumps, fingerprint, loads
+from buildbot_revert.plugin.memory import CatchUp, Memory, dumps, fingerprint, loads
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
 from testkit.databases import engine_runner
@@ -87,8 +87,11 @@ async def test_the_memory_table_keeps_one_snapshot_per_owner(tmp_path, history_b
         tracker = StreakTracker(Policy())
         tracker.feed_all(history_builds[:100])
         assert await memory.load("m1/r", Policy()) is None
-        await memory.save("m1/r", Policy(), dumps(tracker), 123.0, [5, 3], 100, 1000.0)
-        await memory.save("m1/r", Policy(), dumps(tracker), 456.0, [7], 100, 1001.0)
+        first = CatchUp(123.0, frozenset({5, 3}), 100)
+        await memory.save("m1/r", Policy(), dumps(tracker), first, 1000.0)
+        await memory.save(
+            "m1/r", Policy(), dumps(tracker), CatchUp(456.0, frozenset({7}), 100), 1001.0
+        )
         snap = await memory.load("m1/r", Policy())
         assert (snap.last_complete_at, snap.recent, snap.builds) == (456.0, frozenset({7}), 100)
         assert snap.tracker.red_builders() == tracker.red_builders()
@@ -97,3 +100,15 @@ async def test_the_memory_table_keeps_one_snapshot_per_owner(tmp_path, history_b
         assert await memory.load("m2/r", Policy()) is None
     finally:
         engine.dispose()
+
+
+def test_the_catch_up_point_is_the_newest_build_fed_and_the_ids_of_the_overlap_before_it():
+    fresh = CatchUp()
+    assert fresh.point(5000.0) == (5000.0, [])  # nothing fed: later builds are new
+    fresh.note(800.0, 1)  # over the 600 s overlap before the newest
+    fresh.note(1500.0, 2)
+    fresh.note(1450.0, 3)  # completed a little earlier, fed a little later
+    assert fresh.point(9999.0) == (1500.0, [2, 3]) and fresh.builds == 3
+    # Restored with nothing fed since, the next save starts where this one did.
+    again = CatchUp(1500.0, frozenset({3, 2}), 3)
+    assert again.point(9999.0) == (1500.0, [2, 3])

@@ -81,6 +81,7 @@ class Collector:
         self.html_path = html_path
         self.json_path = json_path
         self._builder_ids: dict[str, int] = {}
+        self._unknown: set[str] = set()
         self._ledger = Ledger(master.db.pool.do)
         self._decisions = Decisions(master.db.pool.do)
 
@@ -149,10 +150,16 @@ class Collector:
         return url if isinstance(url, str) and url else "/"
 
     async def _ids(self, names: Iterable[str]) -> dict[str, int]:
-        """Builder ids by name: cached (a builder keeps its id); refreshed once for a new one."""
-        if any(n not in self._builder_ids for n in names):
+        """Builder ids by name: cached (a builder keeps its id); refreshed for a new name.
+
+        A name the master did not know at the last refresh (a builder since
+        removed, say, still in the ledger) does not make every load refresh.
+        """
+        new = [n for n in names if n not in self._builder_ids and n not in self._unknown]
+        if new:
             builders = await self.master.data.get(("builders",))
             self._builder_ids = {b["name"]: b["builderid"] for b in builders}
+            self._unknown = {n for n in (*self._unknown, *new) if n not in self._builder_ids}
         return self._builder_ids
 
 
@@ -202,7 +209,7 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
         )
     mode = settings.mode
     acting = mode is not Mode.DRY_RUN and reporter.filer is not None
-    summary = f"mode {mode.value}: {_MODES[mode]}"
+    summary = _MODES[mode]
     if mode is not Mode.DRY_RUN and not acting:
         summary += (
             "; but the GitHub token could not be had, so nothing is done on GitHub "

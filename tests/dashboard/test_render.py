@@ -146,3 +146,17 @@ def test_href_lets_only_web_addresses_through():
         assert href(bad) == ""
     html = render_html(page(revert_url="javascript:alert(3)"))
     assert "javascript:alert(3)" not in parse(html).hrefs
+
+
+def test_no_reporter_running_is_said_and_the_empty_sections_say_so():
+    empty = Page(
+        generated_at=NOW,
+        status=Status("Other", False, summary="no reporter named 'Other' runs on this master"),
+        red=(), pending=(), reverts=(), blind_spots=(), window_start=NOW - 30 * 86400,
+        recent=(), html_url="http://m/x.html", json_url="http://m/x.json",
+    )  # fmt: skip
+    text = " ".join("".join(parse(render_html(empty)).text).split())
+    assert "not running no reporter named 'Other' runs on this master" in text
+    for said in ("No builder is red", "Nothing is waiting", "No revert was proposed",
+                 "No red streak was declined", "No verdict yet"):  # fmt: skip
+        assert said in text

@@ -14,7 +14,8 @@ as usual.
 Every event of a watched builder goes to the filer, which records what it
 tells a grace decision in the ledger while the lock is held (so a deadline
 checked later sees every build completed before it) and acts on GitHub in
-the background.
+the background; its verdicts and streak ends are also kept, once per
+streak, in :mod:`.decisions` for the dashboard (:mod:`buildbot_revert.dashboard`).
 
 On start (in the background: the master does not wait, the builds that
 finish meanwhile wait behind the lock, and ``ready`` fires when it is done)

@@ -95,8 +95,15 @@ class Collector:
         red: list[RedStreak] = []
         if reporter is not None and reporter.tracker is not None:
             red = reporter.tracker.red_streaks()
-        # The builders that stay red longest come first.
-        red.sort(key=lambda s: (s.first_failing.completed_at, s.builder))
+        # The builders the reporter acts on first (the others are evidence
+        # only), then those red longest.
+        red.sort(
+            key=lambda s: (
+                settings is None or not settings.watches(s.builder, s.tags),
+                s.first_failing.completed_at,
+                s.builder,
+            )
+        )
         shown, more_red = red[:MAX_RED], max(0, len(red) - MAX_RED)
         window = now - BLIND_SPOT_DAYS * DAY
         try:

@@ -13,6 +13,8 @@ setup(
     license="GPL-2.0-or-later",
     license_files=["LICENSE"],
     python_requires=">=3.11",
+    # The dashboard's page template.
+    package_data={"buildbot_revert.dashboard": ["templates/*.html"]},
     packages=find_packages(
         include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
     ),
@@ -32,8 +34,17 @@ setup(
             "treq>=23.11",
             "Twisted>=23.10",
         ],
+        # The page in the web UI (buildbot_revert.dashboard): Buildbot's glue that
+        # serves WSGI apps inside the master, and the template engine whose
+        # autoescape keeps untrusted titles text (Buildbot already needs it).
+        "dashboard": [
+            "buildbot-wsgi-dashboards>=4.0,<5",
+            "Jinja2>=3.0",
+        ],
         "test": [
             "buildbot[bundle]>=4.0,<5",
+            "buildbot-wsgi-dashboards>=4.0,<5",
+            "Jinja2>=3.0",
             "buildbot-worker>=4.0,<5",
             "treq>=23.11",
             "Twisted>=23.10",
@@ -53,5 +64,7 @@ setup(
     entry_points={
         "console_scripts": ["simulate=simulator.cli:run"],
         "buildbot.reporters": ["RevertReporter=buildbot_revert.plugin.reporter:RevertReporter"],
+        # master.cfg: c['www']['plugins']['wsgi_dashboards'] = [util.RevertDashboard()]
+        "buildbot.util": ["RevertDashboard=buildbot_revert.dashboard.app:dashboard"],
     },
 )

@@ -102,7 +102,7 @@ from buildbot_revert.core.relevance import (
 )
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature, modules
-from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
 
@@ -350,6 +350,26 @@ class StreakTracker:
 
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)
+
+    def red_streaks(self) -> list[RedStreak]:
+        """Every streak open now, by builder name (a read: the tracker is not changed)."""
+        out = []
+        for name in self.red_builders():
+            state = self._builders[name]
+            streak = state.streak
+            assert streak is not None
+            out.append(
+                RedStreak(
+                    name,
+                    streak.first,
+                    streak.count,
+                    streak.suspects,
+                    streak.green_at,
+                    streak.verdict,
+                    tuple(sorted(state.tags)),
+                )
+            )
+        return out
 
     def _new_state(self, builder: str) -> _BuilderState:
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()

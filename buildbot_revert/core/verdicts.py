@@ -123,3 +123,21 @@ class Streak(NamedTuple):
     @property
     def blamelist_size(self) -> int:
         return len(self.blamelist)
+
+
+class RedStreak(NamedTuple):
+    """A red streak still open: what the tracker knows of it now (for a shell to show).
+
+    ``failing`` counts its FAILURE builds so far; ``verdict`` is None until
+    the N-th failure decides it.  ``suspects`` are the changes since the last
+    green build up to the first failing build; ``green_at`` when that green
+    build completed (None: never seen green).
+    """
+
+    builder: str
+    first_failing: Build
+    failing: int
+    suspects: tuple[Change, ...]
+    green_at: float | None
+    verdict: Verdict | None
+    tags: tuple[str, ...] = ()

@@ -402,6 +402,51 @@ class Ledger:
 
         return self._run(thd)
 
+    def latest(self, since: float, limit: int, exclude: Iterable[str] = ()) -> Any:
+        """Up to ``limit`` entries updated since ``since`` (not in ``exclude``), newest first."""
+        skip = [_known(s).value for s in exclude]
+
+        def thd(conn: sa.Connection) -> list[Entry]:
+            t = ledger_table
+            q = (
+                t.select()
+                .where(t.c.updated_at >= since, t.c.state.not_in(skip))
+                .order_by(t.c.updated_at.desc(), t.c.id.desc())
+                .limit(limit)
+            )
+            return [_entry(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def of(self, revisions: Iterable[str]) -> Any:
+        """The entries of these revisions that the ledger holds, by revision."""
+        wanted = sorted(set(revisions))
+
+        def thd(conn: sa.Connection) -> dict[str, Entry]:
+            if not wanted:
+                return {}
+            t = ledger_table
+            rows = conn.execute(t.select().where(t.c.revision.in_(wanted))).fetchall()
+            return {e.revision: e for e in map(_entry, rows)}
+
+        return self._run(thd)
+
+    def qualified_of(self, revisions: Iterable[str]) -> Any:
+        """Every builder that qualified for each of these revisions, in order, by revision."""
+        wanted = sorted(set(revisions))
+
+        def thd(conn: sa.Connection) -> dict[str, list[QualifiedBuilder]]:
+            out: dict[str, list[QualifiedBuilder]] = {}
+            if not wanted:
+                return out
+            t = qualified_table
+            q = t.select().where(t.c.revision.in_(wanted)).order_by(t.c.qualified_at, t.c.id)
+            for row in conn.execute(q).fetchall():
+                out.setdefault(row.revision, []).append(_qualified(row))
+            return out
+
+        return self._run(thd)
+
     def revisions(self) -> Any:
         """Every revision in the ledger: the tracker's ``proposed`` set on start."""
 

@@ -14,7 +14,8 @@ as usual.
 Every event of a watched builder goes to the filer, which records what it
 tells a grace decision in the ledger while the lock is held (so a deadline
 checked later sees every build completed before it) and acts on GitHub in
-the background.
+the background; its verdicts and streak ends are also kept, once per
+streak, in :mod:`.decisions` for the dashboard (:mod:`buildbot_revert.dashboard`).
 
 On start (in the background: the master does not wait, the builds that
 finish meanwhile wait behind the lock, and ``ready`` fires when it is done)
@@ -60,7 +61,7 @@ from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import (
     Mode,
@@ -70,6 +71,7 @@ from buildbot_revert.plugin.config import (
     parse_arguments,
     rendered_token,
 )
+from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
@@ -111,6 +113,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._filing: set[defer.Deferred[Any]] = set()
         self._froze_heap = False
         self.memory: Memory | None = None
+        # Every verdict of a watched builder, for the dashboard (plugin.decisions).
+        self.decisions: Decisions | None = None
         # Where the next snapshot's catch-up starts.
         self._catch_up = CatchUp()
         self._unsaved = 0
@@ -161,6 +165,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self.ledger = Ledger(self.master.db.pool.do)
         if self.memory is None:
             self.memory = Memory(self.master.db.pool.do)
+        if self.decisions is None:
+            self.decisions = Decisions(self.master.db.pool.do)
         client = None
         if settings.mode is Mode.DRY_RUN:
             log.msg(
@@ -334,6 +340,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         try:
             yield self.ledger.create()
             yield self.memory.create()
+            if self.decisions is not None:
+                yield self.decisions.create()
             proposed = yield self.ledger.revisions()
             snapshot = yield self._load_memory()
             if snapshot is not None:
@@ -512,11 +520,22 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 continue
             if isinstance(event, Verdict):
                 self._log_verdict(event, live=act)
+            yield self._note(event)
             if self.filer is None:
                 continue
             revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
             if revision is not None:
                 self._file(revision)
+
+    @defer.inlineCallbacks
+    def _note(self, event: Verdict | Streak) -> Any:
+        """Keep the verdict (or the streak's end) for the dashboard; never stops the feed."""
+        if self.decisions is None:
+            return
+        try:
+            yield self.decisions.note(event)
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: could not keep a verdict for the dashboard")
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
         self.verdicts.append(event)

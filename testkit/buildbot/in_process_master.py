@@ -40,6 +40,7 @@ c['builders'] = [
 ]
 {www}
 c['services'] = [reporters.RevertReporter({reporter})]
+{extra_config}
 """
 
 
@@ -54,12 +55,15 @@ class InProcessMaster:
         reporter: str = "repo='python/cpython', mode='dry-run'",
         www_port: int | None = None,
         db_url: str = "sqlite:///state.sqlite",
+        extra_config: str = "",
     ) -> None:
         self.basedir = Path(basedir)
         self.builders = [(name, list(tags)) for name, tags in builders]
         self.reporter_args = reporter
         self.www_port = www_port
         self.db_url = db_url
+        # Appended to master.cfg (e.g. the dashboard, which needs www_port).
+        self.extra_config = extra_config
         self.master: BuildMaster | None = None
         self._builder_ids: dict[str, int] = {}
         self._workerid: int | None = None
@@ -83,6 +87,7 @@ class InProcessMaster:
                 builders=self.builders,
                 www=www,
                 reporter=self.reporter_args,
+                extra_config=self.extra_config,
             )
         )
 

@@ -163,3 +163,22 @@ def test_unwatched_builders_inform_but_never_propose() -> None:
     verdicts = {e.builder: e.reason.value for e in events if isinstance(e, Verdict)}
     # "hidden" qualified first, but only "seen" may propose.
     assert verdicts == {"hidden": "not-watched", "seen": "revert"}
+
+
+def test_red_streaks_are_the_open_ones_as_the_tracker_knows_them_now() -> None:
+    tracker = StreakTracker(STRUCTURAL, tags_of=lambda b: ("stable",) if b == "A" else ())
+    tracker.feed_all(builds("S:a X:b F:c F F F", builder="A"))
+    tracker.feed_all(builds("S:d F:e", builder="B"))
+    tracker.feed_all(builds("S:f F:g S", builder="C"))
+    before = tracker.red_streaks()
+    a, b = before
+    assert (a.builder, a.first_failing.number, a.failing, a.tags) == ("A", 3, 4, ("stable",))
+    # The neutral build's change was never tested: a suspect too.
+    assert [c.revision for c in a.suspects] == ["b", "c"]
+    assert a.verdict is not None and a.verdict.reason is Reason.MULTIPLE_CHANGES
+    assert a.green_at == a.first_failing.completed_at - 2 * 600.0
+    assert (b.builder, b.failing, b.verdict) == ("B", 1, None)
+    # A read: asking again changes nothing, and the streak goes on as before.
+    assert tracker.red_streaks() == before
+    assert tracker.feed_all(builds("S", builder="B", start=1_800_000_000.0))[0].builder == "B"
+    assert [s.builder for s in tracker.red_streaks()] == ["A"]

@@ -1,0 +1,331 @@
+"""Gather one :class:`~.model.Page` from the running reporter and the master's database.
+
+Runs in the reactor thread (the WSGI app calls :meth:`Collector.page`
+through ``blockingCallFromThread``), so reading the reporter's tracker
+never races the builds it is fed: :meth:`StreakTracker.red_streaks` is a
+synchronous read of the streaks open now.  Everything else is the plugin's
+own records in the master's database, read through the reporter's
+:class:`~buildbot_revert.plugin.ledger.Ledger` and
+:class:`~buildbot_revert.plugin.decisions.Decisions` (the master's
+``db.pool``): no second database, no extra server.
+
+The reporter is found by its service name among the master's
+``c['services']``, so the dashboard needs no hook in the reporter and
+shows the ledger even when no reporter of that name runs.
+
+Every query is bounded by what the page shows (LIMITs, indexed windows, the
+revisions on the page): a load costs the same with a month of records or a
+year of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from twisted.internet import defer
+
+from buildbot_revert.core.verdicts import RedStreak
+from buildbot_revert.dashboard.model import (
+    BLIND_SPOT_DAYS,
+    BlindSpotView,
+    ChangeView,
+    Page,
+    ProposalView,
+    QualifiedView,
+    RedStreakView,
+    Status,
+    VerdictView,
+)
+from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
+from buildbot_revert.plugin.decisions import Decided, Decisions, ReasonCount
+from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.reporter import RevertReporter
+
+DAY = 86400.0
+# What one page holds at most.
+MAX_RED = 300
+MAX_CHANGES = 5
+MAX_REVERTS = 100
+MAX_RECENT = 30
+# Rows the grace period or a filing still works on.
+IN_PLAY = (LedgerState.PROPOSED, LedgerState.PENDING, LedgerState.FILING)
+
+# What each finished ledger state means for the revert pull request.
+OUTCOMES: Mapping[str, str] = {
+    LedgerState.PROPOSED: "proposed: not yet on GitHub (retried if GitHub failed)",
+    LedgerState.PENDING: "waiting for its grace period",
+    LedgerState.FILING: "opening the revert PR",
+    LedgerState.FILED: "revert PR filed (open when last seen)",
+    LedgerState.CLOSED: "revert PR closed unmerged: a human said no",
+    LedgerState.WITHDRAWN: "stood down",
+    LedgerState.SKIPPED: "skipped: nothing done on GitHub",
+    LedgerState.COMMENTED: "commented on the culprit's PR only",
+    LedgerState.RECORDED: "dry-run: recorded, nothing done on GitHub",
+}
+
+_MODES: Mapping[str, str] = {
+    Mode.DRY_RUN: "decides, logs and records; touches nothing on GitHub",
+    Mode.COMMENT: "comments on the culprit's pull request; opens no revert PR",
+    Mode.REVERT: "comments on the culprit's pull request and opens revert pull requests",
+}
+
+
+class Collector:
+    """Builds pages for the reporter named ``reporter`` of ``master``."""
+
+    def __init__(self, master: Any, reporter: str, html_path: str, json_path: str) -> None:
+        self.master = master
+        self.reporter_name = reporter
+        self.html_path = html_path
+        self.json_path = json_path
+        self._builder_ids: dict[str, int] = {}
+        self._unknown: set[str] = set()
+        self._ledger = Ledger(master.db.pool.do)
+        self._decisions = Decisions(master.db.pool.do)
+
+    def page(self) -> defer.Deferred[Page]:
+        return defer.Deferred.fromCoroutine(self._page())
+
+    async def _page(self) -> Page:
+        now = float(self._reactor().seconds())
+        reporter = self._reporter()
+        settings: Settings | None = reporter.settings if reporter is not None else None
+        red: list[RedStreak] = []
+        if reporter is not None and reporter.tracker is not None:
+            red = reporter.tracker.red_streaks()
+        # The builders the reporter acts on first (the others are evidence
+        # only), then those red longest.
+        red.sort(
+            key=lambda s: (
+                settings is None or not settings.watches(s.builder, s.tags),
+                s.first_failing.completed_at,
+                s.builder,
+            )
+        )
+        shown, more_red = red[:MAX_RED], max(0, len(red) - MAX_RED)
+        window = now - BLIND_SPOT_DAYS * DAY
+        try:
+            pending: list[Entry] = await self._ledger.entries(IN_PLAY)
+            finished: list[Entry] = await self._ledger.latest(window, MAX_REVERTS, IN_PLAY)
+            blind: list[ReasonCount] = await self._decisions.declined_by_reason(window, now)
+            recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
+        except Exception as exc:
+            if not _missing_table(exc):
+                raise
+            # The reporter has not created its tables yet (first start).
+            pending, finished, blind, recent = [], [], [], []
+        suspects = {_suspect(s) for s in shown} - {None}
+        known = {e.revision: e for e in (*pending, *finished)}
+        missing = [r for r in suspects if r is not None and r not in known]
+        if missing:
+            known.update(await self._ledger.of(missing))
+        qualified: dict[str, list[QualifiedBuilder]] = await self._ledger.qualified_of(
+            e.revision for e in (*pending, *finished)
+        )
+        names = {s.builder for s in shown} | {d.builder for d in recent}
+        names |= {e.builder for e in (*pending, *finished)}
+        ids = await self._ids(names)
+        links = _Links(self._web_url(), ids, settings)
+        return Page(
+            generated_at=now,
+            status=_status(self.reporter_name, reporter, settings),
+            red=tuple(_red(s, links, settings, known) for s in shown),
+            pending=tuple(_proposal(e, links, qualified) for e in pending),
+            reverts=tuple(_proposal(e, links, qualified) for e in finished),
+            blind_spots=tuple(BlindSpotView(*c) for c in blind),
+            window_start=window,
+            recent=tuple(_verdict(d, links) for d in recent),
+            html_url=links.absolute(self.html_path),
+            json_url=links.absolute(self.json_path),
+            more_red=more_red,
+        )
+
+    def _reactor(self) -> Any:
+        from twisted.internet import reactor
+
+        return getattr(self.master, "reactor", None) or reactor
+
+    def _reporter(self) -> RevertReporter | None:
+        services = getattr(self.master, "service_manager", None)
+        found = getattr(services, "namedServices", {}).get(self.reporter_name)
+        return found if isinstance(found, RevertReporter) else None
+
+    def _web_url(self) -> str:
+        url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
+        return url if isinstance(url, str) and url else "/"
+
+    async def _ids(self, names: Iterable[str]) -> dict[str, int]:
+        """Builder ids by name: cached (a builder keeps its id); refreshed for a new name.
+
+        A name the master did not know at the last refresh (a builder since
+        removed, say, still in the ledger) does not make every load refresh.
+        """
+        new = [n for n in names if n not in self._builder_ids and n not in self._unknown]
+        if new:
+            builders = await self.master.data.get(("builders",))
+            self._builder_ids = {b["name"]: b["builderid"] for b in builders}
+            self._unknown = {n for n in (*self._unknown, *new) if n not in self._builder_ids}
+        return self._builder_ids
+
+
+class _Links:
+    """Links into the master's web UI and to the repository's pull requests."""
+
+    def __init__(self, base: str, ids: Mapping[str, int], settings: Settings | None) -> None:
+        self.base = base if base.endswith("/") else base + "/"
+        self.ids = ids
+        self.pulls = _pulls_url(settings)
+
+    def absolute(self, path: str) -> str:
+        return self.base + path.lstrip("/")
+
+    def builder(self, name: str) -> str | None:
+        builderid = self.ids.get(name)
+        return None if builderid is None else f"{self.base}#/builders/{builderid}"
+
+    def build(self, name: str, number: int) -> str | None:
+        builder = self.builder(name)
+        return None if builder is None else f"{builder}/builds/{number}"
+
+    def pull(self, number: int | None) -> str | None:
+        return None if number is None or self.pulls is None else f"{self.pulls}{number}"
+
+
+def _pulls_url(settings: Settings | None) -> str | None:
+    """The web address of the repository's pull requests, when the API's host tells it."""
+    if settings is None:
+        return None
+    api = settings.api_url.rstrip("/")
+    if api == DEFAULT_API_URL:
+        return f"https://github.com/{settings.repo}/pull/"
+    # GitHub Enterprise Server: https://HOST/api/v3 serves https://HOST/OWNER/REPO.
+    if api.endswith("/api/v3"):
+        parts = urlsplit(api)
+        return f"{parts.scheme}://{parts.netloc}/{settings.repo}/pull/"
+    return None
+
+
+def _status(name: str, reporter: RevertReporter | None, settings: Settings | None) -> Status:
+    if reporter is None or settings is None:
+        return Status(
+            name,
+            running=False,
+            summary=f"no reporter named {name!r} runs on this master: the ledger is shown as is",
+        )
+    mode = settings.mode
+    acting = mode is not Mode.DRY_RUN and reporter.filer is not None
+    summary = _MODES[mode]
+    if mode is not Mode.DRY_RUN and not acting:
+        summary += (
+            "; but the GitHub token could not be had, so nothing is done on GitHub "
+            "(see the master's log)"
+        )
+    ready = bool(reporter.ready.called) and reporter.tracker is not None
+    if not ready:
+        summary += "; it is still restoring its memory, so the red streaks are not all known yet"
+    return Status(
+        name,
+        running=True,
+        mode=mode.value,
+        repo=settings.repo,
+        acting=acting,
+        failures=settings.policy.failures,
+        grace_period=settings.grace_period,
+        ready=ready,
+        summary=summary,
+    )
+
+
+def _suspect(streak: RedStreak) -> str | None:
+    verdict = streak.verdict
+    if verdict is not None and verdict.suspect is not None:
+        return verdict.suspect.revision
+    return streak.suspects[0].revision if len(streak.suspects) == 1 else None
+
+
+def _red(
+    streak: RedStreak, links: _Links, settings: Settings | None, known: Mapping[str, Entry]
+) -> RedStreakView:
+    first = streak.first_failing
+    verdict = streak.verdict
+    revision = _suspect(streak)
+    entry = known.get(revision) if revision is not None else None
+    watched = settings is not None and settings.watches(streak.builder, streak.tags)
+    return RedStreakView(
+        builder=streak.builder,
+        builder_url=links.builder(streak.builder),
+        first_build=first.number,
+        build_url=links.build(streak.builder, first.number),
+        since=first.completed_at,
+        failing=streak.failing,
+        changes=tuple(
+            ChangeView(c.revision, c.author, c.title, c.when, c.pr_number, links.pull(c.pr_number))
+            for c in streak.suspects[:MAX_CHANGES]
+        ),
+        more_changes=max(0, len(streak.suspects) - MAX_CHANGES),
+        green_at=streak.green_at,
+        watched=watched,
+        reason=None if verdict is None else verdict.reason.value,
+        explanation=None if verdict is None else verdict.explanation,
+        ledger_state=None if entry is None else entry.state.value,
+        revert_url=None if entry is None else entry.revert_url,
+    )
+
+
+def _proposal(
+    entry: Entry, links: _Links, qualified: Mapping[str, list[QualifiedBuilder]]
+) -> ProposalView:
+    state = entry.state.value
+    outcome = OUTCOMES.get(state, state)
+    return ProposalView(
+        revision=entry.revision,
+        title=entry.title,
+        builder=entry.builder,
+        build_number=entry.build_number,
+        build_url=links.build(entry.builder, entry.build_number),
+        state=state,
+        outcome=outcome,
+        detail=entry.detail,
+        explanation=entry.explanation,
+        mode=entry.mode,
+        decided_at=entry.decided_at,
+        due_at=entry.due_at,
+        filed_at=entry.filed_at,
+        updated_at=entry.updated_at,
+        culprit_pr=entry.culprit_pr,
+        culprit_url=links.pull(entry.culprit_pr),
+        revert_pr=entry.revert_pr,
+        revert_url=entry.revert_url,
+        comment_url=entry.comment_url,
+        qualified=tuple(
+            QualifiedView(
+                q.builder,
+                q.first_build,
+                (q.builds[0][1] if q.builds else None) or links.build(q.builder, q.first_build),
+                q.qualified_at,
+                q.ended_at,
+            )
+            for q in qualified.get(entry.revision, ())
+        ),
+    )
+
+
+def _verdict(d: Decided, links: _Links) -> VerdictView:
+    return VerdictView(
+        d.builder,
+        d.first_build,
+        links.build(d.builder, d.first_build),
+        d.reason,
+        d.explanation,
+        d.decided_at,
+        d.ended_at,
+        d.revision,
+        d.title,
+    )
+
+
+def _missing_table(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "no such table" in text or "does not exist" in text or "doesn't exist" in text

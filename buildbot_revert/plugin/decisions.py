@@ -1,0 +1,195 @@
+"""Every verdict on a watched builder, kept for a month: what the dashboard's blind spots read.
+
+The ledger holds only the revisions the reporter decided to revert; the
+streaks it declined (and why) were a line in the log and gone.  This table
+keeps one row per red streak of a watched builder: its verdict's reason and
+explanation, the suspect change, when the streak started, was decided and
+(once a green build ends it) ended; so "the last 30 days' blind spots by
+reason" is one indexed query in the master's own database, across restarts
+and for every master that shares it.
+
+Rows are written as the verdicts come (once per streak, not per build: the
+per-build path is untouched) and are idempotent: a rebuild of the memory
+replays the month and meets its own rows again, so the key is (builder,
+first failing build) and a second write is ignored.  Rows older than
+:data:`KEEP` are deleted as new ones arrive.  Like the ledger, this module
+is handed ``run(callable) -> Deferred`` (the master's ``db.pool.do``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.plugin.ledger import Runner, create_tables
+
+TABLE = "buildbot_revert_verdicts"
+# How long a verdict is kept: the dashboard shows 30 days.
+KEEP = 40 * 86400.0
+# The reasons that answered a streak with a revert; every other one declined
+# (the simulator's blind spots count the same way).
+ANSWERED = (Reason.REVERT.value, Reason.ALREADY_PROPOSED.value)
+
+metadata = sa.MetaData()
+verdicts_table = sa.Table(
+    TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("builder", sa.String(255), nullable=False),
+    sa.Column("first_build", sa.Integer, nullable=False),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("explanation", sa.Text, nullable=False),
+    # When the first failing build completed, when the verdict was made,
+    # when the green build that ended the streak completed (NULL: red).
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("decided_at", sa.Float, nullable=False),
+    sa.Column("ended_at", sa.Float, nullable=True),
+    # The change the streak points at, when it points at exactly one.
+    sa.Column("revision", sa.String(64), nullable=True),
+    sa.Column("title", sa.Text, nullable=True),
+    sa.UniqueConstraint("builder", "first_build", name=f"{TABLE}_streak"),
+)
+sa.Index(f"{TABLE}_decided", verdicts_table.c.decided_at)
+sa.Index(f"{TABLE}_reason", verdicts_table.c.reason, verdicts_table.c.decided_at)
+
+
+class Decided(NamedTuple):
+    """One row: a streak's verdict, as the dashboard lists it."""
+
+    builder: str
+    first_build: int
+    reason: str
+    explanation: str
+    started_at: float
+    decided_at: float
+    ended_at: float | None
+    revision: str | None
+    title: str | None
+
+
+class ReasonCount(NamedTuple):
+    """The declined streaks of one reason in a window (the simulator's StreakGroup)."""
+
+    reason: str
+    streaks: int
+    builders: int
+    red_hours: float
+    # The explanation of the streak that kept its builder red longest.
+    example: str
+
+
+class Decisions:
+    """The verdicts table, reached through ``run(callable) -> Deferred``."""
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def create(self) -> Any:
+        """Create the table if it is missing (safe on every start, on every master)."""
+
+        def thd(conn: sa.Connection) -> None:
+            create_tables(conn, metadata)
+
+        return self._run(thd)
+
+    def note(self, event: Verdict | Streak) -> Any:
+        """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""
+        if isinstance(event, Streak):
+            if event.ended_at is None:
+                return self._run(lambda conn: None)
+            return self._ended(event.builder, event.first_failing_build, event.ended_at)
+        suspect = event.suspect
+        values = {
+            "builder": event.builder,
+            "first_build": event.first_failing_build,
+            "reason": event.reason.value,
+            "explanation": event.explanation,
+            "started_at": event.started_at or event.decided_at,
+            "decided_at": event.decided_at,
+            "revision": None if suspect is None else suspect.revision,
+            "title": None if suspect is None else suspect.title,
+        }
+
+        def thd(conn: sa.Connection) -> None:
+            t = verdicts_table
+            key = (t.c.builder == event.builder, t.c.first_build == event.first_failing_build)
+            try:
+                with conn.begin():
+                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
+                        return  # a replay meets its own row
+                    conn.execute(t.insert().values(**values))
+                    conn.execute(t.delete().where(t.c.decided_at < event.decided_at - KEEP))
+            except IntegrityError:
+                pass  # another master wrote it first
+
+        return self._run(thd)
+
+    def _ended(self, builder: str, first_build: int, ended_at: float) -> Any:
+        def thd(conn: sa.Connection) -> None:
+            t = verdicts_table
+            with conn.begin():
+                conn.execute(
+                    t.update()
+                    .where(t.c.builder == builder, t.c.first_build == first_build)
+                    .where(t.c.ended_at.is_(None))
+                    .values(ended_at=ended_at)
+                )
+
+        return self._run(thd)
+
+    # -- reads (the dashboard's) ------------------------------------------------
+
+    def latest(self, limit: int) -> Any:
+        """The ``limit`` newest verdicts, newest first."""
+
+        def thd(conn: sa.Connection) -> list[Decided]:
+            t = verdicts_table
+            q = t.select().order_by(t.c.decided_at.desc(), t.c.id.desc()).limit(limit)
+            return [_decided(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def declined_by_reason(self, since: float, now: float) -> Any:
+        """The streaks decided since ``since`` and declined, by reason, most red hours first.
+
+        A streak still red counts up to ``now``.  The database aggregates the
+        window's rows and reads back one example per reason.
+        """
+
+        def thd(conn: sa.Connection) -> list[ReasonCount]:
+            t = verdicts_table
+            red = sa.func.coalesce(t.c.ended_at, now) - t.c.started_at
+            window = (t.c.decided_at >= since, t.c.reason.not_in(ANSWERED))
+            q = (
+                sa.select(
+                    t.c.reason,
+                    sa.func.count().label("streaks"),
+                    sa.func.count(sa.distinct(t.c.builder)).label("builders"),
+                    sa.func.sum(red).label("red"),
+                )
+                .where(*window)
+                .group_by(t.c.reason)
+            )
+            out = []
+            for g in conn.execute(q).fetchall():
+                example = conn.execute(
+                    sa.select(t.c.explanation)
+                    .where(*window, t.c.reason == g.reason)
+                    .order_by(red.desc(), t.c.id)
+                    .limit(1)
+                ).scalar()
+                hours = max(0.0, float(g.red or 0)) / 3600.0
+                out.append(
+                    ReasonCount(g.reason, int(g.streaks), int(g.builders), hours, example or "")
+                )
+            out.sort(key=lambda c: (-c.red_hours, c.reason))
+            return out
+
+        return self._run(thd)
+
+
+def _decided(row: Any) -> Decided:
+    return Decided(*(getattr(row, f) for f in Decided._fields))

@@ -106,6 +106,11 @@ def lookup_outcomes(
             )
         return GitHubClient(options.repo, options.api_url, token)
 
+    if store.get_meta("source") == "generated":
+        warn(
+            "--github: this history is generated, its changes are not on GitHub: expect "
+            "no outcomes (use it on a history pulled from a real master)"
+        )
     if confirmation is None:
         proposers = sorted({b for p in result.proposals() for b in p.builders})
         builds = store.iter_builds(result.selection.since, result.selection.until, proposers)

@@ -15,6 +15,10 @@ history of four builders written with the store API:
   plugin's own (it carries the marker), which is no person's.
 * ``d`` breaks nothing, but a person reverts it (git's wording: ``This
   reverts commit <sha>``): a revert the policy could not propose (recall).
+* ``e`` breaks nothing either; a person backs it out in a pull request not
+  titled as a revert (``This reverts commit <sha>`` in its message only):
+  the month's search for revert titles misses it, the history's revert
+  commit finds it.
 * an unrelated open pull request, and a revert of a change the history does
   not hold.
 
@@ -80,6 +84,13 @@ def build_scenario(gh: GitHubStandIn, path: Path, start: float) -> Scenario:
         "gh-103: Tidy objects", "carol", {"Objects/uc.c": "tidy\n"}
     )
     pr["d"], sha["d"] = gh.add_merged_pr("gh-104: Rename a helper", "dan", {"Lib/x.py": "y\n"})
+    pr["e"], sha["e"] = gh.add_merged_pr("gh-106: Cache the lookups", "eve", {"Lib/c.py": "c\n"})
+    pr["re"], sha["re"] = gh.add_merged_pr(
+        "gh-106: Back out the cache",
+        "eve",
+        {"Lib/c.py": "none\n"},
+        body=f"This reverts commit {sha['e']}.",
+    )
     pr["ra"], sha["ra"] = gh.add_merged_pr(
         'Revert "gh-101: Speed up dict lookups"',
         "erin",
@@ -114,6 +125,8 @@ def build_scenario(gh: GitHubStandIn, path: Path, start: float) -> Scenario:
         "d": (start, start + HOUR - 60),
         "ra": (revert_opened, revert_merged),
         "rd": (start + 2 * HOUR, start + 5 * HOUR),
+        "e": (start, start + HOUR - 60),
+        "re": (start + 3 * HOUR, start + 6 * HOUR - 60),
     }
     for key, (created, merged) in times.items():
         _set_times(gh, pr[key], created, merged)
@@ -145,7 +158,7 @@ def build_scenario(gh: GitHubStandIn, path: Path, start: float) -> Scenario:
         *builds(red("b", "ub"), "ARM64 macOS", start, changes, HOUR, logs),
         *builds("S:f", "ARM64 macOS", start + 40 * HOUR, changes, HOUR),
         *builds(red("c", "uc"), "s390x RHEL", start, changes, HOUR, logs),
-        *builds("S:d S:rd S", "x86 Gentoo", start + 6 * HOUR, changes, HOUR),
+        *builds("S:d,e S:rd,re S", "x86 Gentoo", start + 6 * HOUR, changes, HOUR),
     ]
     _write(path, _renumbered(history), changes.values())
     return Scenario(path, filed_a, pr, sha)

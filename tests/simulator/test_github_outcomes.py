@@ -113,13 +113,16 @@ def test_outcomes_lead_times_precision_and_recall(gh: GitHubStandIn, scenario: S
 
     assert doc["median_lead_time_opened_hours"] == REVERT_OPENED_AFTER / HOUR
     assert doc["median_lead_time_merged_hours"] == REVERT_MERGED_AFTER / HOUR
-    # a of a, b, c reverted by a person; of the people's reverts (a, d), a proposed.
+    # a of a, b, c reverted by a person; of the people's reverts (a, d, e), a proposed.
     assert doc["precision"] == round(1 / 3, 4)
-    assert doc["recall"] == 0.5
+    assert doc["recall"] == round(1 / 3, 4)
     reverts = {r["revision"]: r for r in doc["human_reverts"]}
-    assert set(reverts) == {scenario.sha["a"], scenario.sha["d"]}
-    assert reverts[scenario.sha["d"]]["revert_pr"]["number"] == pr["rd"]
-    assert not reverts[scenario.sha["d"]]["proposed"]
+    assert set(reverts) == {scenario.sha[key] for key in "ade"}
+    assert reverts[scenario.sha["a"]]["proposed"]
+    for key in "de":
+        assert reverts[scenario.sha[key]]["revert_pr"]["number"] == pr["r" + key]
+        assert not reverts[scenario.sha[key]]["proposed"]
+    assert reverts[scenario.sha["e"]]["hours_to_revert"] == 5.0
     # The revert of a change the history does not hold.
     assert doc["unmatched_revert_prs"] == 1
     gh.check()
@@ -256,3 +259,13 @@ def test_an_older_history_file_gains_the_cache(gh: GitHubStandIn, scenario: Scen
     assert store.schema_version == version
     assert store.db["github_answers"].exists()
     store.close()
+
+
+def test_a_generated_history_is_warned_about(gh: GitHubStandIn, scenario: Scenario) -> None:
+    store = HistoryStore(scenario.history)
+    with store.transaction():
+        store.set_meta("source", "generated")
+    store.close()
+    result = simulate(gh, scenario)
+    assert result.exit_code == 0, result.output
+    assert "this history is generated" in result.stderr

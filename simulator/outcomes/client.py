@@ -19,6 +19,7 @@ message, never from PyGithub's exception text or headers.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -48,6 +49,8 @@ SECONDARY_WAIT_S = 60
 PER_PAGE = 100
 
 T = TypeVar("T")
+# GithubRetry's words when it waits (a primary limit's reset, a retry-after).
+_WAIT = re.compile(r"(?:Setting next backoff to |Retrying after )([0-9.]+)\s*s")
 
 
 class GitHubError(Exception):
@@ -121,12 +124,10 @@ class _WaitNotice(logging.Handler):
     """Says on stderr when GithubRetry waits for a rate limit (else an hour looks like a hang)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if message.startswith(("Setting next backoff", "Retrying after")):
-            # GithubRetry's words hold the wait, never a URL's query or a header.
-            print(
-                f"simulate: GitHub rate limit: {message[0].lower()}{message[1:]}", file=sys.stderr
-            )
+        m = _WAIT.match(record.getMessage())
+        if m:
+            seconds = float(m.group(1))
+            print(f"simulate: GitHub rate limit: waiting {seconds:.0f} s", file=sys.stderr)
 
 
 def _when(value: datetime | None) -> float | None:
@@ -160,6 +161,10 @@ class GitHubClient:
         self._notice = _WaitNotice(logging.INFO)
         self._retry_logger.addHandler(self._notice)
         self._retry_logger.setLevel(logging.INFO)
+        # PyGithub hangs a console handler on its "github" logger: its words
+        # (request lines, raw waits) would make stderr more than our one line.
+        self._retry_propagate = self._retry_logger.propagate
+        self._retry_logger.propagate = False
 
     @property
     def requests(self) -> int:
@@ -171,6 +176,7 @@ class GitHubClient:
         self._logger.setLevel(self._level)
         self._retry_logger.removeHandler(self._notice)
         self._retry_logger.setLevel(self._retry_level)
+        self._retry_logger.propagate = self._retry_propagate
         self._gh.close()
 
     # -- lookups ----------------------------------------------------------------

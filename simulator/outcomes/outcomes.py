@@ -266,7 +266,7 @@ class GitHubOutcomes:
         }
 
 
-class _Changes:
+class RevertTargets:
     """The history's changes, indexed the ways a revert names what it reverts."""
 
     def __init__(self, changes: Iterable[Change]) -> None:
@@ -359,7 +359,7 @@ def github_outcomes(
     now: float | None = None,
 ) -> GitHubOutcomes:
     """Ask (or recall) what became of each proposal and of each revert in the history."""
-    index = _Changes(changes)
+    index = RevertTargets(changes)
     lookup = _Lookup(answers)
     proposals = result.proposals()
     start, end = result.window_start, result.window_end

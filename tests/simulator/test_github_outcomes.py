@@ -18,8 +18,10 @@ import pytest
 import urllib3.util.retry
 from click.testing import CliRunner, Result
 
+from buildbot_revert.core.model import Change
 from simulator.cli import main
 from simulator.history.store import HistoryStore
+from simulator.outcomes.outcomes import RevertTargets, search_months, title_pr_number
 from testkit.github import Fault, GitHubStandIn, running
 from tests.simulator.github_history import (
     HOSTILE_LABEL,
@@ -273,3 +275,39 @@ def test_a_generated_history_is_warned_about(gh: GitHubStandIn, scenario: Scenar
     result = simulate(gh, scenario)
     assert result.exit_code == 0, result.output
     assert "this history is generated" in result.stderr
+
+
+# -- matching a revert to its change, without HTTP ------------------------------------
+
+
+def _change(rev: str, title: str, when: float, pr: int | None = None) -> Change:
+    return Change(rev * 40, "someone", title, when, pr, title)
+
+
+def test_a_revert_is_matched_by_title_sha_or_pull_request_number() -> None:
+    old = _change("a", "gh-7: Old style (GH-70)", 1000.0)
+    new = _change("b", "gh-8: New style (#80)", 1000.0)
+    index = RevertTargets([old, new])
+    # git revert of a squash merge, with and without GitHub's suffix on the revert.
+    assert index.reverted_by('Revert "gh-7: Old style (GH-70)" (#90)', "", 90, 2000.0) == old
+    assert index.reverted_by('Revert "gh-8: New style"', "", 91, 2000.0) == new
+    # GitHub's revert button, and git's message naming a short sha.
+    assert index.reverted_by("Back out", "Reverts python/cpython#80", 92, 2000.0) == new
+    assert index.reverted_by("Undo", f"This reverts commit {'a' * 9}.", 93, 2000.0) == old
+    # Not a revert of anything here; a revert cannot come before its change.
+    assert index.reverted_by('Revert "gh-9: Other"', "see #80", 94, 2000.0) is None
+    assert index.reverted_by('Revert "gh-8: New style"', "", 95, 500.0) is None
+    # A change's own pull request does not revert it.
+    assert index.reverted_by("gh-8: New style", "Reverts #80", 80, 2000.0) is None
+    assert title_pr_number("gh-7: Old style (GH-70)") == 70
+
+
+def test_the_searched_months_span_the_window_and_a_margin() -> None:
+    day = 86400.0
+    start = datetime(2024, 12, 20, tzinfo=UTC).timestamp()
+    months = search_months(start, start + 5 * day, now=start + 400 * day)
+    assert months == [("2024-12-01", "2024-12-31"), ("2025-01-01", "2025-01-31")]
+    # Never past today.
+    assert search_months(start, start + day, now=start + 2 * day) == [("2024-12-01", "2024-12-31")]
+    leap = datetime(2024, 2, 10, tzinfo=UTC).timestamp()
+    assert search_months(leap, leap, now=leap)[0] == ("2024-02-01", "2024-02-29")

@@ -35,7 +35,7 @@ import re
 import statistics
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -331,12 +331,18 @@ def _human(pr: PullRecord) -> bool:
 
 
 class _Lookup:
-    """Maps changes to their pull requests through the cached answers."""
+    """Maps changes to their pull requests through the cached answers (once per change)."""
 
     def __init__(self, answers: Answers) -> None:
         self.answers = answers
+        self._known: dict[str, PullRecord | None] = {}
 
     def pr_of(self, change: Change) -> PullRecord | None:
+        if change.revision not in self._known:
+            self._known[change.revision] = self._ask(change)
+        return self._known[change.revision]
+
+    def _ask(self, change: Change) -> PullRecord | None:
         number = change.pr_number or title_pr_number(change.title)
         if number is not None:
             return self.answers.pull(number)
@@ -351,6 +357,49 @@ def _best(prs: list[PullRecord]) -> PullRecord | None:
     return min(pool, key=lambda p: (p.created_at, p.number)) if pool else None
 
 
+@dataclass
+class _RevertPulls:
+    """People's revert pull requests, by the revision each reverts."""
+
+    of: dict[str, list[PullRecord]] = field(default_factory=dict)
+    # Revert pull requests whose change the history does not hold.
+    unmatched: int = 0
+    seen: set[int] = field(default_factory=set)
+
+    def take(self, pr: PullRecord, culprit: Change | None) -> None:
+        if pr.number in self.seen or not _human(pr):
+            return
+        self.seen.add(pr.number)
+        if culprit is None:
+            self.unmatched += 1
+        else:
+            self.of.setdefault(culprit.revision, []).append(pr)
+
+
+def _revert_pulls(
+    lookup: _Lookup, index: RevertTargets, start: float | None, end: float | None, now: float
+) -> _RevertPulls:
+    """The revert pull requests searched month by month, and those of the history's reverts."""
+    found = _RevertPulls()
+    if start is not None and end is not None:
+        for first, last in search_months(start, end, now):
+            for pr in lookup.answers.search_pulls(f"in:title Revert created:{first}..{last}"):
+                if pr.title.lower().startswith("revert"):
+                    found.take(pr, index.reverted_by(pr.title, pr.body, pr.number, pr.created_at))
+    # A revert commit whose pull request the search missed (not titled as one).
+    for c in index.all:
+        if not is_revert(c) or (start is not None and c.when < start):
+            continue
+        culprit = index.reverted_by(c.title, c.message, None, c.when)
+        number = c.pr_number or title_pr_number(c.title)
+        if culprit is None or (number is not None and number in found.seen):
+            continue
+        own = lookup.pr_of(c)
+        if own is not None:
+            found.take(own, culprit)
+    return found
+
+
 def github_outcomes(
     answers: Answers,
     result: ReplayResult,
@@ -361,60 +410,17 @@ def github_outcomes(
     """Ask (or recall) what became of each proposal and of each revert in the history."""
     index = RevertTargets(changes)
     lookup = _Lookup(answers)
-    proposals = result.proposals()
     start, end = result.window_start, result.window_end
-
-    # Revert pull requests people opened: searched month by month, and those of
-    # the history's own revert commits.
-    reverts_of: dict[str, list[PullRecord]] = {}
-    unmatched = 0
-    seen: set[int] = set()
-
-    def take(pr: PullRecord, culprit: Change | None) -> None:
-        nonlocal unmatched
-        if pr.number in seen or not _human(pr):
-            return
-        seen.add(pr.number)
-        if culprit is None:
-            unmatched += 1
-            return
-        reverts_of.setdefault(culprit.revision, []).append(pr)
-
-    if start is not None and end is not None:
-        for first, last in search_months(start, end, time.time() if now is None else now):
-            for pr in answers.search_pulls(f"in:title Revert created:{first}..{last}"):
-                if pr.title.lower().startswith("revert"):
-                    take(pr, index.reverted_by(pr.title, pr.body, pr.number, pr.created_at))
-    for c in index.all:
-        if not is_revert(c) or (start is not None and c.when < start):
-            continue
-        culprit = index.reverted_by(c.title, c.message, None, c.when)
-        if culprit is None:
-            continue
-        number = c.pr_number or title_pr_number(c.title)
-        if number is not None and number in seen:
-            continue
-        own = lookup.pr_of(c)
-        if own is not None:
-            take(own, culprit)
-
-    proposed = {p.request.revision for p in proposals}
+    reverts = _revert_pulls(lookup, index, start, end, time.time() if now is None else now)
     fixes = {
         c.revision: c.by
         for c in (confirmation.items if confirmation is not None else ())
         if c.how == FIXED_IN_PLACE and c.by is not None
     }
     outcomes = []
-    culprit_prs: dict[str, PullRecord | None] = {}
-
-    def culprit_pr(change: Change) -> PullRecord | None:
-        if change.revision not in culprit_prs:
-            culprit_prs[change.revision] = lookup.pr_of(change)
-        return culprit_prs[change.revision]
-
-    for p in proposals:
+    for p in result.proposals():
         req = p.request
-        revert = _best(reverts_of.get(req.revision, []))
+        revert = _best(reverts.of.get(req.revision, []))
         how, fix = NOT_FOUND, None
         if revert is not None:
             how = REVERTED if revert.merged else REVERT_OPENED
@@ -423,42 +429,34 @@ def github_outcomes(
             fix = lookup.pr_of(fixer) if fixer is not None else None
             if fix is not None:
                 how = FIXED_FORWARD
+        culprit = lookup.pr_of(req.change)
+        title = req.change.title
         outcomes.append(
-            Outcome(
-                req.revision,
-                req.builder,
-                req.change.title,
-                req.filed_at,
-                how,
-                culprit_pr(req.change),
-                revert,
-                fix,
-            )
+            Outcome(req.revision, req.builder, title, req.filed_at, how, culprit, revert, fix)
         )
-
+    proposed = {o.revision for o in outcomes}
     human = []
-    for revision, prs in reverts_of.items():
+    for revision, prs in reverts.of.items():
         change = index.by_revision[revision.lower()]
-        merged = [pr for pr in prs if pr.merged]
+        merged = _best([pr for pr in prs if pr.merged])
         in_window = (start is None or change.when >= start) and (end is None or change.when < end)
-        if not merged or not in_window:
-            continue
-        human.append(
-            HumanRevert(
-                revision,
-                change.title,
-                change.when,
-                _best(merged) or merged[0],
-                culprit_pr(change),
-                revision in proposed,
+        if merged is not None and in_window:
+            human.append(
+                HumanRevert(
+                    revision,
+                    change.title,
+                    change.when,
+                    merged,
+                    lookup.pr_of(change),
+                    revision in proposed,
+                )
             )
-        )
     human.sort(key=lambda r: r.landed_at)
     return GitHubOutcomes(
         answers.repo,
         tuple(outcomes),
         tuple(human),
-        unmatched,
+        reverts.unmatched,
         answers.requests,
         answers.cached,
     )

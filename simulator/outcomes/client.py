@@ -127,7 +127,7 @@ class _WaitNotice(logging.Handler):
         m = _WAIT.match(record.getMessage())
         if m:
             seconds = float(m.group(1))
-            print(f"simulate: GitHub rate limit: waiting {seconds:.0f} s", file=sys.stderr)
+            print(f"simulate: GitHub rate limit: waiting {seconds:.1f} s", file=sys.stderr)
 
 
 def _when(value: datetime | None) -> float | None:

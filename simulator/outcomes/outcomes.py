@@ -175,14 +175,23 @@ class HumanRevert:
     culprit_pr: PullRecord | None
     proposed: bool
 
-    def as_json(self) -> dict[str, Any]:
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return () if self.culprit_pr is None else self.culprit_pr.labels
+
+    @property
+    def time_to_revert(self) -> float | None:
+        """Seconds from the change landing to its revert being merged."""
         merged = self.revert_pr.merged_at
+        return None if merged is None else merged - self.landed_at
+
+    def as_json(self) -> dict[str, Any]:
         return {
             "revision": self.revision,
             "culprit_pr": None if self.culprit_pr is None else self.culprit_pr.number,
-            "culprit_labels": [] if self.culprit_pr is None else list(self.culprit_pr.labels),
+            "culprit_labels": list(self.labels),
             "revert_pr": _pr_json(self.revert_pr),
-            "hours_to_revert": hours(None if merged is None else merged - self.landed_at),
+            "hours_to_revert": hours(self.time_to_revert),
             "proposed": self.proposed,
         }
 
@@ -233,6 +242,15 @@ class GitHubOutcomes:
             f"{self.count(REVERTED)} reverted by a person, {self.count(REVERT_OPENED)} with a "
             f"revert opened but not merged, {self.count(FIXED_FORWARD)} fixed forward, "
             f"{self.count(NOT_FOUND)} with no human revert found"
+        )
+
+    @property
+    def reverts_intro(self) -> str:
+        """The sentence above the table of people's reverts (plain text)."""
+        proposed = sum(1 for r in self.human_reverts if r.proposed)
+        return (
+            f"Changes landed in the window that a person reverted by a merged pull request: "
+            f"{len(self.human_reverts)}, of which the policy proposed {proposed}."
         )
 
     @property

@@ -306,7 +306,39 @@ def _github(ctx: ReportContext) -> list[str]:
             out.append(
                 f"<p class=note>… and {len(gh.outcomes) - MAX_ROWS} more (see the JSON).</p>"
             )
+    out += _github_reverts(ctx)
     return [f"<h2>Outcomes on GitHub ({text(gh.repo)})</h2>", "".join(out)]
+
+
+def _github_reverts(ctx: ReportContext) -> list[str]:
+    """The window's changes people reverted by a merged PR (recall's denominator)."""
+    gh = ctx.github
+    if gh is None or not gh.human_reverts:
+        return []
+    out = [
+        f"<p>{text(gh.reverts_intro)}</p>",
+        "<table id=github-reverts><tr><th>landed</th><th>change</th><th>culprit PR</th>"
+        "<th>labels</th><th>title</th><th>reverted by</th><th class=n>time to revert</th>"
+        "<th>proposed</th></tr>",
+    ]
+    for r in gh.human_reverts[:MAX_ROWS]:
+        culprit = r.culprit_pr.number if r.culprit_pr is not None else None
+        culprit_cell = link(f"#{culprit}", ctx.pr_url(culprit)) if culprit else ""
+        revert = link(f"#{r.revert_pr.number}", ctx.pr_url(r.revert_pr.number))
+        labels = ", ".join(text(label) for label in r.labels)
+        out.append(
+            f"<tr><td>{day(r.landed_at)}</td>"
+            f"<td><code>{link(r.revision[:10], ctx.commit_url(r.revision))}</code></td>"
+            f"<td>{culprit_cell}</td><td>{labels}</td><td>{text(r.title)}</td>"
+            f"<td>{revert}</td><td class=n>{age_text(r.time_to_revert)}</td>"
+            f"<td>{'yes' if r.proposed else 'no'}</td></tr>"
+        )
+    out.append("</table>")
+    if len(gh.human_reverts) > MAX_ROWS:
+        out.append(
+            f"<p class=note>… and {len(gh.human_reverts) - MAX_ROWS} more (see the JSON).</p>"
+        )
+    return out
 
 
 def _blind_spots(ctx: ReportContext) -> str:

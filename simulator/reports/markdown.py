@@ -36,6 +36,7 @@ def render_markdown(ctx: ReportContext) -> str:
     out += _guards(ctx)
     out += _proposals(ctx)
     out += _github(ctx)
+    out += _github_reverts(ctx)
     out += _missed(ctx)
     out += _blind_spots(ctx)
     return "\n".join(out) + "\n"
@@ -234,6 +235,36 @@ def _github(ctx: ReportContext) -> list[str]:
         )
     if len(gh.outcomes) > MAX_ROWS:
         out += ["", f"… and {len(gh.outcomes) - MAX_ROWS} more (see the JSON report)."]
+    return out
+
+
+def _github_reverts(ctx: ReportContext) -> list[str]:
+    """The window's changes people reverted by a merged PR (recall's denominator)."""
+    gh = ctx.github
+    if gh is None or not gh.human_reverts:
+        return []
+    out = [
+        "",
+        "### Changes people reverted",
+        "",
+        escape(gh.reverts_intro),
+        "",
+        "| landed | change | culprit PR | labels | title | reverted by | time to revert "
+        "| proposed |",
+        "|---|---|---|---|---|---|---:|---|",
+    ]
+    for r in gh.human_reverts[:MAX_ROWS]:
+        culprit = r.culprit_pr.number if r.culprit_pr is not None else None
+        culprit_link = _link(f"PR {culprit}", ctx.pr_url(culprit)) if culprit else ""
+        revert = _link(f"PR {r.revert_pr.number}", ctx.pr_url(r.revert_pr.number))
+        labels = ", ".join(escape(label) for label in r.labels)
+        out.append(
+            f"| {day(r.landed_at)} | {_link(r.revision[:10], ctx.commit_url(r.revision))} "
+            f"| {culprit_link} | {labels} | {escape(r.title)} | {revert} "
+            f"| {age_text(r.time_to_revert)} | {'yes' if r.proposed else 'no'} |"
+        )
+    if len(gh.human_reverts) > MAX_ROWS:
+        out += ["", f"… and {len(gh.human_reverts) - MAX_ROWS} more (see the JSON report)."]
     return out
 
 

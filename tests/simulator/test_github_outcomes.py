@@ -246,10 +246,14 @@ def test_the_reports_show_outcomes_escaped(
     assert "+17.0 h" in md and "+20.0 h" in md
     # The hostile label can neither ping nor inject markup.
     assert "@python/core-team" not in md and "<b>" not in md
+    # The people's reverts behind recall, proposed or not.
+    assert "of which the policy proposed 1." in md
+    assert "| gh-104: Rename a helper (#" in md and "| 5 h | no |" in md
     out = tmp_path / "r.html"
     assert simulate(gh, scenario, "--format", "html", "--output", str(out)).exit_code == 0
     page = out.read_text(encoding="utf-8")
     assert "<th class=n>lead time</th>" in page
+    assert "<table id=github-reverts>" in page
     assert "<b>x</b>" not in page and "@python" not in page
     text = simulate(gh, scenario).stdout
     assert f"Outcomes on GitHub ({REPO})" in text

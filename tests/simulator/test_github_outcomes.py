@@ -315,3 +315,11 @@ def test_the_searched_months_span_the_window_and_a_margin() -> None:
     assert search_months(start, start + day, now=start + 2 * day) == [("2024-12-01", "2024-12-31")]
     leap = datetime(2024, 2, 10, tzinfo=UTC).timestamp()
     assert search_months(leap, leap, now=leap)[0] == ("2024-02-01", "2024-02-29")
+
+
+def test_a_grace_period_shortens_the_lead(gh: GitHubStandIn, scenario: Scenario) -> None:
+    # With a 10 h grace period the plugin files 10 h later (a's builder is still red).
+    doc = _json(simulate(gh, scenario, "--format", "json", "--grace", "10h"))["github"]
+    reverted = next(o for o in doc["proposals"] if o["outcome"] == "reverted")
+    assert reverted["lead_time_opened_hours"] == REVERT_OPENED_AFTER / HOUR - 10
+    assert doc["median_lead_time_merged_hours"] == REVERT_MERGED_AFTER / HOUR - 10

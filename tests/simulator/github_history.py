@@ -27,6 +27,7 @@ The culprits' pull requests carry labels, one of them hostile.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,14 +182,14 @@ def _renumbered(history: list[Build]) -> list[Build]:
     return out
 
 
-def _write(path: Path, history: list[Build], changes: object) -> None:
+def _write(path: Path, history: list[Build], changes: Iterable[Change]) -> None:
     store = HistoryStore(path, create=True)
     with store.transaction():
         ids = {
             name: store.add_builder(Builder(name, ("stable",)))
             for name in sorted({b.builder for b in history})
         }
-        cids = {c.revision: store.add_change(c) for c in changes}  # type: ignore[attr-defined]
+        cids = {c.revision: store.add_change(c) for c in changes}
         for b in history:
             store.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
     store.close()

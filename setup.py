@@ -24,6 +24,11 @@ setup(
         # (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA% on Windows).
         "platformdirs>=3",
         "sqlite-utils>=3.36",
+        # `simulate --github`: a blocking client whose own retry waits out
+        # GitHub's primary and secondary rate limits (simulator/outcomes).
+        "PyGithub>=2.3",
+        # Its transport: simulator/outcomes/client.py names requests' exceptions.
+        "requests>=2.28",
     ],
     extras_require={
         # The plugin runs inside a Buildbot master; the simulator does not need one.

@@ -29,6 +29,12 @@ from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
 from simulator.cli_errors import CLIError, warn
 from simulator.cli_files import check_output, empty_window, open_history, write_output
+from simulator.cli_github import (
+    DEFAULT_API_URL,
+    GitHubOptions,
+    check_options,
+    lookup_outcomes,
+)
 from simulator.history import paths
 from simulator.history.store import HistoryError, HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
@@ -207,6 +213,31 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     help="Pull this Buildbot master's history first (incrementally; --history defaults to "
     "a per-master file in the user's cache directory).",
 )
+@click.option(
+    "--github",
+    "github_repo",
+    metavar="OWNER/NAME",
+    help="Ask this GitHub repository what people did about each proposed revert (their "
+    "revert or fix-forward pull requests, lead times, precision and recall). Token: "
+    "$GITHUB_TOKEN or --github-token-file; answers are cached in the history file.",
+)
+@click.option(
+    "--github-url",
+    metavar="URL",
+    help="GitHub's API address, for GitHub Enterprise (https://HOST/api/v3). "
+    "Default: https://api.github.com.",
+)
+@click.option(
+    "--github-token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Read the GitHub token from FILE instead of $GITHUB_TOKEN.",
+)
+@click.option(
+    "--github-refresh",
+    is_flag=True,
+    help="Ask GitHub again instead of reusing the answers cached in the history file.",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -225,6 +256,10 @@ def main(
     master: str | None,
     sweeps: tuple[str, ...],
     without_guards: tuple[str, ...],
+    github_repo: str | None,
+    github_url: str | None,
+    github_token_file: Path | None,
+    github_refresh: bool,
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
@@ -238,12 +273,15 @@ def main(
         raise CLIError("--format html needs --output FILE")
     check_output(output)
     specs = settings_as_axes(ctx, sweeps, grace) if sweeps else ()
+    github = check_options(
+        github_repo, github_url, github_token_file, github_refresh, sweeping=bool(specs)
+    )
     if master is not None:
         history, _ = pull_master(master, history, selection)
     if specs:
         run_sweep_command(history, policy, selection, specs, fmt, output)
     else:
-        run_backtest(history, policy, selection, grace_s, fmt, output)
+        run_backtest(history, policy, selection, grace_s, fmt, output, github)
 
 
 def run_backtest(
@@ -253,8 +291,9 @@ def run_backtest(
     grace: float | None,
     fmt: str,
     output: Path | None,
+    github: GitHubOptions | None = None,
 ) -> None:
-    """Replay the history, and write the report in ``fmt``."""
+    """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
     try:
         warn_unknown_names(store, selection)
@@ -265,6 +304,11 @@ def run_backtest(
         if result.builds == 0:
             warn(empty_window(store, result))
         report = build_report(store, result, rich=fmt in RICH_FORMATS)
+        if github is not None:
+            report.github = lookup_outcomes(github, store, result, report.confirmation)
+            if report.github_repo is None and github.api_url == DEFAULT_API_URL:
+                # Links to github.com only when that is where the answers came from.
+                report.github_repo = github.repo
     finally:
         store.close()
     write_output(render_report(report, fmt), output)

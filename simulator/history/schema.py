@@ -139,6 +139,16 @@ IMPORT_TABLES = (
     " complete_at REAL NOT NULL)",
 )
 
+# What ``simulate --github`` asked GitHub and what it answered (JSON), per API
+# address and repository, so that a second run asks nothing.  Created on the
+# first such run, like the pull's tables: no schema version is needed, and a
+# file of any readable version simply gains it.
+GITHUB_TABLES = (
+    "CREATE TABLE IF NOT EXISTS github_answers (api TEXT NOT NULL, repo TEXT NOT NULL,"
+    " question TEXT NOT NULL, answer TEXT NOT NULL, asked_at REAL NOT NULL,"
+    " PRIMARY KEY (api, repo, question))",
+)
+
 
 # Version -> the statements that bring a file of that version to the next one.
 UPGRADES: dict[int, tuple[str, ...]] = {
@@ -158,4 +168,10 @@ def create_tables(db: sqlite_utils.Database) -> None:
 def create_import_tables(conn: sqlite3.Connection) -> None:
     """Create the pull's bookkeeping tables unless they exist (the caller holds a transaction)."""
     for statement in IMPORT_TABLES:
+        conn.execute(statement)
+
+
+def create_github_tables(conn: sqlite3.Connection) -> None:
+    """Create the GitHub answers' cache unless it exists (the caller holds a transaction)."""
+    for statement in GITHUB_TABLES:
         conn.execute(statement)

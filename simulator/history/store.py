@@ -528,3 +528,39 @@ class HistoryStore:
         ):
             out.setdefault(name, {})[line] = int(tip)
         return out
+
+    # -- GitHub's answers (simulator.outcomes) ----------------------------------
+    #
+    # What ``simulate --github`` asked and was told, as JSON text, so that a
+    # second run asks nothing (see ``schema.GITHUB_TABLES``).
+
+    def ensure_github_tables(self) -> None:
+        try:
+            with self.transaction():
+                schema.create_github_tables(self.conn)
+        except sqlite3.OperationalError as exc:
+            raise HistoryError(f"{self.path}: cannot keep GitHub's answers there ({exc})") from None
+
+    def github_answer(self, api: str, repo: str, question: str) -> str | None:
+        """The answer cached for ``question``, or ``None`` when it was never asked."""
+        if not self.db["github_answers"].exists():
+            return None
+        row = self.conn.execute(
+            "SELECT answer FROM github_answers WHERE api = ? AND repo = ? AND question = ?",
+            (api, repo, question),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_github_answer(
+        self, api: str, repo: str, question: str, answer: str, asked_at: float
+    ) -> None:
+        """Cache one answer at once (an interrupted run keeps what it was told)."""
+        try:
+            with self.transaction():
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO github_answers(api, repo, question, answer, asked_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (api, repo, question, answer, asked_at),
+                )
+        except sqlite3.OperationalError as exc:
+            raise HistoryError(f"{self.path}: cannot keep GitHub's answers there ({exc})") from None

@@ -24,6 +24,7 @@ from simulator.reports.model import (
     SweepReport,
     age_text,
     files_text,
+    lead_text,
     reason_note,
 )
 
@@ -81,6 +82,7 @@ def render_html(ctx: ReportContext) -> str:
         *_guards(ctx),
         "<h2>Proposed reverts</h2>",
         _proposals_table(ctx),
+        *_github(ctx),
         *_missed(ctx),
         "<h2>Blind spots</h2>",
         _blind_spots(ctx),
@@ -258,6 +260,85 @@ def _proposals_table(ctx: ReportContext) -> str:
     if len(proposals) > MAX_ROWS:
         rows.append(f"<p class=note>… and {len(proposals) - MAX_ROWS} more (see the JSON).</p>")
     return "".join(rows)
+
+
+def _github(ctx: ReportContext) -> list[str]:
+    """What people did on GitHub about each proposal (``--github``), with the lead time."""
+    gh = ctx.github
+    if gh is None:
+        return []
+    rows = [
+        ("outcomes", gh.summary),
+        ("median lead time, to a person's revert PR opened", lead_text(gh.median_lead_opened)),
+        ("median lead time, to a person's revert PR merged", lead_text(gh.median_lead_merged)),
+        ("precision against people's merged revert PRs", pct(gh.precision)),
+        ("recall of people's merged revert PRs", pct(gh.recall)),
+    ]
+    cells = "".join(f"<tr><th>{text(k)}</th><td class=n>{text(v)}</td></tr>" for k, v in rows)
+    out = [
+        f"<table id=github-summary>{cells}</table>",
+        f"<p class=note id=github-note>{text(gh.note)}</p>",
+    ]
+    if gh.outcomes:
+        out.append(
+            "<table id=github-outcomes><tr><th>filed</th><th>change</th><th>culprit PR</th>"
+            "<th>labels</th><th>outcome</th><th class=n>lead time</th>"
+            "<th class=n>lead time to merge</th></tr>"
+        )
+        for o in gh.outcomes[:MAX_ROWS]:
+            culprit = o.culprit_pr.number if o.culprit_pr is not None else None
+            culprit_cell = link(f"#{culprit}", ctx.pr_url(culprit)) if culprit else ""
+            sentence = text(o.sentence("#{n}"))
+            number = o.pr_number
+            if number is not None:
+                # The number in the sentence becomes its link.
+                sentence = sentence.replace(f"#{number}", link(f"#{number}", ctx.pr_url(number)))
+            labels = ", ".join(text(label) for label in o.labels)
+            out.append(
+                f"<tr><td>{day(o.filed_at)}</td>"
+                f"<td><code>{link(o.revision[:10], ctx.commit_url(o.revision))}</code></td>"
+                f"<td>{culprit_cell}</td><td>{labels}</td><td>{sentence}</td>"
+                f"<td class=n>{lead_text(o.lead_opened)}</td>"
+                f"<td class=n>{lead_text(o.lead_merged)}</td></tr>"
+            )
+        out.append("</table>")
+        if len(gh.outcomes) > MAX_ROWS:
+            out.append(
+                f"<p class=note>… and {len(gh.outcomes) - MAX_ROWS} more (see the JSON).</p>"
+            )
+    out += _github_reverts(ctx)
+    return [f"<h2>Outcomes on GitHub ({text(gh.repo)})</h2>", "".join(out)]
+
+
+def _github_reverts(ctx: ReportContext) -> list[str]:
+    """The window's changes people reverted by a merged PR (recall's denominator)."""
+    gh = ctx.github
+    if gh is None or not gh.human_reverts:
+        return []
+    out = [
+        f"<p>{text(gh.reverts_intro)}</p>",
+        "<table id=github-reverts><tr><th>landed</th><th>change</th><th>culprit PR</th>"
+        "<th>labels</th><th>title</th><th>reverted by</th><th class=n>time to revert</th>"
+        "<th>proposed</th></tr>",
+    ]
+    for r in gh.human_reverts[:MAX_ROWS]:
+        culprit = r.culprit_pr.number if r.culprit_pr is not None else None
+        culprit_cell = link(f"#{culprit}", ctx.pr_url(culprit)) if culprit else ""
+        revert = link(f"#{r.revert_pr.number}", ctx.pr_url(r.revert_pr.number))
+        labels = ", ".join(text(label) for label in r.labels)
+        out.append(
+            f"<tr><td>{day(r.landed_at)}</td>"
+            f"<td><code>{link(r.revision[:10], ctx.commit_url(r.revision))}</code></td>"
+            f"<td>{culprit_cell}</td><td>{labels}</td><td>{text(r.title)}</td>"
+            f"<td>{revert}</td><td class=n>{age_text(r.time_to_revert)}</td>"
+            f"<td>{'yes' if r.proposed else 'no'}</td></tr>"
+        )
+    out.append("</table>")
+    if len(gh.human_reverts) > MAX_ROWS:
+        out.append(
+            f"<p class=note>… and {len(gh.human_reverts) - MAX_ROWS} more (see the JSON).</p>"
+        )
+    return out
 
 
 def _blind_spots(ctx: ReportContext) -> str:

@@ -23,6 +23,7 @@ from simulator.reports.model import (
     SweepReport,
     age_text,
     files_text,
+    lead_text,
     reason_note,
 )
 
@@ -34,6 +35,8 @@ def render_markdown(ctx: ReportContext) -> str:
     out += _verdicts(ctx)
     out += _guards(ctx)
     out += _proposals(ctx)
+    out += _github(ctx)
+    out += _github_reverts(ctx)
     out += _missed(ctx)
     out += _blind_spots(ctx)
     return "\n".join(out) + "\n"
@@ -189,6 +192,79 @@ def _proposals(ctx: ReportContext) -> list[str]:
         )
     if len(proposals) > MAX_ROWS:
         out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
+    return out
+
+
+def _github(ctx: ReportContext) -> list[str]:
+    """What people did on GitHub about each proposal (``--github``): outcome, lead time."""
+    gh = ctx.github
+    if gh is None:
+        return []
+    out = [
+        "",
+        f"## Outcomes on GitHub ({escape(gh.repo)})",
+        "",
+        escape(gh.summary) + ".",
+        "",
+        "| | |",
+        "|---|---:|",
+        f"| median lead time to a person's revert PR opened | {lead_text(gh.median_lead_opened)} |",
+        f"| median lead time to a person's revert PR merged | {lead_text(gh.median_lead_merged)} |",
+        f"| precision against people's merged revert PRs | {pct(gh.precision)} |",
+        f"| recall of people's merged revert PRs | {pct(gh.recall)} |",
+        "",
+        escape(gh.note),
+    ]
+    if not gh.outcomes:
+        return out
+    out += [
+        "",
+        "| filed | change | culprit PR | labels | outcome | PR | lead time | lead time merged |",
+        "|---|---|---|---|---|---|---:|---:|",
+    ]
+    for o in gh.outcomes[:MAX_ROWS]:
+        culprit = o.culprit_pr.number if o.culprit_pr is not None else None
+        culprit_link = _link(f"PR {culprit}", ctx.pr_url(culprit)) if culprit else ""
+        number = o.pr_number
+        pr = _link(f"PR {number}", ctx.pr_url(number)) if number else ""
+        labels = ", ".join(escape(label) for label in o.labels)
+        out.append(
+            f"| {day(o.filed_at)} | {_link(o.revision[:10], ctx.commit_url(o.revision))} "
+            f"| {culprit_link} | {labels} | {escape(o.sentence('PR {n}'))} | {pr} "
+            f"| {lead_text(o.lead_opened)} | {lead_text(o.lead_merged)} |"
+        )
+    if len(gh.outcomes) > MAX_ROWS:
+        out += ["", f"… and {len(gh.outcomes) - MAX_ROWS} more (see the JSON report)."]
+    return out
+
+
+def _github_reverts(ctx: ReportContext) -> list[str]:
+    """The window's changes people reverted by a merged PR (recall's denominator)."""
+    gh = ctx.github
+    if gh is None or not gh.human_reverts:
+        return []
+    out = [
+        "",
+        "### Changes people reverted",
+        "",
+        escape(gh.reverts_intro),
+        "",
+        "| landed | change | culprit PR | labels | title | reverted by | time to revert "
+        "| proposed |",
+        "|---|---|---|---|---|---|---:|---|",
+    ]
+    for r in gh.human_reverts[:MAX_ROWS]:
+        culprit = r.culprit_pr.number if r.culprit_pr is not None else None
+        culprit_link = _link(f"PR {culprit}", ctx.pr_url(culprit)) if culprit else ""
+        revert = _link(f"PR {r.revert_pr.number}", ctx.pr_url(r.revert_pr.number))
+        labels = ", ".join(escape(label) for label in r.labels)
+        out.append(
+            f"| {day(r.landed_at)} | {_link(r.revision[:10], ctx.commit_url(r.revision))} "
+            f"| {culprit_link} | {labels} | {escape(r.title)} | {revert} "
+            f"| {age_text(r.time_to_revert)} | {'yes' if r.proposed else 'no'} |"
+        )
+    if len(gh.human_reverts) > MAX_ROWS:
+        out += ["", f"… and {len(gh.human_reverts) - MAX_ROWS} more (see the JSON report)."]
     return out
 
 

@@ -35,6 +35,7 @@ from simulator.analysis.evaluation import (
 from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
 from simulator.history.store import HistoryStore
+from simulator.outcomes.outcomes import GitHubOutcomes
 
 # How the history itself confirms a proposed revert (see confirm.py).
 _CHECKS = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}
@@ -81,6 +82,11 @@ def age_text(seconds: float | None) -> str:
     return f"{hours / 24:.0f} days"
 
 
+def lead_text(seconds: float | None) -> str:
+    """A lead time for a table cell: signed hours (positive: the plugin first), or ``-``."""
+    return "-" if seconds is None else f"{seconds / _HOUR:+.1f} h"
+
+
 def age_hours(seconds: float | None) -> float | None:
     """Seconds as hours with one decimal, as the JSON report gives durations."""
     return None if seconds is None else round(seconds / _HOUR, 1)
@@ -102,6 +108,8 @@ class ReportContext:
     # What each evidence guard declined, and on labelled histories what that
     # cost or saved (``guard_table``, as in the JSON); empty: not gathered.
     guards: list[GuardRow] = field(default_factory=list)
+    # What people did on GitHub about each proposal (``simulate --github``).
+    github: GitHubOutcomes | None = None
 
     @classmethod
     def of_replay(

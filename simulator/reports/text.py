@@ -20,6 +20,7 @@ from simulator.reports.model import (
     age_hours,
     age_text,
     files_text,
+    lead_text,
     reason_note,
 )
 
@@ -81,6 +82,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
         doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
     if ctx.evaluation is not None:
         doc["evaluation"] = ctx.evaluation.as_json()
+    if ctx.github is not None:
+        doc["github"] = ctx.github.as_json()
     return doc
 
 
@@ -172,6 +175,7 @@ def render_text(ctx: ReportContext) -> str:
             lines.append(f"  {reason:<{width}}  {count:>7,}")
     lines += _guard_lines(ctx)
     lines += _proposal_lines(ctx)
+    lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
     return "\n".join(lines) + "\n"
 
@@ -223,6 +227,25 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
             f"      files: {_one_line(files_text(p.files))}; "
             f"last green {age_text(p.last_green_age)} before the first failure"
         )
+    return lines
+
+
+def _github_lines(ctx: ReportContext) -> list[str]:
+    """What people did on GitHub about each proposal (``--github``)."""
+    gh = ctx.github
+    if gh is None:
+        return []
+    lines = [
+        "",
+        f"Outcomes on GitHub ({gh.repo}): {gh.summary}.",
+        f"  median lead time to a person's revert PR: opened {lead_text(gh.median_lead_opened)}, "
+        f"merged {lead_text(gh.median_lead_merged)} (positive: the plugin first)",
+        f"  precision against people's merged revert PRs: {pct(gh.precision)}; "
+        f"recall of them: {pct(gh.recall)} ({len(gh.human_reverts)} in the window)",
+    ]
+    for o in gh.outcomes:
+        labels = f" [{_one_line(', '.join(o.labels))}]" if o.labels else ""
+        lines.append(f"  {o.revision[:12]}  {_one_line(o.sentence())}{labels}")
     return lines
 
 

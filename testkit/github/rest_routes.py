@@ -10,6 +10,7 @@ something the stand-in cannot vouch for.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -289,4 +290,44 @@ def _compare(repo: Repository, params: Params, query: Query, body: Any) -> Answe
         "total_commits": len(ahead),
         "commits": [shapes.commit(repo, repo.commits[c]) for c in commits],
         "files": shapes.diff_entries(repo, repo.commits[merge_base].tree, repo.commits[head].tree),
+    }
+
+
+@_route("GET", "/search/issues")
+def _search_issues(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """GitHub's issue search, for the qualifiers the clients use on pull requests.
+
+    ``repo:``, ``is:pr``, ``in:title`` and ``created:FROM..TO`` (days); every
+    other word must appear, in any case, in the title (and the body, without
+    ``in:title``).  Only pull requests are held, so ``is:issue`` finds none.
+    """
+    words: list[str] = []
+    qualifiers: dict[str, str] = {}
+    for term in shlex.split(_q(query, "q")):
+        key, sep, value = term.partition(":")
+        if sep and key in ("repo", "is", "in", "created"):
+            qualifiers[key] = value
+        else:
+            words.append(term.lower())
+    if "repo" in qualifiers and qualifiers["repo"] != repo.full_name:
+        raise StandInError(
+            422,
+            "The listed users and repositories cannot be searched either because the "
+            "resources do not exist or you do not have permission to view them.",
+        )
+    found = [] if qualifiers.get("is", "pr") != "pr" else list(repo.pulls.values())
+    if "created" in qualifiers:
+        lo, _, hi = qualifiers["created"].partition("..")
+        found = [pr for pr in found if lo <= pr.created_at[:10] <= (hi or lo)]
+
+    def matches(pr: Pull) -> bool:
+        where = pr.title if qualifiers.get("in") == "title" else f"{pr.title} {pr.body or ''}"
+        return all(word in where.lower() for word in words)
+
+    found = sorted((pr for pr in found if matches(pr)), key=lambda pr: pr.number)
+    return 200, {
+        "total_count": len(found),
+        "incomplete_results": False,
+        "search_type": "lexical",
+        "items": [shapes.issue_search_result_item(repo, pr) for pr in _page(found, query)],
     }

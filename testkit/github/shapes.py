@@ -217,6 +217,48 @@ def pull_request_simple(repo: Repository, pr: Pull) -> dict[str, Any]:
     }
 
 
+def issue_search_result_item(repo: Repository, pr: Pull) -> dict[str, Any]:
+    """A pull request as ``GET /search/issues`` lists it (an issue with a ``pull_request``)."""
+    n = pr.number
+    issue = api_url(repo, f"/issues/{n}")
+    html = html_url(repo, f"/pull/{n}")
+    return {
+        "url": issue,
+        "repository_url": api_url(repo),
+        "labels_url": issue + "/labels{/name}",
+        "comments_url": issue + "/comments",
+        "events_url": issue + "/events",
+        "html_url": html,
+        "id": 20_000 + n,
+        "node_id": pr.node_id,
+        "number": n,
+        "title": pr.title,
+        "user": simple_user(repo, pr.user),
+        "labels": [label(repo, name) for name in pr.labels],
+        "state": pr.state,
+        "locked": False,
+        "assignee": None,
+        "assignees": [],
+        "milestone": None,
+        "comments": len(repo.comments_on(n)),
+        "created_at": pr.created_at,
+        "updated_at": pr.updated_at,
+        "closed_at": pr.closed_at,
+        "author_association": "CONTRIBUTOR",
+        "draft": pr.draft,
+        "pull_request": {
+            "url": api_url(repo, f"/pulls/{n}"),
+            "html_url": html,
+            "diff_url": html + ".diff",
+            "patch_url": html + ".patch",
+            "merged_at": pr.merged_at,
+        },
+        # GitHub's description types it a string: an empty body is "".
+        "body": pr.body or "",
+        "score": 1.0,
+    }
+
+
 def _pull_links(repo: Repository, pr: Pull) -> dict[str, dict[str, str]]:
     n = pr.number
     api = api_url(repo, f"/pulls/{n}")

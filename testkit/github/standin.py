@@ -41,6 +41,8 @@ class RecordedRequest:
     body: Any
     status: int
     fault: str | None
+    # When it arrived (epoch seconds): whether a client waited until a reset.
+    at: float = 0.0
 
 
 class GitHubStandIn(Repository):
@@ -134,6 +136,7 @@ class GitHubStandIn(Repository):
                     self.writes_in_flight -= 1
 
     def _answer(self, handler: RequestHandler) -> None:
+        arrived = time.time()
         url = urlsplit(handler.path)
         path, query = url.path, parse_qs(url.query)
         method = handler.command
@@ -149,7 +152,9 @@ class GitHubStandIn(Repository):
         status, text = self._checked_text(method, path, status, payload)
         with self.lock:
             self.requests.append(
-                RecordedRequest(method, path, query, body, status, fault.kind if fault else None)
+                RecordedRequest(
+                    method, path, query, body, status, fault.kind if fault else None, arrived
+                )
             )
         if fault is not None and fault.kind == "lost":
             handler.drop()

@@ -108,3 +108,47 @@ def test_the_harness_sees_console_errors_and_requests(tmp_path: Path, browser: B
     assert any("boom" in p for p in problems), problems
     assert any(p.startswith("exception:") for p in problems), problems
     assert any(p == "request: http://127.0.0.1:9/x.png" for p in problems), problems
+
+
+LEAD_TIME = """
+(() => {
+  const table = document.querySelector('#github-outcomes');
+  if (!table) return JSON.stringify(null);
+  const heads = [...table.querySelectorAll('th')];
+  const lead = heads.findIndex(th => th.textContent === 'lead time');
+  const box = lead < 0 ? {width: 0, height: 0} : heads[lead].getBoundingClientRect();
+  const cells = [...table.querySelectorAll('tr')].slice(1).map(
+    tr => tr.children[lead] ? tr.children[lead].innerText : null);
+  return JSON.stringify({width: box.width, height: box.height, cells: cells,
+                         text: table.innerText});
+})()
+"""
+
+
+def test_a_github_report_shows_the_lead_time_column(tmp_path: Path, browser: Browser) -> None:
+    from click.testing import CliRunner
+
+    from simulator.cli import main
+    from testkit.github import running
+    from tests.simulator.github_history import HOSTILE_LABEL, REPO, build_scenario
+    from tests.simulator.test_github_outcomes import TOKEN, _start
+
+    report = tmp_path / "github.html"
+    with running(token=TOKEN) as gh:
+        scenario = build_scenario(gh, tmp_path / "h.sqlite", _start())
+        args = ["--history", str(scenario.history), "--github", REPO, "--github-url"]
+        args += [gh.base_url, "--format", "html", "--output", str(report)]
+        result = CliRunner().invoke(main, args, env={"GITHUB_TOKEN": TOKEN})
+    assert result.exit_code == 0, result.output
+    url = report.as_uri()
+    session = browser.open(url)
+    found = browser.send("Runtime.evaluate", session, expression=LEAD_TIME, returnByValue=True)
+    table = json.loads(found["result"]["value"])
+    assert table is not None
+    assert table["width"] > 0 and table["height"] > 0
+    # The person's revert came 17 h after the plugin's filing; the others had none.
+    assert table["cells"] == ["+17.0 h", "-", "-"]
+    assert f"a person reverted it 17.0 h later via #{scenario.pr['ra']}" in table["text"]
+    # The hostile label shows as text (its @ defused), never as markup.
+    assert HOSTILE_LABEL.replace("@", "@\u200b") in table["text"]
+    assert browser.problems(url) == []

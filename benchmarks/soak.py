@@ -35,10 +35,11 @@ and checks and prints: every revision the core proposes has exactly one
 revert PR, no PR for anything else (in particular no declined streak's
 change), no duplicate PR or culprit comment, no ledger row left
 ``proposed``, ``pending`` or ``filing``, and each master's RSS at the end
-within 20 % of its RSS after the soak's first 1,000 builds (every master
-handles every build; for the restarted master: 1,000 builds after its
-restart).  The last line is the figures as
-JSON; the exit status is 1 if a check failed.
+(the reporters idle, before the pull) within 20 % of its RSS after the
+soak's first 1,000 builds (every master handles every build; for the
+restarted master: 1,000 builds after its restart), with its RSS every 500
+builds and the kinds of object that grew most.  The last line is the
+figures as JSON; the exit status is 1 if a check failed.
 
     python benchmarks/soak.py [--builds 5000] [--builders 16] [--seed 7] [--kill-at 0.3]
 
@@ -88,6 +89,7 @@ RSS_GROWTH_LIMIT = 0.20
 # Set when the soak stops: a master being restarted then stops again at once.
 STOPPING = threading.Event()
 RSS_BASELINE_AFTER = 1000
+RSS_TRACE_EVERY = 500
 DRAIN_TIMEOUT = 900.0
 UNSETTLED = ("proposed", "pending", "filing")
 PASSED_TAIL = "\n".join(f"0:00:{i:02d} load avg: 0.50 [{i}/40] test_mod{i}" for i in range(1, 41))
@@ -162,7 +164,7 @@ class Scenario:
         """This round's changes: usually one, sometimes a breaking one, sometimes two."""
         rng = self.rng
         kind = None
-        if rng.random() < 0.08:
+        if rng.random() < 0.12:
             kind = rng.choices(
                 ("real", "generic", "inconsistent", "docs", "multi"), (60, 10, 10, 10, 10)
             )[0]
@@ -282,6 +284,13 @@ class Master:
         self.rss_baseline: int | None = None
         self.rss_baseline_at: int | None = None
         self.rss_before_kill: tuple[int | None, int | None] | None = None
+        # (soak builds, RSS kB) every RSS_TRACE_EVERY builds: the trend, not just two points.
+        self.rss_trace: list[tuple[int, int | None]] = []
+        # What the garbage collector tracks, by type, at the RSS baseline.
+        self.objects_baseline: dict[str, int] = {}
+        # Taken once the reporters are idle, before the pull reads the REST API.
+        self.rss_end: int | None = None
+        self.objects_end: list[tuple[str, int]] = []
         create_master(self.basedir, db_url)
         secrets = self.basedir / "secrets"
         secrets.mkdir(mode=0o700)
@@ -356,10 +365,9 @@ class Master:
             answer: dict[str, Any] = json.loads(resp.read())
             return answer
 
-    def status(self) -> dict[str, Any]:
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{self.driver_port}/status", timeout=10
-        ) as resp:
+    def status(self, what: str = "status") -> dict[str, Any]:
+        url = f"http://127.0.0.1:{self.driver_port}/{what}"
+        with urllib.request.urlopen(url, timeout=60) as resp:
             answer: dict[str, Any] = json.loads(resp.read())
             return answer
 
@@ -486,9 +494,14 @@ class Soak:
 
     def measure(self) -> None:
         for m in self.masters:
+            slot = self.builds // RSS_TRACE_EVERY
+            last = m.rss_trace[-1][0] // RSS_TRACE_EVERY if m.rss_trace else 0
+            if m.alive and slot > last:
+                m.rss_trace.append((self.builds, m.rss_kb()))
             after = self.builds - m.started_at_build
             if m.alive and m.rss_baseline is None and after >= RSS_BASELINE_AFTER:
                 m.rss_baseline, m.rss_baseline_at = m.rss_kb(), self.builds
+                m.objects_baseline = m.status("objects")
 
     def inject_faults(self) -> None:
         """Every few rounds, queue one of GitHub's misbehaviours for the next matching request."""
@@ -615,6 +628,15 @@ def replay(master: Master, root: Path) -> dict[str, Any]:
     return report
 
 
+def objects_growth(master: Master, most: int = 8) -> list[tuple[str, int]]:
+    """The kinds of object the master tracks most more of than at its RSS baseline."""
+    if not master.objects_baseline or not master.alive:
+        return []
+    now = master.status("objects")
+    grown = {k: n - master.objects_baseline.get(k, 0) for k, n in now.items()}
+    return sorted(((k, d) for k, d in grown.items() if d > 0), key=lambda kd: -kd[1])[:most]
+
+
 def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
     gh = soak.github
     proposed = [r["revision"] for r in report["reverts"]]
@@ -635,7 +657,7 @@ def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
     )
     rss: dict[str, dict[str, Any]] = {}
     for m in soak.masters:
-        end = m.rss_kb()
+        end = m.rss_end
         base = m.rss_baseline
         growth = (end - base) / base if end and base else None
         rss[m.name] = {
@@ -644,6 +666,8 @@ def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
             "end_kb": end,
             "growth": None if growth is None else round(growth, 3),
             "before_kill": m.rss_before_kill,
+            "trace_mb": [(b, None if kb is None else round(kb / 1024)) for b, kb in m.rss_trace],
+            "objects_growth": m.objects_end,
         }
     checks = {
         "every proposal has exactly one PR": all(per_revision[r] == 1 for r in proposed),
@@ -733,6 +757,8 @@ def main() -> int:
                 )
                 soak.run()
                 drained = soak.drain()
+                for m in masters:
+                    m.rss_end, m.objects_end = m.rss_kb(), objects_growth(m)
                 print(
                     f"soak: drained in {drained:.0f} s; pulling the history back and "
                     "replaying it through the core",
@@ -784,6 +810,8 @@ def print_figures(f: dict[str, Any]) -> None:
             f"{r['end_kb']} kB at the end ({growth})"
             + (f"; before the kill: {r['before_kill']}" if r["before_kill"] else "")
         )
+        print(f"  RSS (builds, MB): {r['trace_mb']}")
+        print(f"  objects grown since the baseline (type, count): {r['objects_growth']}")
     for name, ok in f["checks"].items():
         print(f"  {'ok  ' if ok else 'FAIL'} {name}")
 

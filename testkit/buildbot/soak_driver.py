@@ -12,11 +12,15 @@ message queue exactly as a real build's would.
 ``POST /build``   ``{"builder", "worker", "ssid", "results", "steps"}`` → ``{"buildid"}``
 ``GET /status``   ``{"idle", "masterid"}``: ``idle`` when the reporter has
 handled every build it was given (its build lock free, nobody waiting).
+``GET /objects``  ``{type name: count}`` of the objects the garbage
+collector tracks, for the soak to tell which kinds grow with the builds.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+from collections import Counter
 from typing import Any
 
 from buildbot.util import service
@@ -101,6 +105,10 @@ class SoakDriver(service.BuildbotService):
         idle = lock is not None and not lock.locked and not lock.waiting
         return {"idle": bool(idle), "masterid": self.master.masterid}
 
+    def objects(self) -> dict[str, int]:
+        counts = Counter(type(o).__qualname__ for o in gc.get_objects())
+        return dict(counts.most_common(200))
+
 
 class _Orders(resource.Resource):
     isLeaf = True
@@ -110,10 +118,12 @@ class _Orders(resource.Resource):
         self.driver = driver
 
     def render_GET(self, request: Any) -> bytes:
-        if request.path != b"/status":
+        answers = {b"/status": self.driver.status, b"/objects": self.driver.objects}
+        answer = answers.get(request.path)
+        if answer is None:
             request.setResponseCode(404)
             return b"{}"
-        return json.dumps(self.driver.status()).encode()
+        return json.dumps(answer()).encode()
 
     def render_POST(self, request: Any) -> Any:
         handlers = {b"/change": self.driver.change, b"/build": self.driver.build}

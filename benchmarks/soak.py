@@ -33,7 +33,7 @@ history back from a master's REST API with ``simulate pull`` and replays it
 through the core with the plugin's settings, independently of the plugin,
 and checks and prints: every revision the core proposes has exactly one
 revert PR, no PR for anything else (in particular no declined streak's
-change), no duplicate PR or culprit comment, no ledger row left
+change), no duplicate PR or comment, no ledger row left
 ``proposed``, ``pending`` or ``filing``, and each master's RSS at the end
 (the reporters idle, before the pull) within 20 % of its RSS after the
 soak's first 1,000 builds (every master handles every build; for the
@@ -652,6 +652,7 @@ def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
     culprit_comments = Counter(
         c.issue_number for c in gh.comments if c.issue_number in soak.culprits
     )
+    same_comments = Counter((c.issue_number, c.body) for c in gh.comments)
     served = Counter(
         r.fault if r.fault != "status" else f"status {r.status}" for r in gh.requests if r.fault
     )
@@ -677,6 +678,7 @@ def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
         ),
         "no duplicate PR": all(n == 1 for n in per_revision.values()),
         "no duplicate comment on a culprit": all(n <= 1 for n in culprit_comments.values()),
+        "no comment posted twice": all(n == 1 for n in same_comments.values()),
         "no ledger row stuck": not any(states[s] for s in UNSETTLED),
         "ledger filed == proposed": sorted(r["revision"] for r in rows if r["state"] == "filed")
         == sorted(proposed),
@@ -698,6 +700,7 @@ def check(soak: Soak, report: dict[str, Any]) -> dict[str, Any]:
         "by_reason": {k: v for k, v in report["summary"]["by_reason"].items() if v},
         "proposed": len(proposed),
         "revert_prs": len(reverts),
+        "comments": len(gh.comments),
         "ledger": dict(states),
         "github_requests": len(gh.requests),
         "faults_served": dict(served),
@@ -798,7 +801,8 @@ def print_figures(f: dict[str, Any]) -> None:
         f"by reason {f['by_reason']}"
     )
     print(
-        f"GitHub: {f['revert_prs']} revert PRs, {f['github_requests']} requests, "
+        f"GitHub: {f['revert_prs']} revert PRs, {f['comments']} comments, "
+        f"{f['github_requests']} requests, "
         f"faults served {f['faults_served']}"
     )
     print(f"ledger: {f['ledger']}")

@@ -61,6 +61,10 @@ setup(
             "graphql-core>=3.2",
             "jsonschema>=4.21",
             "psycopg2-binary>=2.9",
+            # The masters' WAMP message queue (c['mq'] type 'wamp') for the
+            # tests of several masters; the router, Crossbar.io, is not a
+            # dependency: it pins packages of its own (see .ci/run).
+            "autobahn>=23.1",
             "ruff>=0.6",
             "mypy>=1.10",
             "import-linter>=2.0",

@@ -29,7 +29,10 @@ daily cap is reached (keep waiting), otherwise file.
 
 Which ledger rows the periodic check takes up again (:func:`due`): a row
 GitHub failed on (``proposed``) by the master that claimed it, once
-:data:`RETRY_AFTER` has passed since its last attempt; a waiting row
+:data:`RETRY_AFTER` has passed since its last attempt, and by any master
+once it has not moved for :data:`FILING_TIMEOUT` (the master that claimed
+it is gone: with several masters, one that stopped for good must not leave
+its rows behind); a waiting row
 (``pending``) by any master once its next deadline is :data:`SETTLE` seconds
 past (filing it is a compare-and-set in the ledger, so only one master
 files).  The settling time lets the builds that completed just before the
@@ -186,7 +189,7 @@ def due(state: str, mine: bool, updated_at: float, due_at: float | None, now: fl
     ``mine``: this master claimed the row.
     """
     if state == "proposed":
-        return mine and now - updated_at >= RETRY_AFTER
+        return (mine and now - updated_at >= RETRY_AFTER) or now - updated_at >= FILING_TIMEOUT
     if state == "pending":
         return due_at is None or now >= due_at + SETTLE
     return False

@@ -503,11 +503,20 @@ class Filer:
         if entry.revert_pr is None:
             return
         late = [q for q in await self.ledger.qualified(entry.revision) if not q.announced]
+        # Take them first (a compare-and-set per builder): of two masters
+        # announcing at once, one posts each builder; a failure hands them back.
+        taken = set(
+            await self.ledger.announce(entry.revision, [(q.builder, q.first_build) for q in late])
+        )
+        late = [q for q in late if (q.builder, q.first_build) in taken]
         if not late:
             return
         body = pr_text.more_builders_comment(_links(late), self.settings.policy.failures)
-        await self.client.comment(entry.revert_pr, body)
-        await self.ledger.announce(entry.revision, [(q.builder, q.first_build) for q in late])
+        try:
+            await self.client.comment(entry.revert_pr, body)
+        except BaseException:
+            await self.ledger.unannounce(entry.revision, taken)
+            raise
         log.msg(
             f"buildbot-revert: {entry.revision[:12]}: named {len(late)} more builder(s) "
             f"on revert PR #{entry.revert_pr}"

@@ -551,22 +551,41 @@ class Ledger:
         return self._run(thd)
 
     def announce(self, revision: str, builders: Iterable[tuple[str, int]]) -> Any:
-        """Mark these (builder, first build) of ``revision`` as named by its revert PR."""
+        """Mark these (builder, first build) of ``revision`` as named by its revert PR.
+
+        A compare-and-set per row: the Deferred fires with the keys this
+        call moved from not named to named, so of two masters announcing at
+        once each builder is taken by one (see :meth:`unannounce`).
+        """
+        return self._set_announced(revision, builders, True)
+
+    def unannounce(self, revision: str, builders: Iterable[tuple[str, int]]) -> Any:
+        """Hand back builders taken by :meth:`announce` whose comment could not be posted."""
+        return self._set_announced(revision, builders, False)
+
+    def _set_announced(
+        self, revision: str, builders: Iterable[tuple[str, int]], announced: bool
+    ) -> Any:
         keys = list(builders)
 
-        def thd(conn: sa.Connection) -> None:
+        def thd(conn: sa.Connection) -> list[tuple[str, int]]:
             t = qualified_table
+            moved = []
             with conn.begin():
                 for builder, first in keys:
-                    conn.execute(
+                    res = conn.execute(
                         t.update()
                         .where(
                             t.c.revision == revision,
                             t.c.builder == builder,
                             t.c.first_build == first,
+                            t.c.announced == (not announced),
                         )
-                        .values(announced=True)
+                        .values(announced=announced)
                     )
+                    if res.rowcount == 1:
+                        moved.append((builder, first))
+            return moved
 
         return self._run(thd)
 

@@ -76,6 +76,7 @@ from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
+from buildbot_revert.plugin.multimaster import split_streaks_warning
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -256,6 +257,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     @defer.inlineCallbacks
     def startService(self) -> Any:
         yield super().startService()
+        # Several masters without a shared message queue: say once that streaks may be split.
+        warning = split_streaks_warning(getattr(self.master, "config", None))
+        if warning is not None:
+            log.msg(warning)
         # Subscribe before replaying, so no build finishes unseen in between;
         # the lock makes the events wait for the replay.
         self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)

@@ -236,6 +236,29 @@ class BuildbotHarness:
                 return None
             raise
 
+    def control(self, path: str, method: str, **params: Any) -> Any:
+        """POST a data API control (JSON-RPC) to ``/api/v2{path}``, e.g. a worker's ``pause``."""
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        request = urllib.request.Request(
+            f"{self.api_url}{path}",
+            data=body.encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def pause_worker(self, name: str, paused: bool = True) -> None:
+        """Pause (or unpause) worker ``name``, wherever it is connected; wait until it is."""
+        [worker] = self.get("/workers", name=name)["workers"]
+        self.control(f"/workers/{worker['workerid']}", "pause" if paused else "unpause")
+        deadline = time.monotonic() + 30.0
+        self._wait(
+            deadline,
+            f"worker {name} to be {'paused' if paused else 'unpaused'}",
+            lambda: self.get("/workers", name=name)["workers"][0]["paused"] == paused,
+        )
+
     def builder_ids(self) -> dict[str, int]:
         return {b["name"]: b["builderid"] for b in self.get("/builders")["builders"]}
 

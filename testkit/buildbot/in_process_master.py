@@ -5,9 +5,10 @@ a real master with the reporter loaded from its ``master.cfg``, faster than
 a worker can run them.  :class:`InProcessMaster` starts a real
 ``BuildMaster`` (real database, real message queue, real REST API when asked)
 and :meth:`InProcessMaster.finish_build` goes through the same data API
-updates a running build does: a change (with its sourcestamp), a buildset and
-build request, a build, its steps and stdio logs, then ``finishBuild``, which
-sends the ``('builds', id, 'finished')`` event the reporter consumes.
+updates a running build does (:mod:`testkit.buildbot.data_updates`): a
+change (with its sourcestamp), a buildset and build request, a build, its
+steps and stdio logs, then ``finishBuild``, which sends the ``('builds', id,
+'finished')`` event the reporter consumes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from buildbot.master import BuildMaster
 from twisted.internet import defer
 
+from testkit.buildbot import data_updates
 from testkit.processes import create_master
 
 MASTER_CFG = """\
@@ -115,7 +117,6 @@ class InProcessMaster:
         assert self.master is not None
         return self.master.namedServices["services"].namedServices["RevertReporter"]
 
-    @defer.inlineCallbacks
     def add_change(
         self,
         revision: str,
@@ -128,26 +129,8 @@ class InProcessMaster:
         """Add a change on ``branch`` (``refs/pull/N/merge``: a pull request's); return its
         sourcestamp id, whose builds build that branch."""
         assert self.master is not None
-        changeid = yield self.master.data.updates.addChange(
-            author=author,
-            committer=author,
-            files=list(files),
-            comments=comments,
-            revision=revision,
-            when_timestamp=int(when),
-            branch=branch,
-            category=None,
-            revlink="",
-            properties={},
-            repository="https://github.com/python/cpython",
-            codebase="",
-            project="cpython",
-            src="git",
-        )
-        change = yield self.master.data.get(("changes", changeid))
-        return change["sourcestamp"]["ssid"]
+        return data_updates.add_change(self.master, revision, author, comments, when, files, branch)
 
-    @defer.inlineCallbacks
     def finish_build(
         self,
         builder: str,
@@ -159,43 +142,10 @@ class InProcessMaster:
 
         ``steps`` are (name, results, stdio text or None for no log).
         """
-        assert self.master is not None
-        updates = self.master.data.updates
-        builderid = self._builder_ids[builder]
-        sourcestamps: list[Any] = (
-            [ssid]
-            if ssid is not None
-            else [
-                {
-                    "codebase": "",
-                    "repository": "https://github.com/python/cpython",
-                    "branch": "main",
-                    "revision": None,
-                    "project": "cpython",
-                }
-            ]
+        assert self.master is not None and self._workerid is not None
+        return data_updates.finish_build(
+            self.master, self._builder_ids[builder], self._workerid, ssid, results, steps
         )
-        _, brids = yield updates.addBuildset(
-            waited_for=False,
-            scheduler="sched",
-            sourcestamps=sourcestamps,
-            builderids=[builderid],
-            properties={},
-        )
-        brid = brids[builderid]
-        buildid, _ = yield updates.addBuild(builderid, brid, self._workerid)
-        for name, step_results, text in steps:
-            stepid, _, _ = yield updates.addStep(buildid, name)
-            yield updates.startStep(stepid)
-            if text is not None:
-                logid = yield updates.addLog(stepid, "stdio", "s")
-                content = "".join(f"o{line}\n" for line in text.splitlines())
-                if content:
-                    yield updates.appendLog(logid, content)
-                yield updates.finishLog(logid)
-            yield updates.finishStep(stepid, step_results, False)
-        yield updates.finishBuild(buildid, results)
-        return buildid
 
     @defer.inlineCallbacks
     def drain(self) -> Any:

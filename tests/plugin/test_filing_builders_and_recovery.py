@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
+from twisted.internet import defer
 
 from buildbot_revert.core import actions
 from buildbot_revert.core.model import Change, FailedStep
@@ -106,6 +107,30 @@ async def test_the_revert_names_every_builder_and_a_later_one_in_one_comment(git
     assert len(revert_comments(github, revert.number)) == 1
     assert len(github.revert_pulls()) == 1
     assert all(q.announced for q in await ledger.qualified(sha))
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_masters_naming_a_later_builder_at_once_post_one_comment(github, ledger):
+    await ledger.create()
+    number, sha, change = seed(github)
+    first, second, third = qualifying(change)
+    clock = SetClock(first.decided_at + 1)
+    filer = make_filer(github, ledger, clock)
+    await filer.handle(first)
+    [revert] = github.revert_pulls()
+    # Another master over the same ledger; both take up the late builder together
+    # (one as it recorded it, the other in its periodic check).
+    other = make_filer(github, ledger, clock)
+    other.master_name = "m2"
+    assert await filer.record(third) == sha
+    await defer.gatherResults(
+        [defer.Deferred.fromCoroutine(f.act(sha)) for f in (filer, other)], consumeErrors=True
+    )
+    [more] = revert_comments(github, revert.number)
+    assert "AMD64 Windows" in more.body
+    assert all(q.announced for q in await ledger.qualified(sha))
+    await other.check_pending()
+    assert len(revert_comments(github, revert.number)) == 1
 
 
 async def _file_with_grace(github: GitHubStandIn, tmp_path, restart: bool) -> tuple[str, str]:

@@ -178,5 +178,10 @@ def test_qualified_builders_are_recorded_once_and_their_streak_ends_once(engine)
     assert (yield ledger.unannounced()) == []  # not filed yet
     yield ledger.transition("abc", ("proposed",), state="filed", revert_pr=5)
     assert (yield ledger.unannounced()) == ["abc"]
-    yield ledger.announce("abc", [("A", 7), ("B", 3)])
+    # Announcing takes each builder once: a second master announcing at once gets none.
+    assert (yield ledger.announce("abc", [("A", 7), ("B", 3)])) == [("A", 7), ("B", 3)]
+    assert (yield ledger.announce("abc", [("A", 7), ("B", 3)])) == []
     assert (yield ledger.unannounced()) == []
+    # A comment that could not be posted hands its builders back, to be named later.
+    assert (yield ledger.unannounce("abc", [("B", 3)])) == [("B", 3)]
+    assert (yield ledger.unannounced()) == ["abc"]

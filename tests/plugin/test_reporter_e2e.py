@@ -221,4 +221,9 @@ def test_two_masters_sharing_postgresql_file_one_pr(github, masters, tmp_path, p
     # Both masters decided to revert; the ledger let only one of them act.
     assert logs.count(": revert: 3 consecutive failing builds") == 2
     assert "is already in the ledger; not acting again" in logs
+    # Several masters and no shared message queue: each says so, once.
+    for harness in (first, second):
+        log = harness.master_log.read_text()
+        assert log.count("buildbot-revert: WARNING: c['multiMaster'] is set") == 1
+        assert "may be split" in log
     assert_token_never_leaked(github, first, second)

@@ -323,8 +323,11 @@ def test_the_periodic_check_retries_only_its_own_failed_rows_and_only_after_a_wh
     waited = now - actions.RETRY_AFTER
     assert actions.due("proposed", True, waited, None, now)
     assert not actions.due("proposed", True, waited + 1, None, now)
-    # Another master claimed it: that master retries it.
+    # Another master claimed it: that master retries it...
     assert not actions.due("proposed", False, waited, None, now)
+    # ...unless it has been silent as long as a stale filing: it is gone.
+    assert actions.due("proposed", False, now - actions.FILING_TIMEOUT, None, now)
+    assert not actions.due("proposed", False, now - actions.FILING_TIMEOUT + 1, None, now)
 
 
 def test_the_periodic_check_takes_up_a_waiting_row_when_its_grace_is_due_on_any_master():

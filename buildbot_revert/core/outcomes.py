@@ -241,15 +241,15 @@ def summarise(qualified: Sequence[str], builds: Iterable[RevertBuild]) -> Summar
         known = latest.get(build.builder)
         if known is None or (build.pr_builder, build.number) >= (known.pr_builder, known.number):
             latest[build.builder] = build
-    rows = []
+    rows: list[tuple[str, BuilderStatus, RevertBuild | None]] = []
     for builder in dict.fromkeys(qualified):
-        build = latest.get(builder)
-        if build is None:
+        last = latest.get(builder)
+        if last is None:
             rows.append((builder, BuilderStatus.WAITING, None))
-        elif build.result in _GREEN:
-            rows.append((builder, BuilderStatus.PASSES, build))
+        elif last.result in _GREEN:
+            rows.append((builder, BuilderStatus.PASSES, last))
         else:
-            rows.append((builder, BuilderStatus.FAILS, build))
+            rows.append((builder, BuilderStatus.FAILS, last))
     return Summary(tuple(rows))
 
 

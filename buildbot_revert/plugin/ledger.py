@@ -621,7 +621,7 @@ class Ledger:
         def thd(conn: sa.Connection) -> bool:
             t = ledger_table
             known = [o for o in expected if o is not None]
-            cond = t.c.outcome.in_(known) if known else sa.false()
+            cond: sa.ColumnElement[bool] = t.c.outcome.in_(known) if known else sa.false()
             if None in expected:
                 cond = sa.or_(cond, t.c.outcome.is_(None))
             values: dict[str, Any] = {"outcome": outcome, "outcome_at": at, "updated_at": at}

@@ -95,6 +95,11 @@ class Webhook:
         if isinstance(result, Exception) or hasattr(result, "getErrorMessage"):
             self._say(f"buildbot-revert: webhook {self.spec.name} ({self.public}): sender stopped")
 
+    @property
+    def busy(self) -> bool:
+        """Whether a message is being delivered or waits in the queue."""
+        return self._draining is not None
+
     def idle(self) -> defer.Deferred[None]:
         """Fires once the queue is empty (for stopping, and for tests)."""
         if self._draining is None:

@@ -13,6 +13,8 @@ from buildbot_revert.core.outcomes import BuilderStatus, Summary
 
 # The hidden marker of the one summary comment on a revert PR.
 SUMMARY_MARKER = f"{references.MARKER_PREFIX}:builds -->"
+# The hidden marker of the comment that stands a revert PR down.
+STAND_DOWN_MARKER = f"{references.MARKER_PREFIX}:stand-down -->"
 # The label that marks a revert PR as no longer needed (StandDown.MARK).
 NO_LONGER_NEEDED = "buildbot-revert: no longer needed"
 
@@ -59,7 +61,7 @@ def stand_down_comment(why: str, closing: bool, touched: bool) -> str:
     else:
         what = "It is left open; close it if it is no longer wanted."
     return (
-        f"{references.MARKER}\n"
+        f"{STAND_DOWN_MARKER}\n"
         f"**This revert is no longer needed:** {markdown.text(why)} (a fix landed, or the "
         f"breakage went away).\n\n{what}\n"
     )

@@ -27,6 +27,9 @@ class StandDowns(NamedTuple):
     stood_down: int
     # Seconds each stood-down revert PR stayed open, in filing order.
     open_for: tuple[float, ...]
+    # The stood-down revisions, and when each stood down, in the same order.
+    revisions: tuple[str, ...] = ()
+    stood_down_at: tuple[float, ...] = ()
 
     @property
     def median_open(self) -> float | None:
@@ -46,10 +49,16 @@ def stand_downs(result: ReplayResult) -> StandDowns:
     known = qualifications(result)
     now = result.window_end
     open_for: list[float] = []
+    revisions: list[str] = []
+    times: list[float] = []
     proposals = result.proposals()
     for proposal in proposals:
         filed_at = proposal.request.filed_at
         at = stand_down_at(filed_at, known.get(proposal.request.revision, ()), now)
         if at is not None:
             open_for.append(at - filed_at)
-    return StandDowns(len(proposals), len(open_for), tuple(open_for))
+            revisions.append(proposal.request.revision)
+            times.append(at)
+    return StandDowns(
+        len(proposals), len(open_for), tuple(open_for), tuple(revisions), tuple(times)
+    )

@@ -173,14 +173,16 @@ def counterpart(pr_builder: str, qualified: Sequence[str]) -> str | None:
 
     The same builder (one that builds branches and pull requests), else the
     one whose name differs only in its last word (CPython names a worker's
-    builders ``<worker> <branch>`` and ``<worker> PR``), when exactly one does.
+    builders ``<worker> <branch>`` and ``<worker> PR``) or that is the pull
+    request builder's name without its last word (``<worker>``), when
+    exactly one does.
     """
     if pr_builder in qualified:
         return pr_builder
     stem = _stem(pr_builder)
     if not stem:
         return None
-    matches = [b for b in qualified if _stem(b) == stem]
+    matches = [b for b in qualified if _stem(b) == stem or b == stem]
     return matches[0] if len(matches) == 1 else None
 
 

@@ -97,6 +97,7 @@ def test_counterpart_of_a_pull_request_builder():
     assert counterpart("AMD64 Ubuntu PR", qualified) == "AMD64 Ubuntu 3.x"
     assert counterpart("ARM64 macOS 3.x", qualified) == "ARM64 macOS 3.x"
     assert counterpart("AMD64 Windows PR", qualified) is None
+    assert counterpart("AMD64 Windows PR", ["AMD64 Windows"]) == "AMD64 Windows"
     assert counterpart("PR", qualified) is None
     # Ambiguous: two qualified builders of the same worker.
     assert counterpart("AMD64 Ubuntu PR", ["AMD64 Ubuntu 3.x", "AMD64 Ubuntu 3.13"]) is None

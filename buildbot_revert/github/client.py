@@ -109,9 +109,13 @@ class GitHubClient:
         return [_login(r.get("user")) for r in raw]
 
     async def commit_authors(self, number: int) -> list[str | None]:
-        """Who authored and committed each commit of PR ``number`` (None: no account)."""
+        """Who authored each commit of PR ``number`` (None: an email no account has).
+
+        Authors, not committers: GitHub commits what its API and buttons
+        make as ``web-flow``, which is nobody's push.
+        """
         raw = await self._transport.get_pages(f"{self._repo_path}/pulls/{number}/commits", pages=3)
-        return [_login(c.get(role)) for c in raw for role in ("author", "committer")]
+        return [_login(c.get("author")) for c in raw]
 
     async def rate_limit(self) -> dict[str, Any]:
         limits: dict[str, Any] = await self._transport.get("/rate_limit")

@@ -221,17 +221,28 @@ class FollowUp:
                 f"buildbot-revert: {entry.revision[:12]}: stood down revert PR #{number} "
                 f"({plan.step.value}): {plan.why}"
             )
+            author = await self._culprit_author(entry)
             self.notify(
                 Notice(
                     NoticeKind.STOOD_DOWN,
                     entry.revision,
                     entry.title or "",
-                    "the change's author",
+                    author or "the change's author",
                     tuple(dict.fromkeys(q.builder for q in qualified)),
                     entry.revert_url,
                     plan.why,
+                    author_login=author,
                 )
             )
+
+    async def _culprit_author(self, entry: Entry) -> str | None:
+        """The culprit PR's author as GitHub knows them (None: unknown or unreachable)."""
+        if entry.culprit_pr is None or self.client is None:
+            return None
+        try:
+            return (await self.client.get_pull(entry.culprit_pr)).author or None
+        except GitHubError:
+            return None
 
     # -- relands ---------------------------------------------------------------------
 

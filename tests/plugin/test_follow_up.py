@@ -99,6 +99,7 @@ def test_a_pr_a_human_reviewed_or_pushed_to_is_marked_not_closed(github, ledger,
     assert pull.state == "open" and NO_LONGER_NEEDED in pull.labels
     assert (yield ledger.get(entry.revision)).outcome == "superseded"
     assert [n.kind for n in notices] == [NoticeKind.FILED, NoticeKind.STOOD_DOWN]
+    assert notices[1].author_login == "alice"  # the culprit PR's author, from GitHub
     yield run(follow.check())  # once: nothing more is said
     said = [c for c in github.comments_on(entry.revert_pr) if STAND_DOWN_MARKER in c.body]
     assert len(said) == 1 and len(notices) == 2

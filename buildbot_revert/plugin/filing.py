@@ -503,6 +503,7 @@ class Filer:
             revision,
             (LedgerState.FILING,),
             state=LedgerState.FILED,
+            culprit_pr=pull.number,
             revert_pr=revert.number,
             revert_url=revert.html_url,
             comment_url=comment.html_url,

@@ -78,6 +78,8 @@ def config(github: GitHubStandIn, receiver: WebhookReceiver, root: Path, **extra
             "stream": "ci",
         },
         {"format": "json", "url": f"{receiver.url}/json/{SECRET}"},
+        # Answers 500 when a test says so (receiver.fail("/broken", 500)).
+        {"format": "slack", "url": f"{receiver.url}/broken/{SECRET}", "timeout": 5},
     ]
     options = {"follow_interval": 1.0, **extra}
     return (
@@ -174,6 +176,7 @@ def test_builds_of_the_revert_pr_are_summarised_in_one_updated_comment(
 def test_a_fix_that_lands_first_stands_the_revert_down_and_every_webhook_says_so_once(
     github, webhooks, masters, tmp_path
 ):
+    webhooks.fail("/broken", 500)  # one webhook is down all along: nothing waits for it
     harness = start(masters, github, webhooks, tmp_path)
     _, bad, revert = breakage(github, harness)
     fix_lands(github, harness)
@@ -203,7 +206,16 @@ def test_a_fix_that_lands_first_stands_the_revert_down_and_every_webhook_says_so
         assert "<script>" not in text and "<@1234567>" not in text
     assert "\\*Tweak\\*" in discord[0]["content"] and "&lt;script&gt;" in slack[0]["text"]
     assert zulip[0].headers["content-type"] == "application/x-www-form-urlencoded"
+    # The broken webhook: three attempts per event, one line per event, no secret.
+    wait_for(lambda: len(webhooks.received("/broken")) == 6, timeout=WAIT, what="the retries")
+    wait_for(
+        lambda: harness.master_log.read_text(errors="replace").count("attempt(s): HTTP 500") == 2,
+        timeout=WAIT,
+        what="the failures logged",
+    )
     log = harness.master_log.read_text(errors="replace")
+    failed = [line for line in log.splitlines() if "failed after 3 attempt(s): HTTP 500" in line]
+    assert len(failed) == 2 and all(f"{webhooks.url}/…" in line for line in failed)
     assert SECRET not in log and DEFAULT_TOKEN not in log
 
 

@@ -77,7 +77,11 @@ verdicts) and when its streak ended, as :func:`.grace.fact` reads them off
 the tracker's events, it files at the earliest deadline a builder is still
 red at and stands down when every builder recovered by its own;
 :mod:`.pr_text` writes the pull request and comments, escaping every
-untrusted string (:mod:`.markdown`).
+untrusted string (:mod:`.markdown`).  Once the revert PR is open,
+:mod:`.outcomes` says how it ends: merged, closed by a human, or stood down
+when every qualified builder went green without it (never closing what a
+human touched unless configured), and how its own builds read;
+:mod:`.follow_up_text` writes what the plugin then posts.
 
 Memory
 ------
@@ -99,6 +103,6 @@ model, shared by the plugin's gatherer and the simulator's importer),
 reverts, our marker), :mod:`.signatures` (a package: one parser per log
 format), :mod:`.relevance` (documentation-only changes, path patterns, and
 which tests a change's files touch), :mod:`.guards`, :mod:`.tracker`,
-:mod:`.verdicts`, :mod:`.grace`, :mod:`.actions`, :mod:`.pr_text`,
-:mod:`.markdown`.
+:mod:`.verdicts`, :mod:`.grace`, :mod:`.actions`, :mod:`.outcomes`,
+:mod:`.pr_text`, :mod:`.follow_up_text`, :mod:`.markdown`.
 """

@@ -103,6 +103,20 @@ class GitHubClient:
         )
         return [comment_from_rest(c) for c in raw]
 
+    async def review_authors(self, number: int) -> list[str | None]:
+        """Who reviewed PR ``number`` (None: an account GitHub no longer knows)."""
+        raw = await self._transport.get_pages(f"{self._repo_path}/pulls/{number}/reviews", pages=5)
+        return [_login(r.get("user")) for r in raw]
+
+    async def commit_authors(self, number: int) -> list[str | None]:
+        """Who authored each commit of PR ``number`` (None: an email no account has).
+
+        Authors, not committers: GitHub commits what its API and buttons
+        make as ``web-flow``, which is nobody's push.
+        """
+        raw = await self._transport.get_pages(f"{self._repo_path}/pulls/{number}/commits", pages=3)
+        return [_login(c.get("author")) for c in raw]
+
     async def rate_limit(self) -> dict[str, Any]:
         limits: dict[str, Any] = await self._transport.get("/rate_limit")
         return limits
@@ -129,6 +143,20 @@ class GitHubClient:
         )
         return result if isinstance(result, IssueComment) else comment_from_rest(result)
 
+    async def update_comment(self, comment_id: int, body: str) -> IssueComment:
+        """Replace the body of one of our comments (idempotent: retries need no look)."""
+        result = await self._transport.write(
+            "PATCH", f"{self._repo_path}/issues/comments/{comment_id}", {"body": body}
+        )
+        return comment_from_rest(result)
+
+    async def close_pull(self, number: int) -> PullRequest:
+        """Close PR ``number`` without merging it (idempotent)."""
+        result = await self._transport.write(
+            "PATCH", f"{self._repo_path}/pulls/{number}", {"state": "closed"}
+        )
+        return pull_from_rest(result)
+
     async def add_labels(self, issue_number: int, labels: Iterable[str]) -> tuple[str, ...]:
         """Add labels (adding is idempotent on GitHub, so retries need no look)."""
         result = await self._transport.write(
@@ -141,3 +169,10 @@ class GitHubClient:
     ) -> RevertOutcome:
         """File the revert PR of ``pull`` (see :mod:`.strategies` for how)."""
         return await self._reverter.open_revert(pull, title, body, draft=draft)
+
+
+def _login(user: Any) -> str | None:
+    """The login of a REST user object (None for a missing or unknown user)."""
+    if isinstance(user, dict) and isinstance(user.get("login"), str):
+        return str(user["login"])
+    return None

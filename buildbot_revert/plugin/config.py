@@ -33,8 +33,10 @@ from enum import StrEnum
 from typing import Any
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.selection import BuilderSelection
+from buildbot_revert.plugin.notify.settings import WebhookError, WebhookSpec, parse_webhooks
 
 _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
 _URL_RE = re.compile(r"https?://[^\s/]+(?::\d+)?(?:/[^\s]*)?\Z")
@@ -89,6 +91,14 @@ class Settings:
     log_lines: int
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
     objection_words: tuple[str, ...]
+    # The follow-up of a filed revert PR (plugin.follow_up): what to do once a
+    # fix made it unnecessary, and whether to close it even if a human touched it.
+    stand_down: StandDown = StandDown.CLOSE
+    close_touched: bool = False
+    # Seconds between two looks at the open revert PRs on GitHub.
+    follow_interval: float = 60.0
+    # Webhooks announcing proposals, filed reverts and stand-downs (plugin.notify).
+    webhooks: tuple[WebhookSpec, ...] = ()
 
     @property
     def owner(self) -> str:
@@ -122,6 +132,10 @@ def parse_settings(
     draft: Any = False,
     log_lines: Any = defaults.LOG_TAIL_LINES,
     objection_words: Any = defaults.OBJECTION_WORDS,
+    stand_down: Any = StandDown.CLOSE.value,
+    close_touched: Any = False,
+    follow_interval: Any = 60.0,
+    webhooks: Any = None,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -137,6 +151,20 @@ def parse_settings(
         raise SettingsError("draft must be True or False")
     lines = _whole_number("log_lines", log_lines, low=1)
     objections = _phrases("objection_words", objection_words)
+    try:
+        valid_stand_down = StandDown(stand_down)
+    except ValueError:
+        choices = ", ".join(repr(s.value) for s in StandDown)
+        raise SettingsError(
+            f"stand_down must be one of {choices}, not {stand_down!r:.30}"
+        ) from None
+    if not isinstance(close_touched, bool):
+        raise SettingsError("close_touched must be True or False")
+    interval = _positive_number("follow_interval", follow_interval)
+    try:
+        hooks = parse_webhooks(webhooks)
+    except WebhookError as exc:
+        raise SettingsError(str(exc)) from None
     return Settings(
         repo=valid_repo,
         token=valid_token,
@@ -151,6 +179,10 @@ def parse_settings(
         draft=draft,
         log_lines=lines,
         objection_words=objections,
+        stand_down=valid_stand_down,
+        close_touched=close_touched,
+        follow_interval=max(1.0, interval),
+        webhooks=hooks,
     )
 
 

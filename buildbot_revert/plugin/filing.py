@@ -41,6 +41,7 @@ from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.notify import Notice, NoticeKind
 
 _DAY = 86400.0
 # The rows a step may still move: claimed, or waiting out a grace period.
@@ -60,8 +61,11 @@ class Filer:
         master_name: str = "",
         build_url: Callable[[str, int], str | None] = lambda builder, number: None,
         master_url: str | None = None,
+        notify: Callable[[Notice], None] | None = None,
     ) -> None:
         self.settings = settings
+        # Webhook announcements (plugin.notify): queued, never waited for.
+        self.notify = notify or (lambda notice: None)
         self.ledger = ledger
         self.client = client
         self.clock = clock
@@ -132,6 +136,17 @@ class Filer:
             log.msg(
                 f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
                 f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
+            )
+            self.notify(
+                Notice(
+                    NoticeKind.PROPOSED,
+                    what.revision,
+                    suspect.title,
+                    suspect.author,
+                    (what.builder,),
+                    self.build_url(what.builder, what.first_failing_build),
+                    "dry-run: nothing is done on GitHub",
+                )
             )
             return False
         return won
@@ -359,13 +374,14 @@ class Filer:
         """Tell the culprit PR what was found, and stop there."""
         assert self.client is not None
         comment = await self.client.comment(pull.number, pr_text.notice_comment(ctx, plan.why))
-        await self.ledger.transition(
+        if await self.ledger.transition(
             revision,
             _ACTIONABLE,
             state=LedgerState.COMMENTED,
             comment_url=comment.html_url,
             **step_fields,
-        )
+        ):
+            self.notify(_notice(NoticeKind.PROPOSED, ctx, pull, comment.html_url, plan.why))
 
     async def _wait(
         self,
@@ -487,6 +503,7 @@ class Filer:
             revision,
             (LedgerState.FILING,),
             state=LedgerState.FILED,
+            culprit_pr=pull.number,
             revert_pr=revert.number,
             revert_url=revert.html_url,
             comment_url=comment.html_url,
@@ -494,6 +511,7 @@ class Filer:
             updated_at=now,
         ):
             await self._mark_announced(revision, named)
+            self.notify(_notice(NoticeKind.FILED, ctx, pull, revert.html_url, detail))
 
     # -- builders that qualify after the revert PR is open ------------------------------
 
@@ -561,6 +579,22 @@ class Filer:
             evidence=entry.evidence_items,
             master_url=self.master_url,
         )
+
+
+def _notice(
+    kind: NoticeKind, ctx: pr_text.RevertContext, pull: PullRequest, url: str, why: str
+) -> Notice:
+    """The webhook announcement of a step on GitHub (the culprit PR's author is GitHub's)."""
+    return Notice(
+        kind,
+        ctx.revision,
+        ctx.title,
+        pull.author,
+        tuple(dict.fromkeys(link.builder for link in ctx.builds)),
+        url,
+        why,
+        author_login=pull.author,
+    )
 
 
 def _links(qualified: list[QualifiedBuilder]) -> tuple[pr_text.BuildLink, ...]:

@@ -33,6 +33,11 @@ links, when its streak ended, whether the revert PR names it yet), so the
 grace decision and every text are the same whether or not the master
 restarted in between.
 
+A ``filed`` row is then followed (:mod:`.follow_up`) to its end, kept in
+``outcome`` (merged, closed, superseded by a fix, relanded: the core's
+:class:`~buildbot_revert.core.outcomes.Outcome`); the builds of its revert
+PR are kept in a third table (:data:`revert_builds_table`).
+
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
 still files once.  Nothing here talks to GitHub or Buildbot: the ledger is
@@ -84,8 +89,34 @@ ledger_table = sa.Table(
     sa.Column("explanation", sa.Text, nullable=True),
     # What the failing builds have in common, one per line.
     sa.Column("evidence", sa.Text, nullable=True),
+    # The follow-up of a filed revert PR (added in 0.3, nullable for ALTER
+    # TABLE): how it ended (core.outcomes.Outcome) and when, the change that
+    # relanded the reverted one, and the one comment summarising its builds
+    # (GitHub's comment ids outgrow 32 bits).
+    sa.Column("outcome", sa.String(16), nullable=True),
+    sa.Column("outcome_at", sa.Float, nullable=True),
+    sa.Column("reland", sa.String(64), nullable=True),
+    sa.Column("summary_comment_id", sa.BigInteger, nullable=True),
 )
 sa.Index(f"{TABLE}_state", ledger_table.c.state)
+
+# Builds of each revert PR (``refs/pull/N/merge``) on the builders that
+# qualified, for the follow-up's summary comment.
+REVERT_BUILDS_TABLE = "buildbot_revert_revert_builds"
+revert_builds_table = sa.Table(
+    REVERT_BUILDS_TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("revision", sa.String(64), nullable=False),
+    # The qualified builder the build stands for, and the builder that ran it.
+    sa.Column("builder", sa.String(255), nullable=False),
+    sa.Column("pr_builder", sa.String(255), nullable=False),
+    sa.Column("number", sa.Integer, nullable=False),
+    sa.Column("result", sa.Integer, nullable=False),
+    sa.Column("url", sa.Text, nullable=True),
+    sa.Column("completed_at", sa.Float, nullable=False),
+    sa.UniqueConstraint("revision", "pr_builder", "number", name=f"{REVERT_BUILDS_TABLE}_key"),
+)
 
 QUALIFIED_TABLE = "buildbot_revert_qualified"
 qualified_table = sa.Table(
@@ -191,6 +222,10 @@ class Entry(NamedTuple):
     title: str | None = None
     explanation: str | None = None
     evidence: str | None = None
+    outcome: str | None = None
+    outcome_at: float | None = None
+    reland: str | None = None
+    summary_comment_id: int | None = None
 
     @property
     def evidence_items(self) -> tuple[str, ...]:
@@ -588,6 +623,141 @@ class Ledger:
             return moved
 
         return self._run(thd)
+
+    # -- the follow-up of filed revert PRs (plugin.follow_up) -------------------
+
+    def followed(self) -> Any:
+        """Filed revert PRs whose end is not known yet (no outcome), oldest first."""
+
+        def thd(conn: sa.Connection) -> list[Entry]:
+            t = ledger_table
+            q = (
+                t.select()
+                .where(
+                    t.c.state == LedgerState.FILED.value,
+                    t.c.revert_pr.is_not(None),
+                    t.c.outcome.is_(None),
+                )
+                .order_by(t.c.decided_at, t.c.id)
+            )
+            return [_entry(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def by_revert_pr(self, number: int) -> Any:
+        """The filed entry whose revert PR is ``number``, or None."""
+
+        def thd(conn: sa.Connection) -> Entry | None:
+            t = ledger_table
+            row = conn.execute(
+                t.select().where(t.c.revert_pr == number, t.c.state == LedgerState.FILED.value)
+            ).first()
+            return None if row is None else _entry(row)
+
+        return self._run(thd)
+
+    def merged_unrelanded(self) -> Any:
+        """Entries whose revert was merged and whose change has not been relanded."""
+
+        def thd(conn: sa.Connection) -> list[Entry]:
+            t = ledger_table
+            q = t.select().where(t.c.outcome == "merged", t.c.reland.is_(None))
+            return [_entry(r) for r in conn.execute(q).fetchall()]
+
+        return self._run(thd)
+
+    def set_outcome(
+        self,
+        revision: str,
+        outcome: str,
+        at: float,
+        *,
+        unless: Iterable[str | None] = (None,),
+        reland: str | None = None,
+    ) -> Any:
+        """Record how the revert PR ended, if its outcome is still one of ``unless``.
+
+        Compare-and-set, like :meth:`transition`: of two masters that see
+        the end, one records it; the Deferred fires True for that one.
+        """
+        expected = list(unless)
+
+        def thd(conn: sa.Connection) -> bool:
+            t = ledger_table
+            known = [o for o in expected if o is not None]
+            cond: sa.ColumnElement[bool] = t.c.outcome.in_(known) if known else sa.false()
+            if None in expected:
+                cond = sa.or_(cond, t.c.outcome.is_(None))
+            values: dict[str, Any] = {"outcome": outcome, "outcome_at": at, "updated_at": at}
+            if reland is not None:
+                values["reland"] = reland
+            with conn.begin():
+                res = conn.execute(t.update().where(t.c.revision == revision, cond).values(values))
+            return bool(res.rowcount == 1)
+
+        return self._run(thd)
+
+    def set_summary_comment(self, revision: str, comment_id: int) -> Any:
+        return self.transition(revision, (LedgerState.FILED,), summary_comment_id=comment_id)
+
+    def record_revert_build(
+        self,
+        revision: str,
+        builder: str,
+        pr_builder: str,
+        number: int,
+        result: int,
+        url: str | None,
+        completed_at: float,
+    ) -> Any:
+        """Record one finished build of the revert PR (once); True when it is new."""
+        values = {
+            "revision": revision,
+            "builder": builder,
+            "pr_builder": pr_builder,
+            "number": number,
+            "result": result,
+            "url": url,
+            "completed_at": completed_at,
+        }
+
+        def thd(conn: sa.Connection) -> bool:
+            t = revert_builds_table
+            key = (t.c.revision == revision, t.c.pr_builder == pr_builder, t.c.number == number)
+            try:
+                with conn.begin():
+                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
+                        return False
+                    conn.execute(t.insert().values(**values))
+            except IntegrityError:
+                return False
+            return True
+
+        return self._run(thd)
+
+    def revert_builds(self, revision: str) -> Any:
+        """Every recorded build of the revision's revert PR, in completion order."""
+
+        def thd(conn: sa.Connection) -> list[RevertBuildRow]:
+            t = revert_builds_table
+            q = t.select().where(t.c.revision == revision).order_by(t.c.completed_at, t.c.id)
+            return [
+                RevertBuildRow(r.builder, r.pr_builder, r.number, r.result, r.url, r.completed_at)
+                for r in conn.execute(q).fetchall()
+            ]
+
+        return self._run(thd)
+
+
+class RevertBuildRow(NamedTuple):
+    """One build of a revert PR (a row of :data:`revert_builds_table`)."""
+
+    builder: str
+    pr_builder: str
+    number: int
+    result: int
+    url: str | None
+    completed_at: float
 
 
 def create_tables(conn: sa.Connection, tables: sa.MetaData) -> None:

@@ -60,6 +60,7 @@ from twisted.python import log
 from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
+from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
 from buildbot_revert.github import GitHubClient
@@ -73,10 +74,13 @@ from buildbot_revert.plugin.config import (
 )
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.filing import Filer
+from buildbot_revert.plugin.follow_up import FollowUp
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
 from buildbot_revert.plugin.multimaster import split_streaks_warning
+from buildbot_revert.plugin.notify import Notifier, Webhook
+from buildbot_revert.plugin.notify.settings import public_part
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -99,6 +103,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.gatherer: Gatherer | None = None
         self.ledger: Ledger | None = None
         self.filer: Filer | None = None
+        # Follows filed revert PRs to their end; announces on webhooks (issue 16).
+        self.follow_up: FollowUp | None = None
+        self.notifier = Notifier()
         self.verdicts: list[Verdict] = []
         self._consumer: Any = None
         self._lock = defer.DeferredLock()
@@ -149,6 +156,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         kwargs = dict(config.get("kwargs") or {})
         if kwargs.get("token") is not None:
             kwargs["token"] = _HIDDEN
+        if kwargs.get("webhooks"):
+            # Webhook URLs hold their secret in the path or the credentials.
+            kwargs["webhooks"] = "<webhooks, hidden>"
         config["args"], config["kwargs"] = tuple(args), kwargs
         return config
 
@@ -182,9 +192,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                     f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
                     f"acting on GitHub with {describe_token(settings.token)}"
                 )
+        self.notifier = yield self._notifier(settings)
         # Without a client a mode that acts on GitHub has no hands: verdicts
         # are still logged, nothing is filed or recorded.
         self.filer = None
+        self.follow_up = None
         if settings.mode is Mode.DRY_RUN or client is not None:
             self.filer = Filer(
                 settings,
@@ -194,6 +206,17 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 master_name=self._master_name(),
                 build_url=self._build_url,
                 master_url=self._web_url(),
+                notify=self.notifier.notify,
+            )
+        if client is not None:
+            self.follow_up = FollowUp(
+                settings,
+                self.ledger,
+                client,
+                clock=self._reactor(),
+                master_name=self._master_name(),
+                build_url=self._build_url,
+                notify=self.notifier.notify,
             )
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
@@ -229,13 +252,37 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     def _client(self, settings: Settings, token: str) -> GitHubClient:
         reactor = self._reactor()
+        return GitHubClient(self._http(), settings.api_url, settings.repo, token, clock=reactor)
+
+    def _http(self) -> HTTPClient:
+        """The master's HTTP client (treq on its reactor), shared by GitHub and the webhooks."""
+        reactor = self._reactor()
         if self._http_pool is None:
             # twisted.web.client has no annotations for HTTPConnectionPool and Agent.
             self._http_pool = HTTPConnectionPool(reactor, persistent=True)  # type: ignore[no-untyped-call]
         # Agent implements IAgent, which mypy cannot see without the zope plugin.
         agent = Agent(reactor, pool=self._http_pool)  # type: ignore[no-untyped-call]
-        http = HTTPClient(agent)  # type: ignore[arg-type]
-        return GitHubClient(http, settings.api_url, settings.repo, token, clock=reactor)
+        return HTTPClient(agent)  # type: ignore[arg-type]
+
+    @defer.inlineCallbacks
+    def _notifier(self, settings: Settings) -> Any:
+        """The webhooks, their URLs rendered (a secret's value never reaches the log)."""
+        hooks = []
+        for spec in settings.webhooks:
+            try:
+                url = yield self.renderSecrets(spec.url)
+            except Exception as exc:
+                log.msg(
+                    f"buildbot-revert: a {spec.name} webhook URL could not be rendered "
+                    f"({type(exc).__name__}); that webhook is off"
+                )
+                continue
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                log.msg(f"buildbot-revert: a {spec.name} webhook URL is not http(s); it is off")
+                continue
+            hooks.append(Webhook(spec, url.strip(), self._http(), self._reactor()))
+            log.msg(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")
+        return Notifier(hooks)
 
     def _master_name(self) -> str:
         name = getattr(self.master, "name", None) or ""
@@ -445,6 +492,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         interval = (
             60.0 if settings.grace_period <= 0 else min(60.0, max(1.0, settings.grace_period / 4))
         )
+        interval = min(interval, settings.follow_interval)
         self._pending_loop = task.LoopingCall(self._check_pending)
         self._pending_loop.clock = self._reactor()
         self._pending_loop.start(interval, now=False)
@@ -464,6 +512,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             yield defer.Deferred.fromCoroutine(self.filer.check_pending(starting=starting))
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: checking pending reverts failed")
+        try:
+            if self.follow_up is not None:
+                yield defer.Deferred.fromCoroutine(self.follow_up.check())
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: following revert PRs failed")
         finally:
             self._checking = False
 
@@ -517,6 +570,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         build = yield self._gather(msg)
         if build is None:
             return
+        if self.follow_up is not None and act:
+            yield self._follow(build)
         events = self.tracker.feed(build)
         self._catch_up.note(build.completed_at, msg["buildid"])
         for event in events:
@@ -541,6 +596,21 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             yield self.decisions.note(event)
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not keep a verdict for the dashboard")
+
+    @defer.inlineCallbacks
+    def _follow(self, build: Any) -> Any:
+        """A build of a revert PR updates its summary; a reland is linked (issue 16)."""
+        assert self.follow_up is not None
+        follow_up = self.follow_up
+        if pull_number_of_branch(build.branch) is not None:
+            revision = yield defer.Deferred.fromCoroutine(follow_up.revert_build(build))
+            if revision is not None:
+                self._background(
+                    defer.Deferred.fromCoroutine(follow_up.summarise(revision)),
+                    f"summarising the builds of the revert of {revision[:12]}",
+                )
+        elif build.changes and follow_up.relands(build.changes):
+            yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
         self.verdicts.append(event)

@@ -169,7 +169,8 @@ def _summary(ctx: ReportContext) -> str:
     cells = "".join(f"<tr><th>{text(k)}</th><td class=n>{text(v)}</td></tr>" for k, v in rows)
     note = ctx.precision_note
     note_html = f"<p class=note id=precision-note>{text(note)}</p>" if note else ""
-    return f"{policy}<table id=summary>{cells}</table>{note_html}"
+    churn = f"<p id=stood-down-by-fix>{text(ctx.stand_down_line)}</p>"
+    return f"{policy}<table id=summary>{cells}</table>{churn}{note_html}"
 
 
 def _guards(ctx: ReportContext) -> list[str]:

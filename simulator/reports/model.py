@@ -32,6 +32,7 @@ from simulator.analysis.evaluation import (
     evaluate,
     guard_table,
 )
+from simulator.analysis.follow_up import StandDowns, stand_downs
 from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
 from simulator.history.store import HistoryStore
@@ -139,6 +140,22 @@ class ReportContext:
     def verdicts(self) -> list[StreakGroup]:
         """Every red streak grouped by its verdict's reason, in order of first appearance."""
         return by_reason(self.result.streaks, self.window_end)
+
+    @cached_property
+    def stand_downs(self) -> StandDowns:
+        """Filed reverts a fix made unnecessary (the plugin's stand-down rule)."""
+        return stand_downs(self.result)
+
+    @property
+    def stand_down_line(self) -> str:
+        """The churn in one sentence (plain text, for every format)."""
+        sd = self.stand_downs
+        middle = sd.median_open
+        after = "" if middle is None else f", after a median of {middle / 3600:.1f} h open"
+        return (
+            f"Revert PRs that would have been stood down because a fix landed first: "
+            f"{sd.stood_down} of {sd.filed}{after}."
+        )
 
     @cached_property
     def months(self) -> list[str]:

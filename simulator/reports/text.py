@@ -47,6 +47,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
             result.last_build_at,
         ),
         "summary": _summary_json(ctx),
+        # The follow-up's churn: reverts stood down because a fix landed first.
+        "stood_down_by_fix": ctx.stand_downs.as_json(),
         "reverts": [
             {
                 "revision": p.request.revision,
@@ -165,6 +167,7 @@ def render_text(ctx: ReportContext) -> str:
         f"Red streaks: {len(result.streaks):,}",
         f"Revert pull requests that would have been filed: {len(result.proposals())}",
         *_grace_lines(ctx),
+        ctx.stand_down_line,
         "",
         "Why streaks were or were not answered with a revert:",
     ]

@@ -77,6 +77,20 @@ class GitRepository:
             self.push()
         return git(self.clone, "rev-parse", "HEAD")
 
+    def push_pull_request(self, number: int, revert: str) -> str:
+        """Push the revert of ``revert`` on top of main as ``refs/pull/<number>/merge``.
+
+        What GitHub makes of a revert PR for the pull-request builders; the
+        clone's main is left as it was.  Returns the merge ref's sha.
+        """
+        git(self.clone, "checkout", "-q", "-B", f"pull-{number}", "origin/main")
+        git(self.clone, "revert", "--no-edit", revert)
+        sha = git(self.clone, "rev-parse", "HEAD")
+        git(self.clone, "push", "-q", "-f", "origin", f"HEAD:refs/pull/{number}/merge")
+        git(self.clone, "checkout", "-q", "main")
+        git(self.clone, "branch", "-q", "-D", f"pull-{number}")
+        return sha
+
     def push(self) -> None:
         git(self.clone, "push", "-q", "origin", "HEAD:main")
 

@@ -112,6 +112,27 @@ class BuildbotHarness:
     def push(self) -> None:
         self.repository.push()
 
+    def build_pull_request(self, number: int, revert: str) -> str:
+        """Make GitHub's ``refs/pull/<number>/merge`` (the revert of ``revert`` on main) and
+        announce it to the master through the ``base`` change hook, as GitHub's webhook
+        does for a labelled PR on CPython's master; its pull-request builders build it.
+        Returns the merge ref's sha."""
+        sha = self.repository.push_pull_request(number, revert)
+        form = urllib.parse.urlencode(
+            {
+                "revision": sha,
+                "branch": f"refs/pull/{number}/merge",
+                "repository": str(self.upstream),
+                "project": "",
+                "comments": f"Pull request #{number}",
+                "author": "GitHub <noreply@github.com>",
+            }
+        ).encode()
+        request = urllib.request.Request(f"{self.url}change_hook/base", data=form)
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            resp.read()
+        return sha
+
     def revisions(self) -> list[str]:
         """All revisions on main, oldest first."""
         return self.repository.revisions()

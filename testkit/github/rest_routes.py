@@ -172,6 +172,47 @@ def _create_comment(repo: Repository, params: Params, query: Query, body: Any) -
     return 201, shapes.issue_comment(repo, comment)
 
 
+@_route("PATCH", R + "/issues/comments/{comment_id}")
+def _update_comment(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    for i, c in enumerate(repo.comments):
+        if c.id == int(params["comment_id"]):
+            if c.user != BOT_LOGIN:
+                raise StandInError(403, "Must have admin rights to Repository.")
+            repo.comments[i] = Comment(c.id, c.issue_number, body["body"], c.user, c.created_at)
+            return 200, shapes.issue_comment(repo, repo.comments[i])
+    raise StandInError(404, "Not Found")
+
+
+@_route("GET", R + "/pulls/{pull_number}/reviews")
+def _list_reviews(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    number = _pull_or_404(repo, params["pull_number"]).number
+    reviews = [r for r in repo.reviews if r.pull_number == number]
+    return 200, [shapes.review(repo, r) for r in _page(reviews, query)]
+
+
+@_route("POST", R + "/pulls/{pull_number}/reviews")
+def _create_review(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    number = _pull_or_404(repo, params["pull_number"]).number
+    state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(
+        (body or {}).get("event", ""), "COMMENTED"
+    )
+    review = repo.review_as(number, BOT_LOGIN, state, (body or {}).get("body", ""))
+    return 200, shapes.review(repo, review)
+
+
+@_route("GET", R + "/pulls/{pull_number}/commits")
+def _pull_commits(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    number = _pull_or_404(repo, params["pull_number"]).number
+    return 200, [shapes.commit(repo, c) for c in _page(repo.pull_commits(number), query)]
+
+
+@_route("PUT", R + "/pulls/{pull_number}/merge")
+def _merge_pull(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    number = _pull_or_404(repo, params["pull_number"]).number
+    sha = repo.merge_pull(number, BOT_LOGIN)
+    return 200, {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
+
+
 @_route("POST", R + "/issues/{issue_number}/labels")
 def _add_labels(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
     pull = _pull_or_404(repo, params["issue_number"])

@@ -12,7 +12,7 @@ import difflib
 import time
 from typing import Any
 
-from testkit.github.state import Comment, Commit, Pull, Repository, iso, sha1
+from testkit.github.state import Comment, Commit, Pull, Repository, Review, iso, sha1
 
 # The URL templates of a repository object, relative to its API URL.
 _REPOSITORY_URL_TEMPLATES = {
@@ -160,6 +160,24 @@ def issue_comment(repo: Repository, c: Comment) -> dict[str, Any]:
         "created_at": c.created_at,
         "updated_at": c.created_at,
         "author_association": "NONE",
+    }
+
+
+def review(repo: Repository, r: Review) -> dict[str, Any]:
+    pull_api = api_url(repo, f"/pulls/{r.pull_number}")
+    html = html_url(repo, f"/pull/{r.pull_number}#pullrequestreview-{r.id}")
+    return {
+        "id": r.id,
+        "node_id": repo.node_id("PRR", r.id),
+        "user": simple_user(repo, r.user),
+        "body": r.body,
+        "state": r.state,
+        "html_url": html,
+        "pull_request_url": pull_api,
+        "_links": {"html": {"href": html}, "pull_request": {"href": pull_api}},
+        "submitted_at": r.submitted_at,
+        "commit_id": r.commit_id,
+        "author_association": "CONTRIBUTOR",
     }
 
 

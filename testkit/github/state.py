@@ -62,6 +62,17 @@ class Comment:
     created_at: str
 
 
+@dataclass
+class Review:
+    id: int
+    pull_number: int
+    user: str
+    body: str
+    state: str  # APPROVED, CHANGES_REQUESTED, COMMENTED
+    commit_id: str
+    submitted_at: str
+
+
 class StandInError(Exception):
     """A request the stand-in answers with an error status (GitHub's own errors)."""
 
@@ -93,6 +104,7 @@ class Repository:
         self.refs: dict[str, str] = {}
         self.pulls: dict[int, Pull] = {}
         self.comments: list[Comment] = []
+        self.reviews: list[Review] = []
         self.label_catalog: dict[str, int] = {}
         self._numbers = itertools.count(1)
         self._ids = itertools.count(1000)
@@ -231,6 +243,56 @@ class Repository:
             pull = self.pulls[number]
             pull.state = "closed"
             pull.closed_at = pull.updated_at = self.next_timestamp()
+
+    # ------------------------------------------------------------ what humans do
+
+    def comment_as(self, number: int, user: str, body: str) -> Comment:
+        """A comment on PR ``number`` by ``user`` (a human, not the bot)."""
+        with self.lock:
+            comment = Comment(self.new_id(), number, body, user, self.next_timestamp())
+            self.comments.append(comment)
+            return comment
+
+    def review_as(self, number: int, user: str, state: str = "APPROVED", body: str = "") -> Review:
+        """A review of PR ``number`` by ``user``."""
+        with self.lock:
+            pull = self.pulls[number]
+            review = Review(
+                self.new_id(), number, user, body, state, pull.head_sha, self.next_timestamp()
+            )
+            self.reviews.append(review)
+            return review
+
+    def push_to_pull(self, number: int, user: str, files: dict[str, str | None]) -> str:
+        """``user`` pushes a commit onto PR ``number``'s branch; the new head sha."""
+        with self.lock:
+            pull = self.pulls[number]
+            sha = self.push_commit(f"Update from {user}", files, user, branch=pull.head_ref)
+            pull.head_sha = sha
+            pull.updated_at = self.next_timestamp()
+            return sha
+
+    def merge_pull(self, number: int, merged_by: str | None = None) -> str:
+        """Merge open PR ``number`` onto its base (a merge commit); the merge sha."""
+        with self.lock:
+            pull = self.pulls[number]
+            if pull.state != "open":
+                raise StandInError(405, "Pull Request is not mergeable")
+            base = self.head(pull.base_ref)
+            tree = self.commits[pull.head_sha].tree
+            message = f"{pull.title} (#{number})"
+            sha = self.store_commit(tree, [base, pull.head_sha], message, merged_by or self.owner)
+            self.refs[f"refs/heads/{pull.base_ref}"] = sha
+            pull.state, pull.merged, pull.merge_commit_sha = "closed", True, sha
+            pull.updated_at = pull.closed_at = pull.merged_at = self.next_timestamp()
+            return sha
+
+    def pull_commits(self, number: int) -> list[Commit]:
+        """The commits PR ``number`` adds to its base, oldest first."""
+        with self.lock:
+            pull = self.pulls[number]
+            shas = self.ancestors(pull.head_sha) - self.ancestors(pull.base_sha)
+            return [self.commits[s] for s in sorted(shas, key=self.generation)]
 
     # ------------------------------------------------------------ inspection
 

@@ -26,11 +26,15 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "/repos/{owner}/{repo}/git/refs/{ref}": ("delete", "patch"),
     "/repos/{owner}/{repo}/git/trees": ("post",),
     "/repos/{owner}/{repo}/git/trees/{tree_sha}": ("get",),
+    "/repos/{owner}/{repo}/issues/comments/{comment_id}": ("patch",),
     "/repos/{owner}/{repo}/issues/{issue_number}/comments": ("get", "post"),
     "/repos/{owner}/{repo}/issues/{issue_number}/labels": ("get", "post"),
     "/repos/{owner}/{repo}/pulls": ("get", "post"),
     "/repos/{owner}/{repo}/pulls/{pull_number}": ("get", "patch"),
+    "/repos/{owner}/{repo}/pulls/{pull_number}/commits": ("get",),
     "/repos/{owner}/{repo}/pulls/{pull_number}/files": ("get",),
+    "/repos/{owner}/{repo}/pulls/{pull_number}/merge": ("put",),
+    "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ("get", "post"),
     "/search/issues": ("get",),
 }
 

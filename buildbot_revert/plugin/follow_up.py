@@ -1,0 +1,266 @@
+"""Following each filed revert PR to its end: its builds, its stand-down, its outcome.
+
+The reporter hands :class:`FollowUp` the facts as they come; the decisions
+are the core's (:mod:`buildbot_revert.core.outcomes`):
+
+* **Builds of the revert PR.**  A finished build on the branch
+  ``refs/pull/N/merge`` (a master like CPython's builds a labelled PR on its
+  pull-request builders) of a revert PR in the ledger, on a builder that
+  stands for one that qualified (:func:`~buildbot_revert.core.outcomes.counterpart`),
+  is recorded (:meth:`FollowUp.revert_build`) and the one summary comment on
+  the revert PR is written or edited in place (:meth:`FollowUp.summarise`):
+  which failing builders pass with the revert, which still fail.
+* **The periodic check** (:meth:`FollowUp.check`, with the filer's): for each
+  filed revert PR this master owns whose end is not known, read it on
+  GitHub; merged or closed by a human is recorded as such; once every
+  qualified builder went green without it (the ledger's streak ends, recorded
+  as builds finish) it is stood down as configured (comment, then close, or
+  label as no longer needed), never closing a PR a human commented on,
+  reviewed or pushed to unless ``close_touched``.  The outcome is stored in
+  the ledger (compare-and-set) and announced on the webhooks.
+* **Relands.**  A change on the branch that re-applies a merged revert's
+  change (git's ``Reapply "..."``) is linked from its ledger row
+  (:meth:`FollowUp.note_changes`).
+
+Errors (GitHub's, the database's) are logged and the next check or build
+tries again; nothing here blocks the build lock for GitHub.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from twisted.python import log
+
+from buildbot_revert.core import outcomes
+from buildbot_revert.core.follow_up_text import (
+    NO_LONGER_NEEDED,
+    STAND_DOWN_MARKER,
+    SUMMARY_MARKER,
+    stand_down_comment,
+    summary_comment,
+)
+from buildbot_revert.core.grace import Qualified
+from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
+from buildbot_revert.github import GitHubClient, GitHubError
+from buildbot_revert.plugin.config import Settings
+from buildbot_revert.plugin.ledger import Entry, Ledger
+from buildbot_revert.plugin.notify import Notice, NoticeKind
+
+Notify = Callable[[Notice], None]
+
+
+class FollowUp:
+    """Follows the revert PRs of one repository that this master filed."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: Ledger,
+        client: GitHubClient | None,
+        *,
+        clock: Any,
+        master_name: str = "",
+        build_url: Callable[[str, int], str | None] = lambda builder, number: None,
+        notify: Notify | None = None,
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.client = client
+        self.clock = clock
+        self.master_name = master_name
+        self.build_url = build_url
+        self.notify = notify or (lambda notice: None)
+        self._summarising: set[str] = set()
+        self._again: set[str] = set()
+        # Summaries that failed to reach GitHub: the next check writes them.
+        self._stale: set[str] = set()
+        # Merged reverts whose change may be relanded: (revision, title).
+        self._merged: list[tuple[str, str]] = []
+
+    # -- builds of the revert PR ---------------------------------------------------
+
+    async def revert_build(self, build: Build) -> str | None:
+        """Record ``build`` if it is of a revert PR we filed; the revision to summarise."""
+        number = outcomes.pull_number_of_branch(build.branch)
+        if number is None:
+            return None
+        entry: Entry | None = await self.ledger.by_revert_pr(number)
+        if entry is None:
+            return None
+        qualified = [q.builder for q in await self.ledger.qualified(entry.revision)]
+        builder = outcomes.counterpart(build.builder, qualified)
+        if builder is None:
+            return None
+        new = await self.ledger.record_revert_build(
+            entry.revision,
+            builder,
+            build.builder,
+            build.number,
+            build.result,
+            self.build_url(build.builder, build.number),
+            build.completed_at,
+        )
+        return entry.revision if new else None
+
+    async def summarise(self, revision: str) -> None:
+        """Write (or edit) the one summary comment on the revision's revert PR."""
+        if revision in self._summarising:
+            self._again.add(revision)  # the running one writes once more
+            return
+        self._summarising.add(revision)
+        try:
+            while True:
+                self._again.discard(revision)
+                try:
+                    await self._summarise_once(revision)
+                    self._stale.discard(revision)
+                except GitHubError as exc:
+                    self._stale.add(revision)
+                    log.msg(
+                        f"buildbot-revert: {revision[:12]}: could not update the summary: {exc}"
+                    )
+                if revision not in self._again:
+                    break
+        finally:
+            self._summarising.discard(revision)
+
+    async def _summarise_once(self, revision: str) -> None:
+        entry: Entry | None = await self.ledger.get(revision)
+        if entry is None or entry.revert_pr is None or self.client is None:
+            return
+        qualified = [q.builder for q in await self.ledger.qualified(revision)]
+        rows = await self.ledger.revert_builds(revision)
+        summary = outcomes.summarise(
+            qualified,
+            (RevertBuild(r.builder, r.pr_builder, r.number, r.result, r.url) for r in rows),
+        )
+        body = summary_comment(summary)
+        comment_id = entry.summary_comment_id
+        if comment_id is None:
+            # A summary written before the ledger kept its id (a crash in between).
+            for existing in await self.client.comments(entry.revert_pr):
+                if existing.body.startswith(SUMMARY_MARKER):
+                    comment_id = existing.id
+                    await self.ledger.set_summary_comment(revision, comment_id)
+                    break
+        if comment_id is None:
+            comment = await self.client.comment(entry.revert_pr, body)
+            await self.ledger.set_summary_comment(revision, comment.id)
+        else:
+            await self.client.update_comment(comment_id, body)
+        log.msg(
+            f"buildbot-revert: {revision[:12]}: revert PR #{entry.revert_pr} builds: "
+            f"{len(summary.passing)} pass, {len(summary.failing)} fail, "
+            f"{len(summary.waiting)} waiting"
+        )
+
+    # -- the periodic check ----------------------------------------------------------
+
+    async def check(self) -> None:
+        """Follow every open revert PR this master owns; write summaries that failed."""
+        if self.client is None:
+            return
+        for revision in sorted(self._stale):
+            await self.summarise(revision)
+        for entry in await self.ledger.followed():
+            if entry.master != self.master_name:
+                continue  # its owner follows it
+            try:
+                await self.follow(entry)
+            except GitHubError as exc:
+                log.msg(f"buildbot-revert: {entry.revision[:12]}: following its revert PR: {exc}")
+        self._merged = [
+            (e.revision, e.title or "") for e in await self.ledger.merged_unrelanded() if e.title
+        ]
+
+    async def follow(self, entry: Entry) -> None:
+        """Read the revert PR and take the core's next step."""
+        assert self.client is not None and entry.revert_pr is not None
+        now = self.clock.seconds()
+        number = entry.revert_pr
+        qualified = await self.ledger.qualified(entry.revision)
+        filed_at = entry.filed_at if entry.filed_at is not None else entry.decided_at
+        at = outcomes.stand_down_at(
+            filed_at, (Qualified(q.qualified_at, q.ended_at) for q in qualified), now
+        )
+        pull = await self.client.get_pull(number)
+        comments = []
+        touched = False
+        if at is not None and pull.state == "open" and not pull.merged:
+            comments = await self.client.comments(number)
+            touched = outcomes.touched_by_human(
+                pull.author,
+                (c.author for c in comments),
+                await self.client.review_authors(number),
+                await self.client.commit_authors(number),
+            )
+        plan = outcomes.follow_up(
+            RevertPull(pull.state, pull.merged, touched),
+            at,
+            action=self.settings.stand_down,
+            close_touched=self.settings.close_touched,
+        )
+        if plan.step is Step.KEEP or plan.outcome is None:
+            return
+        if plan.step is Step.RECORD:
+            if await self.ledger.set_outcome(entry.revision, plan.outcome.value, now):
+                log.msg(f"buildbot-revert: {entry.revision[:12]}: {plan.why} (#{number})")
+            return
+        if not any(c.body.startswith(STAND_DOWN_MARKER) for c in comments):
+            closing = plan.step is Step.CLOSE
+            await self.client.comment(number, stand_down_comment(plan.why, closing, touched))
+        if plan.step is Step.CLOSE:
+            await self.client.close_pull(number)
+        elif plan.step is Step.MARK:
+            await self.client.add_labels(number, [NO_LONGER_NEEDED])
+        if await self.ledger.set_outcome(entry.revision, Outcome.SUPERSEDED.value, now):
+            log.msg(
+                f"buildbot-revert: {entry.revision[:12]}: stood down revert PR #{number} "
+                f"({plan.step.value}): {plan.why}"
+            )
+            author = await self._culprit_author(entry)
+            self.notify(
+                Notice(
+                    NoticeKind.STOOD_DOWN,
+                    entry.revision,
+                    entry.title or "",
+                    author or "the change's author",
+                    tuple(dict.fromkeys(q.builder for q in qualified)),
+                    entry.revert_url,
+                    plan.why,
+                    author_login=author,
+                )
+            )
+
+    async def _culprit_author(self, entry: Entry) -> str | None:
+        """The culprit PR's author as GitHub knows them (None: unknown or unreachable)."""
+        if entry.culprit_pr is None or self.client is None:
+            return None
+        try:
+            return (await self.client.get_pull(entry.culprit_pr)).author or None
+        except GitHubError:
+            return None
+
+    # -- relands ---------------------------------------------------------------------
+
+    def relands(self, changes: Iterable[Change]) -> list[tuple[str, str]]:
+        """(merged revision, reland revision) for each change that re-applies a merged revert's."""
+        found = []
+        for change in changes:
+            for revision, title in self._merged:
+                if change.revision != revision and outcomes.is_reland(change, title):
+                    found.append((revision, change.revision))
+        return found
+
+    async def note_changes(self, changes: Iterable[Change]) -> None:
+        """Link each reland from the row of the change it re-applies."""
+        for revision, reland in self.relands(changes):
+            now = self.clock.seconds()
+            if await self.ledger.set_outcome(
+                revision, Outcome.RELANDED.value, now, unless=("merged",), reland=reland
+            ):
+                log.msg(f"buildbot-revert: {revision[:12]} was relanded as {reland[:12]}")
+            self._merged = [(r, t) for r, t in self._merged if r != revision]

@@ -1,0 +1,64 @@
+"""The churn a backtest's revert PRs would have caused: how many a fix made unnecessary.
+
+The plugin follows each revert PR it filed and stands it down once every
+builder that qualified went green on the branch without it
+(:func:`buildbot_revert.core.outcomes.stand_down_at`, the one rule both
+shells apply).  A history holds no revert the plugin filed, so every green
+build in it is "without the revert": applied to each filed revert of a
+replay (after a grace period, if one was applied: ``filed_at`` is then when
+it was filed), the rule says which would have been stood down because a fix
+landed first, and how long each would have stayed open.
+"""
+
+from __future__ import annotations
+
+from statistics import median
+from typing import NamedTuple
+
+from buildbot_revert.core.outcomes import stand_down_at
+from simulator.analysis.grace import qualifications
+from simulator.analysis.replay import ReplayResult
+
+
+class StandDowns(NamedTuple):
+    """The filed reverts a fix made unnecessary before the window ended."""
+
+    filed: int
+    stood_down: int
+    # Seconds each stood-down revert PR stayed open, in filing order.
+    open_for: tuple[float, ...]
+    # The stood-down revisions, and when each stood down, in the same order.
+    revisions: tuple[str, ...] = ()
+    stood_down_at: tuple[float, ...] = ()
+
+    @property
+    def median_open(self) -> float | None:
+        return median(self.open_for) if self.open_for else None
+
+    def as_json(self) -> dict[str, int | float | None]:
+        middle = self.median_open
+        return {
+            "filed": self.filed,
+            "stood_down": self.stood_down,
+            "median_hours_open": None if middle is None else round(middle / 3600, 2),
+        }
+
+
+def stand_downs(result: ReplayResult) -> StandDowns:
+    """Apply the core's stand-down rule to every revert the replay filed."""
+    known = qualifications(result)
+    now = result.window_end
+    open_for: list[float] = []
+    revisions: list[str] = []
+    times: list[float] = []
+    proposals = result.proposals()
+    for proposal in proposals:
+        filed_at = proposal.request.filed_at
+        at = stand_down_at(filed_at, known.get(proposal.request.revision, ()), now)
+        if at is not None:
+            open_for.append(at - filed_at)
+            revisions.append(proposal.request.revision)
+            times.append(at)
+    return StandDowns(
+        len(proposals), len(open_for), tuple(open_for), tuple(revisions), tuple(times)
+    )

@@ -58,7 +58,7 @@ from simulator.synthetic.worker_faults import RedMachine, WorkerPlan
 _DAY = 86400.0
 _HOUR = 3600.0
 # Episodes per kind in a year (assumption; scaled to a shorter window).
-DOCS_BEFORE_WORLD = 6
+DOCS_BEFORE_WORLD = 3
 IDLE_BRANCH = 3
 UNSTABLE_ALONE = 4
 # A change is "alone" when nothing else landed on its branch this long

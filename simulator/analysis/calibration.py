@@ -49,6 +49,7 @@ class Figure:
 
     id: str
     measure: str
+    name: str  # short, for the reports' tables
     figure: str
     source: str
     reported: str
@@ -120,6 +121,7 @@ class Row:
         f, m = self.figure, self.measured
         return {
             "id": f.id,
+            "name": f.name,
             "figure": f.figure,
             "source": f.source,
             "reported": f.reported,

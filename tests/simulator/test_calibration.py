@@ -245,3 +245,61 @@ def test_a_real_history_has_no_calibration(tiny: HistoryStore) -> None:
     with tiny.transaction():
         tiny.set_meta("source", "imported")
     assert calibration_of(tiny) is None
+
+
+# -- the reports --------------------------------------------------------------
+
+
+def _reports(path: Path) -> dict[str, str]:
+    from buildbot_revert.core.policy import Policy
+    from simulator.analysis.replay import Selection, replay
+    from simulator.reports.model import build_report
+    from simulator.reports.render import render_report
+
+    store = HistoryStore(path)
+    try:
+        result = replay(store, Policy(), Selection())
+        out = {}
+        for fmt in ("markdown", "json", "text"):
+            ctx = build_report(store, result, rich=fmt == "markdown")
+            out[fmt] = render_report(ctx, fmt)
+    finally:
+        store.close()
+    return out
+
+
+def test_the_reports_of_a_synthetic_history_open_with_its_calibration(tmp_path: Path) -> None:
+    from simulator.synthetic.generator import generate
+
+    path = tmp_path / "generated.sqlite"
+    generate(path, seed=3, days=4, builders=12)
+    reports = _reports(path)
+    md = reports["markdown"].splitlines()
+    # Right under the title, before the summary.
+    assert md[:3] == ["# Revert policy backtest", "", "## This is a synthetic year"]
+    header = md.index("| figure | source | target | this year | |")
+    rows = md[header + 2 : md.index("", header)]
+    figures = load_figures()
+    assert len(rows) == len(figures)
+    assert rows[0].startswith(f"| {figures[0].name} | ")
+    doc = json.loads(reports["json"])["calibration"]
+    assert doc["synthetic"] is True and doc["seed"] == "3"
+    assert [f["id"] for f in doc["figures"]] == [f.id for f in figures]
+    for f in doc["figures"]:
+        assert f["status"] in ("ok", "known miss", "out of tolerance")
+        assert f["source"] and f["target"] and f["shown"]
+    # A four-day history of twelve builders is far from the real year:
+    # the table says so rather than hiding it.
+    assert any(f["status"] == "out of tolerance" for f in doc["figures"])
+    (line,) = [x for x in reports["text"].splitlines() if x.startswith("Synthetic year:")]
+    assert f"of {len(figures)} figures of the real fleet within tolerance" in line
+    assert "out of tolerance: " in line
+
+
+def test_the_reports_of_a_real_history_have_no_calibration(tmp_path: Path) -> None:
+    from tests.simulator.reports_fixtures import make_history
+
+    reports = _reports(make_history(tmp_path / "real.sqlite"))
+    assert "synthetic" not in reports["markdown"]
+    assert "calibration" not in json.loads(reports["json"])
+    assert "Synthetic year" not in reports["text"]

@@ -65,7 +65,7 @@ class Figure:
     def target(self) -> str:
         """The tolerance, in words."""
         if self.check == "covers":
-            return f"p10 <= {_number(self.reported_value, self.unit)} <= p90"
+            return f"p10 ≤ {_number(self.reported_value, self.unit)} ≤ p90"
         if self.low == self.high:
             return _number(self.low, self.unit)
         return f"{_number(self.low, self.unit)} to {_number(self.high, self.unit)}"

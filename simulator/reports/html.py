@@ -134,13 +134,10 @@ def _calibration(ctx: ReportContext) -> list[str]:
         return []
     rows = []
     for line in cal.lines:
-        status = line.status
-        if line.known_miss and status != "ok":
-            status += f": {line.known_miss}"
         rows.append(
             f"<tr><td title='{text(line.figure)}'>{text(line.name)}</td><td>{text(line.source)}"
             f"</td><td>{text(line.target)}</td><td class=n>{text(line.value)}</td>"
-            f"<td>{text(status)}</td></tr>"
+            f"<td>{text(line.verdict)}</td></tr>"
         )
     return [
         "<section id=calibration>",

@@ -97,12 +97,9 @@ def _calibration(ctx: ReportContext) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for line in cal.lines:
-        status = line.status
-        if line.known_miss and status != "ok":
-            status += f": {line.known_miss}"
         out.append(
             f"| {escape(line.name)} | {escape(line.source)} | {escape(line.target)} "
-            f"| {escape(line.value)} | {escape(status)} |"
+            f"| {escape(line.value)} | {escape(line.verdict)} |"
         )
     return [*out, ""]
 

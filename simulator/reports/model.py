@@ -102,6 +102,13 @@ class CalibrationLine:
     known_miss: str | None
     doc: dict[str, Any]  # the row as the JSON report carries it
 
+    @property
+    def verdict(self) -> str:
+        """The status as the tables show it: a known miss says why."""
+        if self.known_miss and self.status != "ok":
+            return f"{self.status}: {self.known_miss}"
+        return self.status
+
 
 @dataclass(frozen=True)
 class Calibration:

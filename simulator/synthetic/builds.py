@@ -165,6 +165,16 @@ class BuilderRun:
         self.active = [r for r in self.active if r.end > rev]
         self._trigger(start, first, last)
         outcome = self._outcome(start, rev)
+        completed = self._record(start, outcome, first, last)
+        if completed is None:
+            return None
+        self.built = last
+        return completed, outcome.result == Result.RETRY
+
+    def _record(
+        self, start: float, outcome: _Outcome, first: int, last: int, branch: str | None = None
+    ) -> float | None:
+        """Record the build; when it completed, or ``None`` if that is past the window."""
         completed = start + outcome.duration
         if completed >= self.window[1]:
             return None
@@ -181,10 +191,10 @@ class BuilderRun:
                 outcome.steps,
                 outcome.cause,
                 outcome.cause_change,
+                branch,
             )
         )
-        self.built = last
-        return completed, outcome.result == Result.RETRY
+        return completed
 
     def _trigger(self, start: float, first: int, last: int) -> None:
         """Start a waiting world change if this build holds its change alone after green.
@@ -369,25 +379,9 @@ class PullRequestRun(BuilderRun):
         if start >= self.window[1]:
             return None
         outcome = self._pr_outcome(start, sourcestamp)
-        completed = start + outcome.duration
-        if completed >= self.window[1]:
+        completed = self._record(start, outcome, 0, 0, pull_request_ref(sourcestamp))
+        if completed is None:
             return None
-        self.number += 1
-        self.records.append(
-            BuildRecord(
-                self.index,
-                self.number,
-                outcome.result,
-                start,
-                completed,
-                0,
-                0,
-                outcome.steps,
-                outcome.cause,
-                None,
-                pull_request_ref(sourcestamp),
-            )
-        )
         return completed, outcome.result == Result.RETRY
 
     def _pr_outcome(self, start: float, number: int) -> _Outcome:

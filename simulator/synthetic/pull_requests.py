@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 
 from simulator.synthetic.rhythm import day_factor
 
-# Labelled pull requests per weekday-weighted day (assumption).
+# Labelled pull requests per weekday-weighted day (assumption, fitted so
+# that the fleet runs about the real master's 1,275 builds a day).
 LABELS_PER_DAY = 5.0
 # PR numbers: about #113,500 on 1 January 2024, 40 more a day; a labelled
 # pull request was opened up to a couple of weeks before (assumption).

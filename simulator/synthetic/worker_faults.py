@@ -134,7 +134,7 @@ def plan_workers(
 INFRA_PER_YEAR = {True: 0.3, False: 4.0}
 
 # Maintenance windows (assumption, version 6): a stable worker is taken down
-# for an OS or toolchain upgrade about twice a year, for hours, and comes
+# for an OS or toolchain upgrade about three times a year, for hours, and comes
 # back broken for weeks (a missing package, a changed compiler), every
 # builder of it red until an administrator fixes it and forces a build.  The
 # real fleet had 36 stable builders red at one moment, none of whose streaks

@@ -206,13 +206,17 @@ def pull_request_ref(number: int) -> str:
 
 
 def pull_request_builders(fleet: list[BuilderSpec]) -> list[BranchBuilder]:
-    """A ``"<name> PR"`` builder for every stable machine, on the same worker.
+    """A ``"<name> PR"`` builder for the stable machines, on the same worker.
 
     buildbot.python.org builds a pull request labelled ``test-with-buildbots``
     on the stable builders' pull-request twins (tagged ``PullRequest``),
-    which run on the same workers as the ``main`` builders (assumption: the
-    stable machines only, as the label is meant to test what would block a
-    release).
+    which run on the same workers as the ``main`` builders.  Assumptions:
+    the stable machines only, as the label is meant to test what would
+    block a release, and not their slowest variants (refleak, big-memory,
+    sanitizer builds take hours): a worker serves the oldest request first,
+    and a pull request's requests are never collapsed, so hours-long
+    pull-request builds for every label would starve the worker's ``main``
+    builders, which the real fleet's are not.
     """
     return [
         BranchBuilder(
@@ -224,5 +228,5 @@ def pull_request_builders(fleet: list[BuilderSpec]) -> list[BranchBuilder]:
             pull_requests=True,
         )
         for s in fleet
-        if s.stable
+        if s.stable and not (s.refleak or s.sanitizer or "BigMem" in s.name or "Bigmem" in s.name)
     ]

@@ -19,7 +19,7 @@ from simulator.synthetic.rhythm import day_factor
 
 # Labelled pull requests per weekday-weighted day (assumption, fitted so
 # that the fleet runs about the real master's 1,275 builds a day).
-LABELS_PER_DAY = 5.0
+LABELS_PER_DAY = 4.5
 # PR numbers: about #113,500 on 1 January 2024, 40 more a day; a labelled
 # pull request was opened up to a couple of weeks before (assumption).
 _PR_AT_2024 = 113_500

@@ -67,11 +67,11 @@ _HOURS = (
     0.7,
     0.5,
 )
-# Commits per weekday-weighted day; ~4,900 changes on main in 2024 before
-# fixes (version 6; 11 a day before).  CPython's main took 13-16 commits a
-# day in 2024 (assumption, as recalled from its git log); more commits per
+# Commits per weekday-weighted day; ~5,600 changes on main in 2024 before
+# fixes (version 6; 11 a day before).  CPython's main took about 16 commits
+# a day in 2024 (assumption, as recalled from its git log); more commits per
 # build hour make busy workers collapse more changes into each build.
-DAILY_RATE = 14.0
+DAILY_RATE = 16.0
 
 
 def _poisson(rng: random.Random, lam: float) -> int:

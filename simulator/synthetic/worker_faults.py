@@ -128,10 +128,10 @@ def plan_workers(
 
 
 # Infrastructure faults per worker and year (assumption): unstable 4;
-# stable 0.3 since version 6 (2 before), so that the bare structural rule's
+# stable 0.2 since version 6 (2 before), so that the bare structural rule's
 # wrong reverts on stable builders come near the maintainers' count
 # (docs/calibration.md: about 4 proposals a year in all).
-INFRA_PER_YEAR = {True: 0.3, False: 4.0}
+INFRA_PER_YEAR = {True: 0.2, False: 4.0}
 
 # Maintenance windows (assumption, version 6): a stable worker is taken down
 # for an OS or toolchain upgrade about three times a year, for hours, and comes

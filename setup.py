@@ -18,6 +18,9 @@ setup(
     packages=find_packages(
         include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
     ),
+    # The calibration figures are data beside the module that measures them:
+    # a plain (non-editable) install must ship them too.
+    package_data={"simulator.analysis": ["calibration.toml"]},
     install_requires=[
         "click>=8.1",
         # Where the shipped history and pulled histories live per user

@@ -2,7 +2,8 @@
 
 The page fetches nothing: its Content-Security-Policy forbids it, and the
 charts are inline SVG (:mod:`.charts`), so the file shows the same offline,
-in a mail attachment or years later.  Tables: the summary with the
+in a mail attachment or years later.  Tables: for a generated history,
+first how it compares with the real fleet (its calibration), then the summary with the
 confirmation estimates (and why they differ from the labels), what each
 evidence guard declined, cost and saved, the proposed reverts with links to
 their builds, commits and pull requests when the history knows where those
@@ -54,6 +55,7 @@ def render_html(ctx: ReportContext) -> str:
     palette = charts.colours(reasons)
     body = [
         "<h1>Revert policy backtest</h1>",
+        *_calibration(ctx),
         _summary(ctx),
         "<h2>Proposed reverts per month</h2>",
         _figure("chart-months", charts.months_chart(ctx), "Revert pull requests filed, per month."),
@@ -125,6 +127,33 @@ def _legend(palette: dict[str, str]) -> str:
 
 
 # -- tables -------------------------------------------------------------------
+
+
+def _calibration(ctx: ReportContext) -> list[str]:
+    """A generated history says so first, and how it compares with the real fleet."""
+    cal = ctx.calibration
+    if cal is None:
+        return []
+    rows = []
+    for line in cal.lines:
+        rows.append(
+            f"<tr><td title='{text(line.figure)}'>{text(line.name)}</td><td>{text(line.source)}"
+            f"</td><td>{text(line.target)}</td><td class=n>{text(line.value)}</td>"
+            f"<td>{text(line.verdict)}</td></tr>"
+        )
+    return [
+        "<section id=calibration>",
+        "<h2>This is a synthetic year</h2>",
+        f"<p>The history was made by the generator (version {text(cal.generator_version or '?')},"
+        f" seed {text(cal.seed or '?')}), not recorded on a real master. How it compares with "
+        "what is known of the real fleet (docs/calibration.md; the figures are "
+        "<code>simulator/analysis/calibration.toml</code>):</p>",
+        "<table><tr><th>figure</th><th>source</th><th>target</th><th class=n>this year</th>"
+        "<th></th></tr>",
+        *rows,
+        "</table>",
+        "</section>",
+    ]
 
 
 def _summary(ctx: ReportContext) -> str:

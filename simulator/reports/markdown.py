@@ -1,15 +1,16 @@
 """The Markdown rendering of a replay, for pasting into a policy discussion.
 
-It renders on GitHub: summary (with the confirmation estimates and why they
-differ from the labels), proposed reverts per month, the verdict breakdown,
-what each evidence guard declined, cost and saved, the proposed reverts with
-links to their builds and pull requests, the breakages the policy missed,
-and the blind spots; a sweep renders as its comparison table.  Everything
-comes from the report model (:mod:`.model`), computed once for every
-format.  Commit
-titles, authors and builder names are untrusted: they are escaped so that
-they can neither break a table, inject markup or control characters, nor
-ping anybody when the report is pasted on GitHub.
+It renders on GitHub: for a generated history, first how it compares
+with the real fleet (its calibration), then the summary (with the
+confirmation estimates and why they differ from the labels), proposed
+reverts per month, the verdict breakdown, what each evidence guard
+declined, cost and saved, the proposed reverts with links to their builds
+and pull requests, the breakages the policy missed, and the blind spots; a
+sweep renders as its comparison table.  Everything comes from the report
+model (:mod:`.model`), computed once for every format.  Commit titles,
+authors and builder names are untrusted: they are escaped so that they can
+neither break a table, inject markup or control characters, nor ping
+anybody when the report is pasted on GitHub.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from simulator.reports.model import (
 
 def render_markdown(ctx: ReportContext) -> str:
     """The backtest as Markdown."""
-    out = _summary(ctx)
+    out = ["# Revert policy backtest", "", *_calibration(ctx), *_summary(ctx)]
     out += _per_month(ctx)
     out += _verdicts(ctx)
     out += _guards(ctx)
@@ -46,8 +47,6 @@ def _summary(ctx: ReportContext) -> list[str]:
     result, ev = ctx.result, ctx.evaluation
     proposals = result.proposals()
     out = [
-        "# Revert policy backtest",
-        "",
         f"{result.builds:,} builds on {len(result.builders)} builders, "
         f"{day(result.first_build_at)} to {day(result.last_build_at)}; revert after "
         f"{result.policy.failures} consecutive failures following a green build when the "
@@ -83,6 +82,30 @@ def _summary(ctx: ReportContext) -> list[str]:
     if note is not None:
         out += ["", note]
     return out
+
+
+def _calibration(ctx: ReportContext) -> list[str]:
+    """A generated history says so first, and how it compares with the real fleet."""
+    cal = ctx.calibration
+    if cal is None:
+        return []
+    out = [
+        "## This is a synthetic year",
+        "",
+        f"The history was made by the generator (version {escape(cal.generator_version or '?')}, "
+        f"seed {escape(cal.seed or '?')}), not recorded on a real master. How it compares "
+        "with what is known of the real fleet (docs/calibration.md; the figures are "
+        "`simulator/analysis/calibration.toml`):",
+        "",
+        "| figure | source | target | this year | |",
+        "|---|---|---|---|---|",
+    ]
+    for line in cal.lines:
+        out.append(
+            f"| {escape(line.name)} | {escape(line.source)} | {escape(line.target)} "
+            f"| {escape(line.value)} | {escape(line.verdict)} |"
+        )
+    return [*out, ""]
 
 
 def _per_month(ctx: ReportContext) -> list[str]:

@@ -2,7 +2,8 @@
 
 The reports need more than the replay: the evaluation against the labels,
 what each evidence guard declined, the blind spots, the confirmation
-estimates, and where to link (the master's URL, the GitHub repository),
+estimates, for a generated history its calibration against the real fleet
+(:class:`Calibration`), and where to link (the master's URL, the GitHub repository),
 which the history file records in its ``meta`` table.  Gathering it here,
 once for every format, keeps the renderers (:mod:`.text`, :mod:`.markdown`,
 :mod:`.html`) free of store access and of the analysis: they render this
@@ -19,11 +20,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
+from simulator.analysis.calibration import calibrate, is_synthetic
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
 from simulator.analysis.evaluation import (
     DEFAULT_MERGE_DELAY,
@@ -93,6 +96,73 @@ def age_hours(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds / _HOUR, 1)
 
 
+@dataclass(frozen=True)
+class CalibrationLine:
+    """One row of a synthetic history's calibration, as the reports show it."""
+
+    name: str
+    figure: str
+    source: str
+    target: str
+    value: str  # the measured value, in words
+    status: str  # "ok", "known miss" or "out of tolerance"
+    known_miss: str | None
+    doc: dict[str, Any]  # the row as the JSON report carries it
+
+    @property
+    def verdict(self) -> str:
+        """The status as the tables show it: a known miss says why."""
+        if self.known_miss and self.status != "ok":
+            return f"{self.status}: {self.known_miss}"
+        return self.status
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How a generated history compares with the real fleet's published figures."""
+
+    generator_version: str | None
+    seed: str | None
+    lines: tuple[CalibrationLine, ...]
+
+    @property
+    def within(self) -> int:
+        """Rows within their tolerance."""
+        return sum(line.status == "ok" for line in self.lines)
+
+    @property
+    def known_misses(self) -> int:
+        return sum(line.status == "known miss" for line in self.lines)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "synthetic": True,
+            "generator_version": self.generator_version,
+            "seed": self.seed,
+            "figures": [line.doc for line in self.lines],
+        }
+
+
+def calibration_of(store: HistoryStore) -> Calibration | None:
+    """The calibration table of a generated history; ``None`` for a real one."""
+    if not is_synthetic(store):
+        return None
+    lines = tuple(
+        CalibrationLine(
+            row.figure.name,
+            row.figure.figure,
+            row.figure.source,
+            row.figure.target,
+            row.shown,
+            row.status,
+            row.figure.known_miss,
+            row.as_json(),
+        )
+        for row in calibrate(store)
+    )
+    return Calibration(store.get_meta("generator_version"), store.get_meta("seed"), lines)
+
+
 @dataclass
 class ReportContext:
     """A backtest report: the replay, and what the reports show beside it."""
@@ -111,6 +181,9 @@ class ReportContext:
     guards: list[GuardRow] = field(default_factory=list)
     # What people did on GitHub about each proposal (``simulate --github``).
     github: GitHubOutcomes | None = None
+    # For a generated history, how it compares with the real fleet (the
+    # reports open with it); ``None`` for a real one.
+    calibration: Calibration | None = None
 
     @classmethod
     def of_replay(
@@ -354,8 +427,11 @@ def build_report(store: HistoryStore, result: ReplayResult, *, rich: bool) -> Re
     evaluation = evaluate(result, labels) if labels is not None else None
     guards = guard_table(result, labels)
     if rich:
-        return gather(store, result, evaluation, guards)
-    return ReportContext.of_replay(result, evaluation, guards)
+        ctx = gather(store, result, evaluation, guards)
+    else:
+        ctx = ReportContext.of_replay(result, evaluation, guards)
+    ctx.calibration = calibration_of(store)
+    return ctx
 
 
 # The meta values end up in links: only plain web addresses get through, so

@@ -86,6 +86,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
         doc["evaluation"] = ctx.evaluation.as_json()
     if ctx.github is not None:
         doc["github"] = ctx.github.as_json()
+    if ctx.calibration is not None:
+        doc["calibration"] = ctx.calibration.as_json()
     return doc
 
 
@@ -163,6 +165,7 @@ def render_text(ctx: ReportContext) -> str:
         f"Policy: revert after {result.policy.failures} consecutive failures following a "
         "green build, when the first failing build holds exactly one change.",
         _printable(ctx.selection_line),
+        *_calibration_lines(ctx),
         "",
         f"Red streaks: {len(result.streaks):,}",
         f"Revert pull requests that would have been filed: {len(result.proposals())}",
@@ -181,6 +184,21 @@ def render_text(ctx: ReportContext) -> str:
     lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
     return "\n".join(lines) + "\n"
+
+
+def _calibration_lines(ctx: ReportContext) -> list[str]:
+    """One line for a generated history: how many figures match the real fleet's."""
+    cal = ctx.calibration
+    if cal is None:
+        return []
+    total = len(cal.lines)
+    line = f"Synthetic year: {cal.within} of {total} figures of the real fleet within tolerance"
+    if cal.known_misses:
+        line += f", {cal.known_misses} known misses"
+    off = [x.name for x in cal.lines if x.status == "out of tolerance"]
+    if off:
+        line += f"; out of tolerance: {', '.join(off)}"
+    return [_printable(line + " (the Markdown and HTML reports show the table).")]
 
 
 def _grace_lines(ctx: ReportContext) -> list[str]:

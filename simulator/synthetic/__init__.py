@@ -29,7 +29,9 @@ Theory of operation
    update) fails one builder's tests from the build holding exactly one
    innocent change: a documentation-only change on a stable ``main``
    builder, an ordinary change on an unstable one, the first backport
-   after weeks on a security branch.
+   after weeks on a security branch.  **Maintenance windows** take a
+   stable worker down for hours and leave its machine red for weeks, with
+   forced builds (no change) when it is back and once it is fixed.
 5. **Scheduling.**  Per worker, Buildbot's behaviour
    (:mod:`~simulator.synthetic.schedule`): each scheduler's
    ``treeStableTimer`` turns changes into build requests (30 s; one hour for
@@ -41,6 +43,12 @@ Theory of operation
    blamelist of a build is therefore a contiguous run of its branch's
    changes: those new since the builder's previous build.  The history
    starts with a warm-up month before the window (meta ``warmup_start``).
+   Every stable machine also has a pull-request builder (``"<name> PR"``,
+   tagged ``PullRequest``) on its worker, building pull requests labelled
+   for the buildbots (:mod:`~simulator.synthetic.pull_requests`):
+   ``refs/pull/N/merge``, no change, never collapsed; they hold the workers,
+   so ``main``'s requests wait and collapse more.  Three stable ``main``
+   builders' change data is scrubbed (no blamelists).
 6. **Branches.**  Backports of ``main``'s changes land on the maintained
    branches (:mod:`~simulator.synthetic.branches`) as changes of their own
    (40-hex revision, ``[3.13] ... (GH-N) (#M)`` title, ``branch`` set); each
@@ -56,9 +64,9 @@ Theory of operation
    lost to the worker (EXCEPTION, RETRY, CANCELLED, SKIPPED), an
    infrastructure fault, the breakages/environment faults/always-red state
    active (the earliest one is the labelled cause; their failures all show
-   in the log, a compile error hides the tests), a flaky test (usually
-   isolated, sometimes failing two to four builds in a row), a flaky test
-   that passed on re-run (WARNINGS), or SUCCESS.  Log tails come from
+   in the log, a compile error hides the tests), a flaky test that failed
+   its re-run too (almost always isolated), a flaky test that passed on
+   re-run (WARNINGS), or SUCCESS.  Log tails come from
    :mod:`~simulator.synthetic.log_tails` and
    :mod:`~simulator.synthetic.regrtest_tails`.
 8. **Writing.**  Everything goes into a temporary SQLite file beside the
@@ -69,7 +77,9 @@ Theory of operation
 :mod:`~simulator.synthetic.generator` composes these parts
 (:func:`~simulator.synthetic.generator.generate`) and keeps the shipped
 history up to date
-(:func:`~simulator.synthetic.generator.ensure_shipped_history`).  Every
+(:func:`~simulator.synthetic.generator.ensure_shipped_history`).  How the
+result compares with the real fleet's published figures is measured by
+:mod:`simulator.analysis.calibration` (history/README.md, Calibration).  Every
 random choice comes from ``random.Random`` objects seeded from the seed
 (one per builder for its builds' outcomes, one per worker for its queue,
 one for the backports and their breakages); nothing reads the clock.

@@ -157,6 +157,12 @@ class BranchBuilder:
     name: str
     tags: tuple[str, ...]
     new: bool  # created during the history (its branch was)
+    # A pull-request builder (``"<name> PR"``): builds labelled pull
+    # requests, ``refs/pull/N/merge``, holding no change.
+    pull_requests: bool = False
+    # Its builds' change data is gone (docs/calibration.md: three builders
+    # had theirs scrubbed): the history records no blamelist for them.
+    scrubbed: bool = False
 
 
 def history_builders(fleet: list[BuilderSpec], first: float) -> list[BranchBuilder]:
@@ -185,3 +191,42 @@ def history_builders(fleet: list[BuilderSpec], first: float) -> list[BranchBuild
 def _version(name: str) -> tuple[int, int]:
     major, minor = name.split(".")
     return int(major), int(minor)
+
+
+# The tag python/buildmaster-config gives its pull-request builders, and the
+# ``branch`` key their builds are filed under here (each build records its
+# own ``refs/pull/N/merge``).
+PULL_REQUEST_TAG = "PullRequest"
+PULL_REQUEST_BRANCH = "refs/pull"
+
+
+def pull_request_ref(number: int) -> str:
+    """The branch a pull request's build builds: GitHub's merge ref."""
+    return f"{PULL_REQUEST_BRANCH}/{number}/merge"
+
+
+def pull_request_builders(fleet: list[BuilderSpec]) -> list[BranchBuilder]:
+    """A ``"<name> PR"`` builder for the stable machines, on the same worker.
+
+    buildbot.python.org builds a pull request labelled ``test-with-buildbots``
+    on the stable builders' pull-request twins (tagged ``PullRequest``),
+    which run on the same workers as the ``main`` builders.  Assumptions:
+    the stable machines only, as the label is meant to test what would
+    block a release, and not their slowest variants (refleak, big-memory,
+    sanitizer builds take hours): a worker serves the oldest request first,
+    and a pull request's requests are never collapsed, so hours-long
+    pull-request builds for every label would starve the worker's ``main``
+    builders, which the real fleet's are not.
+    """
+    return [
+        BranchBuilder(
+            s,
+            PULL_REQUEST_BRANCH,
+            f"{s.name} PR",
+            (*s.tags, PULL_REQUEST_TAG),
+            False,
+            pull_requests=True,
+        )
+        for s in fleet
+        if s.stable and not (s.refleak or s.sanitizer or "BigMem" in s.name or "Bigmem" in s.name)
+    ]

@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 import bisect
+import json
 import math
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -18,18 +20,24 @@ from typing import NamedTuple
 from simulator.formatting import iso
 from simulator.history import paths
 from simulator.history.store import peek_meta
-from simulator.synthetic.branches import BranchBuilder, history_builders
+from simulator.synthetic.branches import (
+    BranchBuilder,
+    branch_named,
+    history_builders,
+    pull_request_builders,
+)
 from simulator.synthetic.breakages import Breakage
-from simulator.synthetic.builds import BuilderRun
+from simulator.synthetic.builds import BuilderRun, PullRequestRun
 from simulator.synthetic.changes import NEVER_INDEX, ChangeFactory
 from simulator.synthetic.fleet import build_fleet
 from simulator.synthetic.landings import branch_changes, main_changes
+from simulator.synthetic.pull_requests import labelled_pull_requests
 from simulator.synthetic.schedule import run_workers
 from simulator.synthetic.worker_faults import RedMachine, WorkerPlan, always_red, plan_workers
 from simulator.synthetic.world import Trigger, plan_world
 from simulator.synthetic.writer import GenerationStats, History, write_atomically
 
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 # The history is "exported" a few days after the window closes; with the
 # log horizon applied, logs older than 180 days before that are gone.
 EXPORT_DELAY_S = 3 * 86400
@@ -126,12 +134,67 @@ def _simulate(seed: int, window: _Window, n_builders: int | None, meta: dict[str
     world = plan_world(
         seed, fleet, builders, changes, (breakages, plans, reds), (window.start, window.end)
     )
-    runs = _builder_runs(builders, seed, breakages, reds, plans, times, window, world)
-    run_workers(builders, [run.start for run in runs], times, plans, seed, window.end)
+    builders = _scrub(builders, seed, {t.builder for t in world})
+    meta = {**meta, "scrubbed_builders": json.dumps([b.name for b in builders if b.scrubbed])}
+    runs: list[BuilderRun] = _builder_runs(
+        builders, seed, breakages, reds, plans, times, window, world
+    )
+    pr_builders = pull_request_builders(fleet)
+    runs += [
+        PullRequestRun(b, len(builders) + i, seed, plans[b.spec.worker], (window.first, window.end))
+        for i, b in enumerate(pr_builders)
+    ]
+    labelled = labelled_pull_requests(random.Random(f"{seed}:pulls"), window.first, window.end)
+    extra = {b.name: list(labelled) for b in pr_builders}
+    extra.update(_forced_builds(builders, plans, times))
+    builders = builders + pr_builders
+    run_workers(builders, [run.start for run in runs], times, plans, seed, window.end, extra)
     records = sorted(
         (record for run in runs for record in run.records), key=lambda r: (r.completed, r.builder)
     )
     return History(builders, changes, breakages, records, meta)
+
+
+# Builders whose change data is gone (docs/calibration.md: "three had had
+# their change data scrubbed"): stable main builders, chosen at random.
+SCRUBBED = 3
+# The source stamp of a forced build's request: before every change, so the
+# build adds none to the blamelists (BuilderRun.start builds what it built).
+FORCED = -1
+
+
+def _scrub(builders: list[BranchBuilder], seed: int, spared: set[str]) -> list[BranchBuilder]:
+    """``builders`` with :data:`SCRUBBED` stable main builders marked as scrubbed.
+
+    Builders a world change waits for are spared: its ground truth is a
+    build holding one change, which a scrubbed builder would not show.
+    """
+    candidates = [
+        b.name for b in builders if b.branch == "main" and b.spec.stable and b.name not in spared
+    ]
+    rng = random.Random(f"{seed}:scrubbed")
+    chosen = set(rng.sample(candidates, min(SCRUBBED, len(candidates))))
+    return [replace(b, scrubbed=True) if b.name in chosen else b for b in builders]
+
+
+def _forced_builds(
+    builders: list[BranchBuilder], plans: dict[str, WorkerPlan], times: dict[str, list[float]]
+) -> dict[str, list[tuple[float, int]]]:
+    """The forced build requests on every builder of a worker fixed after maintenance.
+
+    A forced build holds no change (Buildbot attaches none to it): its
+    request's source stamp is :data:`FORCED`, which adds nothing to the
+    builder's blamelists; none on a branch with no change yet or past its
+    end of life.
+    """
+    out: dict[str, list[tuple[float, int]]] = {}
+    for b in builders:
+        eol = math.inf if b.branch == "main" else branch_named(b.branch).eol
+        landed = times.get(b.branch, [])
+        for t in plans[b.spec.worker].forced:
+            if bisect.bisect_right(landed, t) and t < eol:
+                out.setdefault(b.name, []).append((t, FORCED))
+    return out
 
 
 def _builder_runs(

@@ -24,8 +24,9 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from simulator.synthetic.branches import BranchBuilder
 from simulator.synthetic.worker_faults import WorkerPlan
@@ -53,6 +54,31 @@ class Lane:
     sourcestamp: int = 0
     free_at: float = -math.inf  # the lane's previous build (or retry wait) ends
     done: bool = False  # the window closed for this lane
+    # Buildbot collapses only requests for the same branch: a pull-request
+    # builder's requests (one per pull request) wait in turn instead.
+    collapse: bool = True
+    queue: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def arrive(self, t: float, sourcestamp: int) -> None:
+        """A request arrives: it collapses the unclaimed one, or queues behind it."""
+        if self.collapse:
+            self.pending_at = t  # the newest request survives the collapse
+            self.sourcestamp = sourcestamp
+            return
+        self.queue.append((t, sourcestamp))
+        if self.pending_at is None:
+            self.pending_at, self.sourcestamp = self.queue[0]
+
+    def claimed(self) -> None:
+        """The unclaimed request started a build (that was not retried)."""
+        if self.collapse or not self.queue:
+            self.pending_at = None
+            return
+        self.queue.popleft()
+        if self.queue:
+            self.pending_at, self.sourcestamp = self.queue[0]
+        else:
+            self.pending_at = None
 
 
 def run_worker(
@@ -75,9 +101,7 @@ def run_worker(
         while ai < n_arrivals and arrivals[ai][0] <= now:
             t, li, ss = arrivals[ai]
             ai += 1
-            lane = lanes[li]
-            lane.pending_at = t  # the newest request survives the collapse
-            lane.sourcestamp = ss
+            lanes[li].arrive(t, ss)
         while running and running[0] <= now:
             heapq.heappop(running)
         while oi < len(periods) and periods[oi][1] <= now:
@@ -123,7 +147,7 @@ def _start(lane: Lane, start: float, running: list[float], rng: random.Random) -
         # request arriving meanwhile collapses it as usual.
         lane.free_at = completed + rng.uniform(*_RETRY_WAIT_S)
     else:
-        lane.pending_at = None
+        lane.claimed()
 
 
 def tree_stable_requests(times: list[float], timer: float) -> list[tuple[float, int]]:
@@ -147,12 +171,17 @@ def run_workers(
     plans: dict[str, WorkerPlan],
     seed: int,
     end: float,
+    extra: dict[str, list[tuple[float, int]]] | None = None,
 ) -> None:
     """Run every worker's queue, shared by its builders on every branch.
 
     ``starts[i]`` starts a build of ``builders[i]``; ``times`` are the
-    landing times of each branch's changes.
+    landing times of each branch's changes.  ``extra`` holds, per builder
+    name, requests besides its scheduler's: forced builds, and the requests
+    of a pull-request builder (whose source stamp is the pull request's
+    number, and which are never collapsed).
     """
+    extra = extra or {}
     requests: dict[tuple[str, int], list[tuple[float, int]]] = {}
     workers: dict[str, list[int]] = {}
     for index, builder in enumerate(builders):
@@ -166,7 +195,11 @@ def run_workers(
             key = (builder.branch, builder.spec.tree_stable_timer)
             if key not in requests:
                 requests[key] = tree_stable_requests(times.get(builder.branch, []), key[1])
-            if requests[key]:
-                lanes.append(Lane(builder.name, requests[key], starts[index]))
+            own = extra.get(builder.name, [])
+            mine = sorted(requests[key] + own) if own else requests[key]
+            if builder.pull_requests:
+                lanes.append(Lane(builder.name, own, starts[index], collapse=False))
+            elif mine:
+                lanes.append(Lane(builder.name, mine, starts[index]))
         max_builds = builders[members[0]].spec.max_builds
         run_worker(lanes, max_builds, plans[worker].offline, worker_rng, end)

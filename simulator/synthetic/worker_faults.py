@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple, TypeVar
 
 from simulator.synthetic.causes import Cause
@@ -53,6 +53,9 @@ class WorkerPlan:
     offline: list[tuple[float, float]] = field(default_factory=list)
     infra: list[InfraFault] = field(default_factory=list)
     env: list[EnvChange] = field(default_factory=list)
+    # When an administrator forced a build (no new change) on each of the
+    # worker's builders: back from maintenance, and once fixed.
+    forced: list[float] = field(default_factory=list)
 
 
 Episode = TypeVar("Episode", InfraFault, EnvChange)
@@ -94,19 +97,61 @@ def plan_workers(
         if spec.worker in plans:
             continue
         siblings = [s.name for s in fleet if s.worker == spec.worker]
+        all_of = frozenset(siblings)
         stable = spec.stable
         # Offline: stable workers about once a year, unstable twice; a day
         # and a half typically, up to a month (assumptions).
         offline = _episodes(rng, start, end, 0.8 if stable else 2.0, 36, 1.0, 720)
         # Infra faults, a few a year, hours to days (assumption).
-        infra_ranges = _episodes(rng, start, end, 2.0 if stable else 4.0, 8, 1.0, 144)
+        infra_ranges = _episodes(rng, start, end, INFRA_PER_YEAR[stable], 8, 1.0, 144)
         infra = [_infra_fault(rng, a, b, siblings) for a, b in infra_ranges]
         # Environment changes (an OS or toolchain update): unstable workers
-        # (Rawhide...) about once a year, stable ones rarely; days to weeks.
-        env_ranges = _episodes(rng, start, end, 0.25 if stable else 1.0, 96, 0.9, 1000)
+        # (Rawhide...) about once a year, days to weeks.  A stable worker's
+        # environment changes in its maintenance windows (below) since
+        # version 6, not on its own (0.25 a year before).
+        env_ranges = _episodes(rng, start, end, 0.0 if stable else 1.0, 96, 0.9, 1000)
         env = [_env_change(rng, a, b, siblings) for a, b in env_ranges]
-        plans[spec.worker] = WorkerPlan(offline, infra, env)
+        forced: list[float] = []
+        if stable:
+            for down, back, fixed in _maintenance(rng, start, end):
+                offline.append((down, back))
+                env.append(replace(_env_change(rng, back, fixed, siblings), builders=all_of))
+                # The administrator forces a build to check the machine when
+                # it is back (it fails: the spell's first build holds no
+                # change), and another once it is fixed (green).
+                forced.append(back + rng.uniform(0, 25))
+                forced.append(fixed + rng.uniform(60, 1800))
+            offline.sort()
+            env.sort(key=lambda e: e.start)
+        plans[spec.worker] = WorkerPlan(offline, infra, env, forced)
     return plans
+
+
+# Infrastructure faults per worker and year (assumption): unstable 4;
+# stable 0.2 since version 6 (2 before), so that the bare structural rule's
+# wrong reverts on stable builders come near the maintainers' count
+# (docs/calibration.md: about 4 proposals a year in all).
+INFRA_PER_YEAR = {True: 0.2, False: 4.0}
+
+# Maintenance windows (assumption, version 6): a stable worker is taken down
+# for an OS or toolchain upgrade about three times a year, for hours, and comes
+# back broken for weeks (a missing package, a changed compiler), every
+# builder of it red until an administrator fixes it and forces a build.  The
+# real fleet had 36 stable builders red at one moment, none of whose streaks
+# began with a single change (docs/calibration.md): long spells starting
+# after a window, whose first build holds every change landed meanwhile.
+MAINTENANCE_PER_YEAR = 3.0
+MAINTENANCE_DOWN_H = (6.0, 0.8, 72.0)  # median, sigma, cap (hours)
+MAINTENANCE_RED_H = (40.0 * 24, 0.9, 200.0 * 24)
+
+
+def _maintenance(rng: random.Random, start: float, end: float) -> list[tuple[float, float, float]]:
+    """(down, back online, fixed) of each maintenance window of a worker."""
+    out = []
+    for down, _ in _episodes(rng, start, end, MAINTENANCE_PER_YEAR, 1.0, 0.0, 1.0):
+        back = down + lognormal_seconds(rng, *MAINTENANCE_DOWN_H)
+        out.append((down, back, back + lognormal_seconds(rng, *MAINTENANCE_RED_H)))
+    return out
 
 
 def _infra_fault(rng: random.Random, start: float, end: float, siblings: list[str]) -> InfraFault:

@@ -58,7 +58,10 @@ from simulator.synthetic.worker_faults import RedMachine, WorkerPlan
 _DAY = 86400.0
 _HOUR = 3600.0
 # Episodes per kind in a year (assumption; scaled to a shorter window).
-DOCS_BEFORE_WORLD = 6
+# Version 6 plans 2 documentation-only traps a year (6 before): each is a
+# sure wrong revert of the bare structural rule on a stable builder, and the
+# maintainers' count of about 4 a year, right or wrong, leaves room for few.
+DOCS_BEFORE_WORLD = 2
 IDLE_BRANCH = 3
 UNSTABLE_ALONE = 4
 # A change is "alone" when nothing else landed on its branch this long

@@ -188,7 +188,7 @@ def _add_builds(
     for build_id, record in enumerate(history.builds, start=1):
         # A fresh file: build ids are simply the completion order.
         builder = history.builders[record.builder]
-        ids = change_ids[builder.branch]
+        ids = change_ids.get(builder.branch, [])
         rows.builds.append(
             (
                 build_id,
@@ -198,10 +198,12 @@ def _add_builds(
                 record.started,
                 record.completed,
                 builder.spec.worker,
-                builder.branch,  # the sourcestamp's branch: main, 3.13...
+                # The sourcestamp's branch: main, 3.13..., refs/pull/N/merge.
+                record.branch or builder.branch,
             )
         )
-        rows.blame.extend((build_id, cid) for cid in ids[record.first : record.last])
+        if not builder.scrubbed:
+            rows.blame.extend((build_id, cid) for cid in ids[record.first : record.last])
         keep_logs = horizon is None or record.completed >= horizon
         rows.steps.extend(
             (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)

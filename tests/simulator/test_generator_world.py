@@ -30,7 +30,12 @@ DAY = 86400.0
 @pytest.fixture(scope="module")
 def medium(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("world") / "medium.sqlite"
-    generate(path, seed=7, days=120, builders=60)
+    # Four months of 60 machines: long enough for each kind to fire.  Since
+    # version 6 a security branch idles for three weeks more rarely (more
+    # backports) and a builder is more often red when its moment comes, so
+    # a four-month window holds an idle-branch episode for some seeds only:
+    # seed 9 does (seed 7, used before, no longer does).
+    generate(path, seed=9, days=120, builders=60)
     return path
 
 
@@ -143,7 +148,11 @@ def test_the_three_kinds_of_world_change_are_there(medium: Path) -> None:
     docs = [e for e in main if "stable" in e.tags and _docs_only(e.changes[0][1])]
     alone = [e for e in main if "unstable" in e.tags and not _docs_only(e.changes[0][1])]
     idle = [
-        e for e in episodes if "3.x" not in e.tags and e.completed - e.previous_completed > 14 * DAY
+        e
+        for e in episodes
+        if "3.x" not in e.tags
+        and "PullRequest" not in e.tags
+        and e.completed - e.previous_completed > 14 * DAY
     ]
     assert docs, "a documentation-only change just before a world change on a stable builder"
     assert alone, "an unstable builder red for the world just as an ordinary change lands"

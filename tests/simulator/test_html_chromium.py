@@ -21,7 +21,8 @@ from simulator.analysis.evaluation import evaluate
 from simulator.analysis.replay import Selection, replay
 from simulator.history.store import HistoryStore
 from simulator.reports.html import render_html
-from simulator.reports.model import gather
+from simulator.reports.model import build_report, gather
+from simulator.synthetic.generator import generate
 from testkit.chromium import CHROMIUM, Browser
 from tests.simulator.reports_fixtures import HOSTILE_BUILDER, HOSTILE_TITLE, make_history
 
@@ -49,6 +50,25 @@ MEASURE = """
     scripts: document.querySelectorAll('script').length,
     images: document.querySelectorAll('img').length,
     text: document.body.innerText,
+  });
+})()
+"""
+
+
+CALIBRATION = """
+(() => {
+  const section = document.querySelector('#calibration');
+  if (!section) return JSON.stringify(null);
+  const box = section.getBoundingClientRect();
+  const cells = [...section.querySelectorAll('tr')].slice(1).map(
+    r => [...r.querySelectorAll('td')].map(td => td.innerText));
+  return JSON.stringify({
+    width: box.width, height: box.height, top: box.top,
+    summaryTop: document.querySelector('table:not(#calibration table)') ?
+      [...document.querySelectorAll('table')].find(t => !section.contains(t))
+        .getBoundingClientRect().top : null,
+    firstHeading: document.querySelector('h2').innerText,
+    rows: cells,
   });
 })()
 """
@@ -92,6 +112,45 @@ def test_report_draws_its_charts_without_console_errors(tmp_path: Path, browser:
     shot = base64.b64decode(browser.send("Page.captureScreenshot", session)["data"])
     assert shot.startswith(b"\x89PNG")
     (tmp_path / "report.png").write_bytes(shot)
+
+
+def test_a_synthetic_history_opens_with_its_calibration_table(
+    tmp_path: Path, browser: Browser
+) -> None:
+    history = tmp_path / "generated.sqlite"
+    generate(history, seed=3, days=4, builders=12)
+    store = HistoryStore(history)
+    try:
+        ctx = build_report(store, replay(store, Policy(), Selection()), rich=True)
+    finally:
+        store.close()
+    path = tmp_path / "synthetic.html"
+    path.write_text(render_html(ctx), encoding="utf-8")
+    url = path.as_uri()
+    session = browser.open(url)
+    found = browser.send("Runtime.evaluate", session, expression=CALIBRATION, returnByValue=True)
+    table = json.loads(found["result"]["value"])
+    assert table is not None, "no calibration section"
+    assert table["firstHeading"] == "This is a synthetic year"
+    # Laid out, visible, and above the summary table.
+    assert table["width"] > 300 and table["height"] > 100
+    assert table["top"] < table["summaryTop"]
+    assert ctx.calibration is not None
+    shown = {row[0]: row for row in table["rows"]}
+    assert len(table["rows"]) == len(ctx.calibration.lines)
+    for line in ctx.calibration.lines:
+        name, source, target, value, status = shown[line.name]
+        assert (source, target, value) == (line.source, line.target, line.value)
+        assert status.startswith(("ok", "known miss", "out of tolerance"))
+    assert "Structural reverts a year, stable main" in shown
+    assert browser.problems(url) == []
+
+
+def test_a_real_history_shows_no_calibration_table(tmp_path: Path, browser: Browser) -> None:
+    url = _report(tmp_path).as_uri()
+    session = browser.open(url)
+    found = browser.send("Runtime.evaluate", session, expression=CALIBRATION, returnByValue=True)
+    assert json.loads(found["result"]["value"]) is None
 
 
 def test_the_harness_sees_console_errors_and_requests(tmp_path: Path, browser: Browser) -> None:

@@ -13,14 +13,16 @@ setup(
     license="GPL-2.0-or-later",
     license_files=["LICENSE"],
     python_requires=">=3.11",
-    # The dashboard's page template.
-    package_data={"buildbot_revert.dashboard": ["templates/*.html"]},
     packages=find_packages(
         include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
     ),
-    # The calibration figures are data beside the module that measures them:
-    # a plain (non-editable) install must ship them too.
-    package_data={"simulator.analysis": ["calibration.toml"]},
+    # Data beside the modules that read it, which a plain (non-editable)
+    # install must ship too: the dashboard's page template, and the
+    # calibration figures beside the module that measures them.
+    package_data={
+        "buildbot_revert.dashboard": ["templates/*.html"],
+        "simulator.analysis": ["calibration.toml"],
+    },
     install_requires=[
         "click>=8.1",
         # Where the shipped history and pulled histories live per user

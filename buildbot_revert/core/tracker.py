@@ -423,8 +423,9 @@ class StreakTracker:
             if s is not None and not infra and not s.generic
         ]
         common = common_tests(sigs) if sigs else frozenset()
-        # Remembered for the builds past N, which are not read (see feed).
-        streak.evidence = common | specific_tests(sigs) if sigs else frozenset()
+        # Remembered for the builds past N, which are not read (see feed),
+        # at the level failing-before compares them.
+        streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
@@ -613,16 +614,22 @@ class StreakTracker:
         self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         specific = specific_tests(sigs)
-        if not specific:
+        if not specific.ids:
             return None
         start = change.when - self.policy.failing_before_window
         family = self._landings.family(change)
-        if not all(self._failures.failed_without(k, family, start) for k in specific):
+        if not all(self._failures.failed_without(k, family, start) for k in specific.ids):
             return None
+        level = (
+            "the same test cases"
+            if specific.level == "cases"
+            else "the same test modules (no test cases named on either side)"
+        )
         return (
             Reason.FAILING_BEFORE,
-            f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
-            "change (before it landed, or on builders that had not built it)",
+            f"{', '.join(specific.names()[:5])} also failed in builds without this "
+            f"change (before it landed, or on builders that had not built it); compared "
+            f"as {level}",
         )
 
     def _environment(

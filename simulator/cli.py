@@ -179,6 +179,14 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     help="Switch an evidence guard off (repeatable; 'all' for the bare structural rule).",
 )
 @click.option(
+    "--intersection/--no-intersection",
+    default=DEFAULT_POLICY.intersection,
+    show_default=True,
+    help="Pin a first failing build of several changes to the one change that other "
+    "builders failing alike hold in common (as the plugin's "
+    "policy_options={'intersection': ...}).",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
@@ -198,8 +206,8 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "sweeps",
     multiple=True,
     metavar="KEY=V1,V2,...",
-    help="Compare every combination of these settings (failures, grace, max-culprit-age); "
-    "repeatable, e.g. --sweep failures=2,3,4 --sweep grace=0h,24h,7d.",
+    help="Compare every combination of these settings (failures, grace, max-culprit-age, "
+    "intersection=on,off); repeatable, e.g. --sweep failures=2,3,4 --sweep grace=0h,24h,7d.",
 )
 @click.option(
     "--master",
@@ -225,6 +233,7 @@ def main(
     master: str | None,
     sweeps: tuple[str, ...],
     without_guards: tuple[str, ...],
+    intersection: bool,
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
@@ -233,7 +242,7 @@ def main(
     selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
     grace_s = parse_flag_duration(grace, "--grace")
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
-    policy = make_policy(failures, age_s, without_guards)
+    policy = make_policy(failures, age_s, without_guards).with_changes(intersection=intersection)
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)

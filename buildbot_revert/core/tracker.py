@@ -90,6 +90,7 @@ from buildbot_revert.core.guards import (
     signature_of,
     specific_tests,
 )
+from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
@@ -102,7 +103,7 @@ from buildbot_revert.core.relevance import (
 )
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature, modules
-from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
 
@@ -415,8 +416,7 @@ class StreakTracker:
         return tuple(events)
 
     def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
-        reason, explanation = self._check(streak, last)
-        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        reason, explanation, suspect = self._check(streak, last)
         sigs = [
             s
             for s, infra in zip(streak.signatures, streak.infra, strict=True)
@@ -429,7 +429,7 @@ class StreakTracker:
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
-        if reason is Reason.REVERT and suspect is not None:
+        if reason in PROPOSING and suspect is not None:
             request = RevertRequest(
                 suspect,
                 last.builder,
@@ -453,12 +453,19 @@ class StreakTracker:
         )
         return streak.verdict
 
-    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str]:
-        """The verdict's reason and explanation: the first check that fails, in order."""
+    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str, Change | None]:
+        """The verdict's reason, explanation and suspect: the first check that fails."""
         declined = self._structural(streak, last)
-        if declined is not None:
-            return declined
-        change = streak.suspects[0]
+        if declined is None:
+            change = streak.suspects[0]
+            return (*self._single(streak, change, last), change)
+        if declined[0] is Reason.MULTIPLE_CHANGES and self.policy.intersection:
+            return self._by_intersection(streak, last, declined)
+        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        return (*declined, suspect)
+
+    def _single(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str]:
+        """The checks after the structural rule, for a streak holding one change."""
         failed, workers = self._point_at(change, streak)
         if self._watched is not None and not self._watched(last.builder):
             return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
@@ -489,7 +496,9 @@ class StreakTracker:
             "build holds exactly this one change",
         )
 
-    def _propose(self, change: Change, last: Build, why: str) -> tuple[Reason, str]:
+    def _propose(
+        self, change: Change, last: Build, why: str, reason: Reason = Reason.REVERT
+    ) -> tuple[Reason, str]:
         """Every check held: join an earlier proposal, stand back if tolerated, or propose."""
         if change.revision in self._proposed:
             return (
@@ -504,7 +513,83 @@ class StreakTracker:
                 f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
                 "a builder not allowed to fail must qualify on this change too",
             )
-        return Reason.REVERT, why
+        return reason, why
+
+    def _by_intersection(
+        self, streak: _OpenStreak, last: Build, declined: tuple[Reason, str]
+    ) -> tuple[Reason, str, Change | None]:
+        """A streak of several changes: the one change other red builders' blamelists share.
+
+        The builders taking part are watched, not allowed to fail, red after
+        a green build for at least N failures; :func:`.intersection.intersect`
+        keeps those on other workers failing alike.  The change found meets
+        the same checks as a single change (revert, age, the guards; no
+        corroboration, the agreement being what found it).
+        """
+        state = self._builders[last.builder]
+        if state.tolerated or (self._watched is not None and not self._watched(last.builder)):
+            return (*declined, None)
+        found = intersect(self._blamelist(streak), self._red_blamelists(last.builder))
+        if found is None:
+            return (*declined, None)
+        who = describe(found)
+        change = found.change
+        if change is None:
+            return (
+                Reason.MULTIPLE_CHANGES,
+                f"{declined[1]}; {outcome(found)} ({who})",
+                None,
+            )
+        if is_revert(change):
+            return (
+                Reason.CULPRIT_IS_REVERT,
+                f"{outcome(found)} ({who}), and that change is itself a revert",
+                change,
+            )
+        too_old = self._too_old(change, last)
+        if too_old is not None:
+            return (*too_old, change)
+        guarded = self._guard(streak, change, last)
+        if guarded is not None:
+            return (*guarded, change)
+        why = (
+            f"{self.policy.failures} consecutive failing builds after a green build; the first "
+            f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
+        )
+        return (*self._propose(change, last, why, Reason.REVERT_BY_INTERSECTION), change)
+
+    def _blamelist(self, streak: _OpenStreak) -> Blamelist:
+        """A streak, as the intersection sees it: its suspects and what it fails."""
+        named = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        first = streak.first
+        return Blamelist(
+            first.builder,
+            first.worker or first.builder,
+            streak.suspects,
+            common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
+        )
+
+    def _red_blamelists(self, deciding: str) -> list[Blamelist]:
+        """Every other builder that may take part in an intersection, as it stands now."""
+        n = self.policy.failures
+        out = []
+        for name, state in self._builders.items():
+            streak = state.streak
+            if (
+                name == deciding
+                or streak is None
+                or streak.count < n
+                or streak.green_at is None
+                or state.tolerated
+                or (self._watched is not None and not self._watched(name))
+            ):
+                continue
+            out.append(self._blamelist(streak))
+        return out
 
     def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""
@@ -525,6 +610,9 @@ class StreakTracker:
         change = suspects[0]
         if is_revert(change):
             return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
+        return self._too_old(change, last)
+
+    def _too_old(self, change: Change, last: Build) -> tuple[Reason, str] | None:
         max_age = self.policy.max_culprit_age
         if max_age is not None and last.completed_at - change.when > max_age:
             age_h = (last.completed_at - change.when) / _HOUR

@@ -60,7 +60,7 @@ from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Verdict
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import (
     Mode,
@@ -525,7 +525,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             f"buildbot-revert: {event.builder} streak from build "
             f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
         )
-        if live and event.reason is Reason.REVERT and self.filer is None:
+        if live and event.reason in PROPOSING and self.filer is None:
             revision = event.request.revision if event.request else "?"
             log.msg(
                 f"buildbot-revert: not acting on {revision[:12]}: "

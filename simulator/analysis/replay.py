@@ -17,7 +17,7 @@ from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.history.store import HistoryStore
 
 
@@ -126,7 +126,7 @@ class ReplayResult:
         started: dict[str, float] = {}
         qualified: dict[str, list[str]] = {}
         for verdict in self.verdicts:
-            if verdict.reason is Reason.REVERT and verdict.request is not None:
+            if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
                 order.append(rev)
                 requests[rev] = verdict.request

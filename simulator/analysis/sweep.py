@@ -67,8 +67,18 @@ def _parse_age(text: str) -> float | None:
     return None if text.strip().lower() in {"none", "off", "-"} else parse_duration(text)
 
 
+def _parse_switch(text: str) -> bool:
+    value = text.strip().lower()
+    if value in {"on", "true", "yes", "1"}:
+        return True
+    if value in {"off", "false", "no", "0"}:
+        return False
+    raise SweepError(f"{text!r} is not on or off")
+
+
 _KEYS: dict[str, Callable[[str], Any]] = {
     "failures": _parse_failures,
+    "intersection": _parse_switch,
     "grace": parse_duration,
     "max-culprit-age": _parse_age,
 }
@@ -124,6 +134,8 @@ def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) ->
                     policy = policy.with_changes(failures=value)
                 elif axis.key == "max-culprit-age":
                     policy = policy.with_changes(max_culprit_age=value)
+                elif axis.key == "intersection":
+                    policy = policy.with_changes(intersection=value)
             except PolicyError as exc:
                 raise SweepError(f"{axis.key}={axis.labels[i]}: {exc}") from None
             if axis.key == "grace":

@@ -25,6 +25,7 @@ from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
+from simulator.analysis.culprit_methods import MethodRow, method_table
 from simulator.analysis.evaluation import (
     DEFAULT_MERGE_DELAY,
     Evaluation,
@@ -102,6 +103,8 @@ class ReportContext:
     # What each evidence guard declined, and on labelled histories what that
     # cost or saved (``guard_table``, as in the JSON); empty: not gathered.
     guards: list[GuardRow] = field(default_factory=list)
+    # What each way of finding a culprit proposed (``method_table``).
+    methods: list[MethodRow] = field(default_factory=list)
 
     @classmethod
     def of_replay(
@@ -111,7 +114,13 @@ class ReportContext:
         guards: list[GuardRow] | None = None,
     ) -> ReportContext:
         """The model of a replay alone, without the store: no estimates, no links."""
-        return cls(result, evaluation, blind_spots(result), guards=guards or [])
+        return cls(
+            result,
+            evaluation,
+            blind_spots(result),
+            guards=guards or [],
+            methods=method_table(result, evaluation),
+        )
 
     @property
     def window_start(self) -> float | None:
@@ -316,6 +325,7 @@ def gather(
         build_url_template=build_url_template(store.get_meta("build_url_template")),
         builder_ids=store.buildbot_builder_ids(),
         guards=guards,
+        methods=method_table(result, evaluation),
     )
 
 

@@ -149,10 +149,13 @@ class InProcessMaster:
         results: int,
         ssid: int | None,
         steps: Sequence[tuple[str, int, str | None]] = (),
+        worker: str | None = None,
     ) -> Any:
         """Run one build of ``ssid`` through the data API; return its build id.
 
-        ``steps`` are (name, results, stdio text or None for no log).
+        ``steps`` are (name, results, stdio text or None for no log);
+        ``worker`` names the worker that ran it (default: the one worker
+        ``w``; another name is recorded as a worker of its own).
         """
         assert self.master is not None
         updates = self.master.data.updates
@@ -178,7 +181,8 @@ class InProcessMaster:
             properties={},
         )
         brid = brids[builderid]
-        buildid, _ = yield updates.addBuild(builderid, brid, self._workerid)
+        workerid = self._workerid if worker is None else (yield updates.findWorkerId(worker))
+        buildid, _ = yield updates.addBuild(builderid, brid, workerid)
         for name, step_results, text in steps:
             stepid, _, _ = yield updates.addStep(buildid, name)
             yield updates.startStep(stepid)

@@ -225,6 +225,11 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
+        if build.verification is not None:
+            # A build buildbot-revert requested at a chosen revision: the
+            # shell judges it (.verification); it neither extends nor ends
+            # the builder's streak, nor counts among its builds.
+            return _NO_EVENTS
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
@@ -348,6 +353,13 @@ class StreakTracker:
         """Give a restored tracker the shell's callbacks back (see ``__init__``)."""
         self._watched = watched
         self._tags_of = tags_of
+
+    def suspects_of(self, builder: str) -> tuple[Change, ...]:
+        """The suspects of the builder's open streak (empty when it is not red)."""
+        state = self._builders.get(builder)
+        if state is None or state.streak is None:
+            return ()
+        return state.streak.suspects
 
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)

@@ -54,6 +54,12 @@ class Reason(StrEnum):
     # The builder is allowed to fail (tagged unstable): it never proposes
     # alone; it joins a proposal an untolerated builder made.
     TOLERATED_BUILDER = "tolerated-builder"
+    # Verification builds (the plugin's, optional): the suspect's parent,
+    # built now, fails the same way: the worker or the world changed.
+    ENVIRONMENT = "environment"
+    # The verification builds did not confirm the suspect (the parent failed
+    # otherwise, or a build could not run): nothing is filed.
+    UNVERIFIED = "unverified"
 
 
 # The reasons that propose a revert (a RevertRequest comes with them).

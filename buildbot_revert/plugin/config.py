@@ -89,6 +89,10 @@ class Settings:
     log_lines: int
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
     objection_words: tuple[str, ...]
+    # Before filing, build the suspect's parent (and, when its first failing
+    # build held other changes, the suspect) on the failing builder, and file
+    # only if the parent passes (see buildbot_revert.core.verification).
+    verification: bool = False
 
     @property
     def owner(self) -> str:
@@ -122,6 +126,7 @@ def parse_settings(
     draft: Any = False,
     log_lines: Any = defaults.LOG_TAIL_LINES,
     objection_words: Any = defaults.OBJECTION_WORDS,
+    verification: Any = False,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -135,6 +140,8 @@ def parse_settings(
     labels = _labels("revert_labels", revert_labels)
     if not isinstance(draft, bool):
         raise SettingsError("draft must be True or False")
+    if not isinstance(verification, bool):
+        raise SettingsError("verification must be True or False")
     lines = _whole_number("log_lines", log_lines, low=1)
     objections = _phrases("objection_words", objection_words)
     return Settings(
@@ -151,6 +158,7 @@ def parse_settings(
         draft=draft,
         log_lines=lines,
         objection_words=objections,
+        verification=verification,
     )
 
 

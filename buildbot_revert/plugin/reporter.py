@@ -59,6 +59,7 @@ from twisted.python import log
 from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
+from buildbot_revert.core.model import Build
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Verdict
 from buildbot_revert.github import GitHubClient
@@ -74,6 +75,7 @@ from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
+from buildbot_revert.plugin.verification import Verifier, verified
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -96,6 +98,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.gatherer: Gatherer | None = None
         self.ledger: Ledger | None = None
         self.filer: Filer | None = None
+        # Verification builds (settings.verification): None when off.
+        self.verifier: Verifier | None = None
         self.verdicts: list[Verdict] = []
         self._consumer: Any = None
         self._lock = defer.DeferredLock()
@@ -188,6 +192,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 build_url=self._build_url,
                 master_url=self._web_url(),
             )
+        self.verifier = (
+            Verifier(self.master, self.gatherer, self._builder_ids.get, self._build_url)
+            if settings.verification
+            else None
+        )
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
@@ -504,19 +513,50 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         build = yield self._gather(msg)
         if build is None:
             return
+        verifier = self.verifier
+        if verifier is not None and build.verification is None:
+            verifier.remember(build)
         events = self.tracker.feed(build)
         self._catch_up.note(build.completed_at, msg["buildid"])
+        if verifier is not None and build.verification is not None and act:
+            events = self._verified(verifier, build)
         for event in events:
             # Builders outside the selection only lend their evidence.
             if event.builder not in self._watched:
                 continue
             if isinstance(event, Verdict):
                 self._log_verdict(event, live=act)
+                if (
+                    verifier is not None
+                    and act
+                    and build.verification is None
+                    and (yield self._hold(verifier, event))
+                ):
+                    continue
             if self.filer is None:
                 continue
             revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
             if revision is not None:
                 self._file(revision)
+
+    @defer.inlineCallbacks
+    def _hold(self, verifier: Verifier, verdict: Verdict) -> Any:
+        """Hold a proposing verdict for its verification builds; False if not held."""
+        if verdict.reason not in PROPOSING or verdict.suspect is None or self.tracker is None:
+            return False
+        suspects = self.tracker.suspects_of(verdict.builder) or (verdict.suspect,)
+        held = yield verifier.hold(verdict, suspects)
+        return bool(held)
+
+    def _verified(self, verifier: Verifier, build: Build) -> tuple[Verdict, ...]:
+        """A verification build finished: the held verdict it completes, as it ends."""
+        done = verifier.finished(build)
+        if done is None:
+            return ()
+        verdict, judgement = done
+        outcome = judgement.reason.value if judgement.reason else "confirmed"
+        log.msg(f"buildbot-revert: verification on {verdict.builder}: {outcome}")
+        return (verified(verdict, judgement),)
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
         self.verdicts.append(event)

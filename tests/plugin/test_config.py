@@ -122,6 +122,8 @@ def test_the_token_never_shows_in_the_settings_repr():
         ({"api_url": "ftp://x"}, "api_url must be an http(s) URL"),
         ({"revert_labels": [""]}, "revert_labels must be a non-empty label"),
         ({"draft": "yes"}, "draft must be True or False"),
+        ({"verification": "yes"}, "verification must be True or False"),
+        ({"policy_options": {"intersection": 1}}, "policy: intersection is True or False"),
         ({"policy_options": {"nope": 1}}, "policy_options has unknown settings: nope"),
         ({"policy_options": {"guards": frozenset({"x"})}}, "policy: unknown guard"),
     ],

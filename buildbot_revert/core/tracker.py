@@ -354,6 +354,38 @@ class StreakTracker:
         self._watched = watched
         self._tags_of = tags_of
 
+    def judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The verdict on a change bisection found among the builder's suspects.
+
+        The change meets every check a single change meets (revert, age,
+        watched, the evidence guards), then proposes as
+        ``revert-by-bisection``.  None when the builder's streak is over or
+        no longer holds the change: what was found is then moot.
+        """
+        state = self._builders.get(builder)
+        streak = state.streak if state is not None else None
+        if streak is None or change not in streak.suspects or streak.verdict is None:
+            return None
+        last = streak.failing[-1]
+        judged: tuple[Reason, str] | None
+        if is_revert(change):
+            judged = Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert"
+        else:
+            judged = self._too_old(change, last) or self._guard(streak, change, last)
+        if judged is None:
+            judged = self._propose(change, last, how, Reason.REVERT_BY_BISECTION)
+        reason, explanation = judged
+        request = None
+        if reason in PROPOSING:
+            numbers = tuple(b.number for b in streak.failing)
+            request = RevertRequest(
+                change, builder, streak.first.number, numbers, last.completed_at, streak.green_at
+            )
+            self._proposed[change.revision] = request
+        return streak.verdict._replace(
+            reason=reason, explanation=explanation, suspect=change, request=request
+        )
+
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""
         state = self._builders.get(builder)

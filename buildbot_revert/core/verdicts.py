@@ -22,6 +22,9 @@ class Reason(StrEnum):
     # Several changes in the first failing build, but other builders failing
     # alike on other workers hold exactly one of them in common.
     REVERT_BY_INTERSECTION = "revert-by-intersection"
+    # Several changes in the first failing build; the plugin's bisection
+    # builds found the one that fails (bisection.py).
+    REVERT_BY_BISECTION = "revert-by-bisection"
     # The same revision was already proposed from another builder.
     ALREADY_PROPOSED = "already-proposed"
     # Structural: the streak does not point at one change.
@@ -63,7 +66,7 @@ class Reason(StrEnum):
 
 
 # The reasons that propose a revert (a RevertRequest comes with them).
-PROPOSING = frozenset({Reason.REVERT, Reason.REVERT_BY_INTERSECTION})
+PROPOSING = frozenset({Reason.REVERT, Reason.REVERT_BY_INTERSECTION, Reason.REVERT_BY_BISECTION})
 
 
 class Decision(StrEnum):

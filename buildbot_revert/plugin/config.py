@@ -61,6 +61,50 @@ class Mode(StrEnum):
 
 
 @dataclass(frozen=True)
+class BisectionSettings:
+    """Bisection's caps (``bisection={...}`` in master.cfg; None: no bisection).
+
+    Only first failing builds of at most ``max_changes`` changes are
+    bisected, and only when their changes are at most ``max_age`` seconds
+    old; at most ``per_builder_per_day`` builds on one builder and
+    ``per_day`` in all are requested in any 24 hours.
+    """
+
+    max_changes: int = 8
+    per_builder_per_day: int = 6
+    per_day: int = 24
+    max_age: float = 2 * 86400.0
+
+
+_BISECTION_KEYS = ("max_changes", "per_builder_per_day", "per_day", "max_age")
+
+
+def _bisection(value: Any) -> BisectionSettings | None:
+    """``None``/``False`` (off), ``True`` (the default caps) or a dict of caps."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BisectionSettings()
+    if not isinstance(value, Mapping):
+        raise SettingsError("bisection must be True, None or a dict of its caps")
+    unknown = sorted(set(value) - set(_BISECTION_KEYS))
+    if unknown:
+        raise SettingsError(
+            f"bisection has unknown settings: {', '.join(unknown)}; "
+            f"known: {', '.join(_BISECTION_KEYS)}"
+        )
+    counts = {
+        k: _whole_number(f"bisection {k}", v, low=1) for k, v in value.items() if k != "max_age"
+    }
+    if counts.get("max_changes", 2) < 2:
+        raise SettingsError("bisection max_changes must be at least 2")
+    age = value.get("max_age")
+    if age is None:
+        return BisectionSettings(**counts)
+    return BisectionSettings(**counts, max_age=_positive_number("bisection max_age", age))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the reporter was configured with, validated.
 
@@ -93,6 +137,9 @@ class Settings:
     # build held other changes, the suspect) on the failing builder, and file
     # only if the parent passes (see buildbot_revert.core.verification).
     verification: bool = False
+    # Bisect a first failing build of several changes with verification
+    # builds (None: off); its caps.
+    bisection: BisectionSettings | None = None
 
     @property
     def owner(self) -> str:
@@ -127,6 +174,7 @@ def parse_settings(
     log_lines: Any = defaults.LOG_TAIL_LINES,
     objection_words: Any = defaults.OBJECTION_WORDS,
     verification: Any = False,
+    bisection: Any = None,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -159,6 +207,7 @@ def parse_settings(
         log_lines=lines,
         objection_words=objections,
         verification=verification,
+        bisection=_bisection(bisection),
     )
 
 

@@ -62,7 +62,9 @@ from twisted.web.client import Agent, HTTPConnectionPool
 from buildbot_revert.core.model import Build
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Verdict
+from buildbot_revert.core.verification import Judgement
 from buildbot_revert.github import GitHubClient
+from buildbot_revert.plugin.bisection import Bisector
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,
@@ -75,7 +77,7 @@ from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
-from buildbot_revert.plugin.verification import Verifier, verified
+from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, verified
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -98,8 +100,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.gatherer: Gatherer | None = None
         self.ledger: Ledger | None = None
         self.filer: Filer | None = None
-        # Verification builds (settings.verification): None when off.
+        # Verification and bisection builds (settings.verification,
+        # settings.bisection): None when off; what each builder last built green.
         self.verifier: Verifier | None = None
+        self.bisector: Bisector | None = None
+        self._revisions = BuiltRevisions()
         self.verdicts: list[Verdict] = []
         self._consumer: Any = None
         self._lock = defer.DeferredLock()
@@ -193,8 +198,23 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 master_url=self._web_url(),
             )
         self.verifier = (
-            Verifier(self.master, self.gatherer, self._builder_ids.get, self._build_url)
+            Verifier(
+                self.master, self.gatherer, self._builder_ids.get, self._build_url, self._revisions
+            )
             if settings.verification
+            else None
+        )
+        self.bisector = (
+            Bisector(
+                self.master,
+                self.gatherer,
+                settings.bisection,
+                self._builder_ids.get,
+                self._build_url,
+                self._revisions,
+                self._reactor().seconds,
+            )
+            if settings.bisection is not None
             else None
         )
         if self.tracker is not None and self.tracker.policy != settings.policy:
@@ -514,12 +534,12 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if build is None:
             return
         verifier = self.verifier
-        if verifier is not None and build.verification is None:
-            verifier.remember(build)
+        if build.verification is None:
+            self._revisions.remember(build)
         events = self.tracker.feed(build)
         self._catch_up.note(build.completed_at, msg["buildid"])
-        if verifier is not None and build.verification is not None and act:
-            events = self._verified(verifier, build)
+        if build.verification is not None:
+            events = (yield self._requested_build_finished(build)) if act else ()
         for event in events:
             # Builders outside the selection only lend their evidence.
             if event.builder not in self._watched:
@@ -533,6 +553,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                     and (yield self._hold(verifier, event))
                 ):
                     continue
+                if act and build.verification is None:
+                    yield self._bisect(event)
             if self.filer is None:
                 continue
             revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
@@ -548,12 +570,40 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         held = yield verifier.hold(verdict, suspects)
         return bool(held)
 
-    def _verified(self, verifier: Verifier, build: Build) -> tuple[Verdict, ...]:
-        """A verification build finished: the held verdict it completes, as it ends."""
-        done = verifier.finished(build)
-        if done is None:
+    @defer.inlineCallbacks
+    def _bisect(self, verdict: Verdict) -> Any:
+        """Start bisecting a several-change streak, when bisection is on and may."""
+        bisector = self.bisector
+        if bisector is None or self.tracker is None:
+            return
+        suspects = self.tracker.suspects_of(verdict.builder)
+        if bisector.wants(verdict, suspects):
+            started = yield bisector.start(verdict, suspects)
+            if not started:
+                log.msg(f"buildbot-revert: cannot bisect {verdict.builder}: no green revision")
+
+    @defer.inlineCallbacks
+    def _requested_build_finished(self, build: Build) -> Any:
+        """One of our builds finished: the verdicts it completes (held, or found)."""
+        if self.verifier is not None:
+            done = self.verifier.finished(build)
+            if done is not None:
+                return self._verified(*done)
+        if self.bisector is None or self.tracker is None:
             return ()
-        verdict, judgement = done
+        outcome = yield self.bisector.finished(build)
+        if outcome is None:
+            return ()
+        if outcome[0] == "declined":
+            _, verdict, judgement = outcome
+            return self._verified(verdict, judgement)
+        _, verdict, change, how = outcome
+        found = self.tracker.judge_found(verdict.builder, change, how)
+        log.msg(f"buildbot-revert: bisection on {verdict.builder} found {change.revision[:12]}")
+        return () if found is None else (found,)
+
+    def _verified(self, verdict: Verdict, judgement: Judgement) -> tuple[Verdict, ...]:
+        """A verification ended: the held verdict as it ends."""
         outcome = judgement.reason.value if judgement.reason else "confirmed"
         log.msg(f"buildbot-revert: verification on {verdict.builder}: {outcome}")
         return (verified(verdict, judgement),)

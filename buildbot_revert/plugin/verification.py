@@ -50,6 +50,49 @@ class _Held:
     marks: list[str] = field(default_factory=list)
 
 
+@defer.inlineCallbacks
+def request_build(
+    master: Any, gatherer: Any, builderid: int, revision: str, mark: str, streak: str
+) -> Any:
+    """Ask the master for a build of ``revision`` on one builder, marked as ours.
+
+    ``mark`` (the :data:`PROPERTY` value, and the buildset's reason) says
+    why the build exists; ``streak`` links the red streak it serves.
+    """
+    stamp = yield gatherer.sourcestamp_of(revision)
+    if stamp is None:
+        # Never built as such: name the same line as the suspect's builds.
+        stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
+    stamp = dict(stamp, revision=revision)
+    yield master.data.updates.addBuildset(
+        waited_for=False,
+        scheduler=SCHEDULER,
+        sourcestamps=[stamp],
+        reason=f"buildbot-revert: {mark}",
+        properties={PROPERTY: (mark, SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
+        builderids=[builderid],
+    )
+    log.msg(f"buildbot-revert: requested a {mark}")
+
+
+class BuiltRevisions:
+    """Each builder's newest revision built, and the one it last built green."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, str] = {}
+        self._green: dict[str, str] = {}
+
+    def remember(self, build: Build) -> None:
+        """Note what an ordinary build built (the parent of a later streak's change)."""
+        if build.changes:
+            self._built[build.builder] = max(build.changes, key=lambda c: c.when).revision
+        if build.result in _GREEN and build.builder in self._built:
+            self._green[build.builder] = self._built[build.builder]
+
+    def green(self, builder: str) -> str | None:
+        return self._green.get(builder)
+
+
 def parent_in(suspects: Sequence[Change], revision: str, green: str | None) -> str | None:
     """The revision before ``revision`` among the streak's suspects (the green one first)."""
     ordered = sorted(suspects, key=lambda c: c.when)
@@ -68,23 +111,15 @@ class Verifier:
         gatherer: Any,
         builder_id: Callable[[str], int | None],
         build_url: Callable[[str, int], str | None],
+        revisions: BuiltRevisions,
     ) -> None:
         self.master = master
         self.gatherer = gatherer
         self.builder_id = builder_id
         self.build_url = build_url
-        # Each builder's newest revision built, and the one it last built green.
-        self._built: dict[str, str] = {}
-        self._green: dict[str, str] = {}
+        self.revisions = revisions
         # mark (the property's value) -> the verdict it serves
         self._held: dict[str, _Held] = {}
-
-    def remember(self, build: Build) -> None:
-        """Note what an ordinary build built (the parent of a later streak's change)."""
-        if build.changes:
-            self._built[build.builder] = max(build.changes, key=lambda c: c.when).revision
-        if build.result in _GREEN and build.builder in self._built:
-            self._green[build.builder] = self._built[build.builder]
 
     @property
     def waiting(self) -> list[Verdict]:
@@ -95,7 +130,7 @@ class Verifier:
         """Request the verification builds for ``verdict``; False if they cannot be made."""
         suspect = verdict.suspect
         assert suspect is not None
-        parent = parent_in(suspects, suspect.revision, self._green.get(verdict.builder))
+        parent = parent_in(suspects, suspect.revision, self.revisions.green(verdict.builder))
         builderid = self.builder_id(verdict.builder)
         if parent is None or builderid is None:
             log.msg(
@@ -121,22 +156,8 @@ class Verifier:
             yield self._request(builderid, revision, mark, streak)
         return True
 
-    @defer.inlineCallbacks
     def _request(self, builderid: int, revision: str, mark: str, streak: str) -> Any:
-        stamp = yield self.gatherer.sourcestamp_of(revision)
-        if stamp is None:
-            # Never built as such: name the same line as the suspect's builds.
-            stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
-        stamp = dict(stamp, revision=revision)
-        yield self.master.data.updates.addBuildset(
-            waited_for=False,
-            scheduler=SCHEDULER,
-            sourcestamps=[stamp],
-            reason=f"buildbot-revert: {mark}",
-            properties={PROPERTY: (mark, SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
-            builderids=[builderid],
-        )
-        log.msg(f"buildbot-revert: requested a {mark}")
+        return request_build(self.master, self.gatherer, builderid, revision, mark, streak)
 
     def finished(self, build: Build) -> tuple[Verdict, Judgement] | None:
         """A verification build finished: the held verdict and its judgement, once complete."""

@@ -24,6 +24,7 @@ from click.core import ParameterSource
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
+from simulator.analysis.culprit_methods import Methods, play_out
 from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
@@ -187,6 +188,17 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "policy_options={'intersection': ...}).",
 )
 @click.option(
+    "--verification",
+    is_flag=True,
+    help="Play out the plugin's verification builds (its verification=True) on the replay: "
+    "from the labels on a generated history, as a count and a cost on another.",
+)
+@click.option(
+    "--bisection",
+    is_flag=True,
+    help="Play out the plugin's bisection builds (its bisection=True) likewise.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
@@ -207,7 +219,8 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     multiple=True,
     metavar="KEY=V1,V2,...",
     help="Compare every combination of these settings (failures, grace, max-culprit-age, "
-    "intersection=on,off); repeatable, e.g. --sweep failures=2,3,4 --sweep grace=0h,24h,7d.",
+    "and =on,off: intersection, verification, bisection); repeatable, e.g. "
+    "--sweep failures=2,3,4 --sweep grace=0h,24h,7d --sweep bisection=on,off.",
 )
 @click.option(
     "--master",
@@ -234,6 +247,8 @@ def main(
     sweeps: tuple[str, ...],
     without_guards: tuple[str, ...],
     intersection: bool,
+    verification: bool,
+    bisection: bool,
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
@@ -252,7 +267,8 @@ def main(
     if specs:
         run_sweep_command(history, policy, selection, specs, fmt, output)
     else:
-        run_backtest(history, policy, selection, grace_s, fmt, output)
+        methods = Methods(verification=verification, bisection=bisection)
+        run_backtest(history, policy, selection, grace_s, fmt, output, methods)
 
 
 def run_backtest(
@@ -262,18 +278,26 @@ def run_backtest(
     grace: float | None,
     fmt: str,
     output: Path | None,
+    methods: Methods | None = None,
 ) -> None:
     """Replay the history, and write the report in ``fmt``."""
     store = open_history(history)
+    costs = None
     try:
         warn_unknown_names(store, selection)
-        result = replay_with_progress(store, policy, selection)
+        if methods is not None and methods.any:
+            labels = store.labels() if store.has_labels() else None
+            result, costs = play_out(
+                lambda cls: replay_with_progress(store, policy, selection, cls), methods, labels
+            )
+        else:
+            result = replay_with_progress(store, policy, selection)
         if grace:
             # As the sweep scores a grace period: the reverts actually filed.
             result = apply_grace(result, grace)
         if result.builds == 0:
             warn(empty_window(store, result))
-        report = build_report(store, result, rich=fmt in RICH_FORMATS)
+        report = build_report(store, result, rich=fmt in RICH_FORMATS, costs=costs)
     finally:
         store.close()
     write_output(render_report(report, fmt), output)

@@ -382,9 +382,17 @@ class StreakTracker:
                 change, builder, streak.first.number, numbers, last.completed_at, streak.green_at
             )
             self._proposed[change.revision] = request
-        return streak.verdict._replace(
+        streak.verdict = streak.verdict._replace(
             reason=reason, explanation=explanation, suspect=change, request=request
         )
+        return streak.verdict
+
+    def failing_of(self, builder: str) -> tuple[Build, ...]:
+        """The first N failing builds of the builder's open streak (empty when not red)."""
+        state = self._builders.get(builder)
+        if state is None or state.streak is None:
+            return ()
+        return tuple(state.streak.failing)
 
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""

@@ -176,7 +176,11 @@ def select_builds(
 
 
 def replay_builds(
-    builds: Iterable[Build], policy: Policy, selection: Selection, builders: list[Builder]
+    builds: Iterable[Build],
+    policy: Policy,
+    selection: Selection,
+    builders: list[Builder],
+    tracker_class: type[StreakTracker] | None = None,
 ) -> ReplayResult:
     """Feed builds through a fresh tracker and collect its events.
 
@@ -185,10 +189,13 @@ def replay_builds(
     failures when the window opens); what they decide is not reported, nor
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
-    theirs is reported or counted.
+    theirs is reported or counted.  ``tracker_class`` may play out what
+    the plugin does beyond the tracker (culprit_methods.py).
     """
     kept = frozenset(b.name for b in builders)
-    tracker = StreakTracker(policy, watched=kept.__contains__, tags_of=selection.tags_of(builders))
+    tracker = (tracker_class or StreakTracker)(
+        policy, watched=kept.__contains__, tags_of=selection.tags_of(builders)
+    )
     result = ReplayResult(policy, selection, builders=builders)
     verdicts = result.verdicts
     streaks = result.streaks

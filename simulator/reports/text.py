@@ -198,13 +198,18 @@ def _method_lines(ctx: ReportContext) -> list[str]:
     """One row per way of finding the culprit: reverts, right, wrong, build-hours."""
     if not ctx.methods:
         return []
-    lines = ["", "Culprit-finding methods (reverts each proposed first):"]
-    lines.append(f"  {'method':<22} {'reverts':>8} {'right':>6} {'wrong':>6} {'build-hours':>12}")
+    lines = [
+        "",
+        "Culprit-finding methods (reverts each proposed first; verification: withdrawn):",
+        f"  {'method':<16} {'reverts':>8} {'right':>6} {'wrong':>6} {'acted on':>9} "
+        f"{'build-hours':>12}",
+    ]
     for row in ctx.methods:
         right = "-" if row.right is None else str(row.right)
         wrong = "-" if row.wrong is None else str(row.wrong)
         lines.append(
-            f"  {row.method:<22} {row.proposals:>8} {right:>6} {wrong:>6} {row.build_hours:>12.1f}"
+            f"  {row.method:<16} {row.proposals:>8} {right:>6} {wrong:>6} {row.acted_on:>9} "
+            f"{row.build_hours:>12.1f}"
         )
     return lines
 

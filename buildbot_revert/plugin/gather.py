@@ -46,6 +46,9 @@ from buildbot_revert.core.verification import PROPERTY
 
 _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096
+# How many of a builder's latest builds a cold start looks through for its
+# last ordinary one.
+_LOOK_BACK = 10
 
 
 def verification_reason(stored: str) -> str:
@@ -111,16 +114,16 @@ class Gatherer:
         if builder is None:
             return None
         tips, branch, verification = yield self._sourcestamps_of(build)
-        if verification is not None:
-            # Requested by buildbot-revert at a chosen revision: evidence
-            # about that revision only.  It leaves the builder's heads alone,
-            # so the next ordinary build's blamelist is as if it never ran.
-            return (yield self._verification_build(build, builder.name, branch, verification))
-        previous = self._tips.get(build["builderid"])
-        if previous is None:
-            previous = yield self._previous_tips(build)
-        changes, after = yield self._blamelist(previous, tips)
-        self._tips[build["builderid"]] = after
+        changes: tuple[Change, ...] = ()
+        if verification is None:
+            previous = self._tips.get(build["builderid"])
+            if previous is None:
+                previous = yield self._previous_tips(build)
+            changes, after = yield self._blamelist(previous, tips)
+            self._tips[build["builderid"]] = after
+        # else: requested by buildbot-revert at a chosen revision, evidence
+        # about that revision only.  It leaves the builder's heads alone, so
+        # the next ordinary build's blamelist is as if it never ran.
         result = int(build["results"]) if build.get("results") is not None else _FAILURE
         steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
@@ -136,28 +139,7 @@ class Gatherer:
             steps,
             worker,
             branch,
-        )
-
-    @defer.inlineCallbacks
-    def _verification_build(
-        self, build: Mapping[str, Any], builder: str, branch: str | None, why: str
-    ) -> Any:
-        result = int(build["results"]) if build.get("results") is not None else _FAILURE
-        steps: tuple[FailedStep, ...] = ()
-        if result == _FAILURE:
-            steps = yield self._failed_steps(build["buildid"])
-        worker = yield self._worker(build.get("workerid"))
-        return Build(
-            builder,
-            int(build["number"]),
-            result,
-            epoch(build.get("started_at")),
-            epoch(build.get("complete_at")),
-            (),
-            steps,
-            worker,
-            branch,
-            why,
+            verification,
         )
 
     def sourcestamp_of(self, revision: str) -> Any:
@@ -291,12 +273,15 @@ class Gatherer:
                 resultspec.Filter("complete_at", "lt", [int(epoch(finished_at))]),
             ],
             order=["-complete_at", "-buildid"],
-            limit=1,
+            # A few: the builds buildbot-revert requested (verification,
+            # bisection) built other revisions and are passed over.
+            limit=_LOOK_BACK,
         )
-        if not rows:
-            return {}
-        tips, _, _ = yield self._sourcestamps_of(rows[0])
-        return tips
+        for row in rows:
+            tips, _, verification = yield self._sourcestamps_of(row)
+            if verification is None:
+                return tips
+        return {}
 
     @defer.inlineCallbacks
     def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:

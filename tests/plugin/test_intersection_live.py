@@ -1,7 +1,8 @@
 """Intersection in a real master (issue 15): two workers, two blamelists, one culprit.
 
 Two builders on two workers of one master.  Each worker is stopped while
-the other builds, so the master's requests queue and collapse differently:
+the other builds (in an order that leaves nothing to timing), so the
+master's requests queue and collapse differently:
 ``linux``'s first failing build holds x1 and the breaking change, ``macos``'s
 the breaking change and x2.  Neither points at one change; their
 intersection does, and exactly one revert PR is filed for it.
@@ -83,6 +84,16 @@ def second(masters, github, tmp_path) -> Iterator[tuple]:
         kill_process_group(worker2.proc)
 
 
+def known(harness, sha: str) -> None:
+    """Wait until the master's poller has seen the commit ``sha`` (and queued its builds)."""
+
+    def seen() -> bool:
+        body = harness.get("/changes", revision=sha)
+        return bool(body and body["changes"])
+
+    wait_for(seen, timeout=30, what=f"the change {sha[:12]}")
+
+
 def stop_first(harness) -> None:
     kill_process_group(harness.worker_proc)
     harness.worker_proc = None
@@ -97,13 +108,18 @@ def test_two_workers_intersect_to_the_breaking_change(github, second):
     stop_first(harness)
     _, x1 = merged_pr(github, harness, "gh-2: Tidy", {"tidy.txt": "x\n"})
     harness.wait_for_revision(x1, ["macos"])
-    # Both away: the breaking change, then x2 (macos's worker comes back between).
+    # macos's worker goes away too: the breaking change queues on both.
     worker2.stop()
     number, bad = merged_pr(github, harness, "gh-3: Tweak the parser", {"parser.py": "BREAK\n"})
-    time.sleep(2.0)  # the poller sees it alone
+    known(harness, bad)
+    # linux's worker returns: linux builds x1 and the breaking change at once.
+    harness.start()
+    harness.wait_for_revision(bad, ["linux"])
+    # x2 queues behind the breaking change on macos, then its worker returns:
+    # macos builds the breaking change and x2 at once.
     _, x2 = merged_pr(github, harness, "gh-4: More", {"more.txt": "4\n"})
-    harness.start()  # the first worker back: linux builds x1 and the breaking change
-    worker2.start()  # macos builds the breaking change and x2
+    known(harness, x2)
+    worker2.start()
     harness.wait_for_revision(x2)
     for i in (5, 6):
         _, sha = merged_pr(github, harness, f"gh-{i}: Even more", {f"even{i}.txt": f"{i}\n"})

@@ -96,8 +96,8 @@ def run_both(
     """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
 
     Events are ("change", n, files, branch, title) or ("build", builder,
-    results, tip, steps[, worker]); a tip is a change's n, or None for a
-    forced build.
+    results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
+    for a forced build; a mark makes it a build buildbot-revert requested.
     """
     master = InProcessMaster(
         tmp_path / "master",
@@ -121,9 +121,9 @@ def run_both(
                     branch,
                 )
             else:
-                _, name, results, tip, steps, *worker = event
+                _, name, results, tip, steps, *worker_and_mark = event
                 yield master.finish_build(
-                    name, results, ssids[tip] if tip is not None else None, steps, *worker
+                    name, results, ssids[tip] if tip is not None else None, steps, *worker_and_mark
                 )
         yield master.drain()
         plugin = list(master.reporter.verdicts)
@@ -333,4 +333,31 @@ def test_intersection_gives_identical_verdicts(tmp_path, intersection):
         assert "AMD64 Debian (worker w-AMD64-Debian): 2 change(s)" in macos.explanation
     else:
         assert got["ARM64 macOS"] == (Reason.MULTIPLE_CHANGES, None)
+    assert plugin == simulated
+
+
+def requested_history() -> list[tuple]:
+    """A breakage whose streak a green verification build of the parent interrupts."""
+    events: list[tuple] = []
+    for n in (1, 2):
+        title = f"gh-{n}: Change {n} (#{n})"
+        events.append(("change", n, [f"Lib/m{n}.py"], "main", title))
+        for name, _ in BUILDERS:
+            steps = red("test_c") if n == 2 and name == "AMD64 Debian" else GREEN
+            events.append(("build", name, F if steps is not GREEN else S, n, steps))
+    mark = "verification build of the parent of change 2"
+    events.append(("build", "AMD64 Debian", S, 1, GREEN, None, mark))
+    events.append(("build", "AMD64 Debian", F, None, red("test_c")))
+    events.append(("build", "AMD64 Debian", F, None, red("test_c")))
+    return events
+
+
+@pytest_twisted.inlineCallbacks
+def test_requested_builds_are_no_part_of_a_streak_in_either_shell(tmp_path):
+    plugin, simulated = yield from run_both(
+        tmp_path, BUILDERS, requested_history(), "", Selection()
+    )
+    [verdict] = [v for v in plugin if v.builder == "AMD64 Debian"]
+    # The green verification build (number 3) neither ended nor joined the streak.
+    assert (verdict.reason, verdict.failing_builds) == (Reason.REVERT, (2, 4, 5))
     assert plugin == simulated

@@ -30,6 +30,15 @@ _FAILURE = int(Result.FAILURE)
 # The build property that marks a build buildbot-revert requested; its value
 # says why (the revision, the streak, the method).
 PROPERTY = "buildbot_revert_verification"
+# How the reason of every buildset buildbot-revert requests begins: what a
+# history pulled over the REST API recognises them by (buildset reasons
+# come with the buildsets the importer reads anyway).
+REASON_PREFIX = "buildbot-revert: "
+
+
+def is_requested(reason: object) -> bool:
+    """Whether a buildset's reason says buildbot-revert requested it."""
+    return isinstance(reason, str) and reason.startswith(REASON_PREFIX)
 
 
 class Judgement(NamedTuple):

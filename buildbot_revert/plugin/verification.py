@@ -29,7 +29,7 @@ from twisted.python import log
 
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.verdicts import Verdict
-from buildbot_revert.core.verification import PROPERTY, Judgement, judge
+from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX, Judgement, judge
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 # The property linking a verification build to the streak it serves.
@@ -68,7 +68,7 @@ def request_build(
         waited_for=False,
         scheduler=SCHEDULER,
         sourcestamps=[stamp],
-        reason=f"buildbot-revert: {mark}",
+        reason=f"{REASON_PREFIX}{mark}",
         properties={PROPERTY: (mark, SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
         builderids=[builderid],
     )

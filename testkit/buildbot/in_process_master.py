@@ -19,6 +19,7 @@ from typing import Any
 from buildbot.master import BuildMaster
 from twisted.internet import defer
 
+from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
 from testkit.processes import create_master
 
 MASTER_CFG = """\
@@ -150,12 +151,15 @@ class InProcessMaster:
         ssid: int | None,
         steps: Sequence[tuple[str, int, str | None]] = (),
         worker: str | None = None,
+        requested: str | None = None,
     ) -> Any:
         """Run one build of ``ssid`` through the data API; return its build id.
 
         ``steps`` are (name, results, stdio text or None for no log);
         ``worker`` names the worker that ran it (default: the one worker
-        ``w``; another name is recorded as a worker of its own).
+        ``w``; another name is recorded as a worker of its own);
+        ``requested`` marks it as a build buildbot-revert requested (the
+        property and reason a verification or bisection build carries).
         """
         assert self.master is not None
         updates = self.master.data.updates
@@ -178,7 +182,8 @@ class InProcessMaster:
             scheduler="sched",
             sourcestamps=sourcestamps,
             builderids=[builderid],
-            properties={},
+            properties={} if requested is None else {PROPERTY: (requested, "buildbot-revert")},
+            reason="" if requested is None else REASON_PREFIX + requested,
         )
         brid = brids[builderid]
         workerid = self._workerid if worker is None else (yield updates.findWorkerId(worker))

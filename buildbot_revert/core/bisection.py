@@ -27,6 +27,15 @@ from buildbot_revert.core.verification import Judgement, fails_alike
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 
 
+def builds_needed(changes: int) -> int:
+    """At most how many builds a bisection of ``changes`` changes requests.
+
+    The parent, then one per halving of the changes not yet known to fail
+    (the last is: the first failing build built it).
+    """
+    return 1 + (changes - 1).bit_length()
+
+
 class Bisection:
     """One search over a streak's suspects (mutable; one per streak)."""
 

@@ -27,7 +27,7 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python import log
 
-from buildbot_revert.core.bisection import Bisection
+from buildbot_revert.core.bisection import Bisection, builds_needed
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import Judgement
@@ -81,9 +81,7 @@ class Bisector:
         oldest = min(c.when for c in suspects)
         if verdict.decided_at - oldest > self.caps.max_age:
             return False
-        # Parent, then about log2(k) probes.
-        needed = 1 + max(1, (len(suspects) - 1).bit_length())
-        return self._room(verdict.builder) >= needed
+        return self._room(verdict.builder) >= builds_needed(len(suspects))
 
     def _room(self, builder: str) -> int:
         """How many more builds the caps allow now, on ``builder``."""

@@ -70,10 +70,10 @@ class BisectionSettings:
     ``per_day`` in all are requested in any 24 hours.
     """
 
-    max_changes: int = 8
-    per_builder_per_day: int = 6
-    per_day: int = 24
-    max_age: float = 2 * 86400.0
+    max_changes: int = defaults.BISECTION_MAX_CHANGES
+    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
+    per_day: int = defaults.BISECTION_PER_DAY
+    max_age: float = defaults.BISECTION_MAX_AGE
 
 
 _BISECTION_KEYS = ("max_changes", "per_builder_per_day", "per_day", "max_age")

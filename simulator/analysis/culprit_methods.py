@@ -18,7 +18,8 @@ request them:
     a first failing build of 2 to ``max_changes`` changes, all younger than
     ``max_age``, on a watched builder, is bisected: the parent, then the
     middle of the range, until one change is left, which the tracker then
-    judges as a single change (``revert-by-bisection``).
+    judges as a single change (``revert-by-bisection``); a bisection whose
+    builds the daily caps (per builder, in all) could not hold is not begun.
 
 On a labelled (generated) history each forced build's outcome comes from the
 ground truth of the streak's first failing build: a breakage fails every
@@ -40,11 +41,13 @@ negative numbers) and what it cost.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from buildbot_revert.core.bisection import Bisection
+from buildbot_revert.core import defaults
+from buildbot_revert.core.bisection import Bisection, builds_needed
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.tracker import Event, StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
@@ -73,8 +76,10 @@ class Methods:
 
     verification: bool = False
     bisection: bool = False
-    max_changes: int = 8
-    max_age: float = 2 * _DAY
+    max_changes: int = defaults.BISECTION_MAX_CHANGES
+    max_age: float = defaults.BISECTION_MAX_AGE
+    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
+    per_day: int = defaults.BISECTION_PER_DAY
 
     @property
     def any(self) -> bool:
@@ -217,6 +222,17 @@ def methods_tracker(
 ) -> type[StreakTracker]:
     """A tracker class that also plays out verification and bisection (see the module)."""
     truth = _Truth(labels)
+    # When each forced bisection build was requested: in all, and per builder.
+    requested: deque[float] = deque()
+    by_builder: dict[str, deque[float]] = {}
+
+    def room(builder: str, now: float) -> int:
+        """How many more builds bisection's daily caps allow at ``now``."""
+        mine = by_builder.setdefault(builder, deque())
+        for times in (requested, mine):
+            while times and times[0] <= now - _DAY:
+                times.popleft()
+        return min(methods.per_day - len(requested), methods.per_builder_per_day - len(mine))
 
     class MethodsTracker(StreakTracker):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -299,11 +315,16 @@ def methods_tracker(
                 or self._builders[verdict.builder].tolerated
             ):
                 return verdict
+            needed = builds_needed(len(suspects))
+            if room(verdict.builder, verdict.decided_at) < needed:
+                return verdict
             fails_from = truth.fails_from(failing[0], suspects)
             hours = self._hours(verdict.builder)
             if fails_from is None:
-                # Unlabelled: what it would cost (the parent and about log2 k probes).
-                costs.spend("bisection", hours * (1 + (len(suspects) - 1).bit_length()))
+                # Unlabelled: what it would cost, at most.
+                costs.spend("bisection", hours * needed)
+                requested.extend([verdict.decided_at] * needed)
+                by_builder[verdict.builder].extend([verdict.decided_at] * needed)
                 return verdict
             search = Bisection("parent", suspects, frozenset(verdict.evidence))
             judgement: Judgement | None = None
@@ -314,6 +335,8 @@ def methods_tracker(
                 build = self._forced(failing[0], fails_from, index, f"probe {probes}", revision)
                 judgement = search.record(revision, build)
             costs.spend("bisection", hours * probes)
+            requested.extend([verdict.decided_at] * probes)
+            by_builder[verdict.builder].extend([verdict.decided_at] * probes)
             found = search.found
             if judgement is not None or found is None:
                 assert judgement is not None

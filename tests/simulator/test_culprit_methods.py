@@ -136,3 +136,10 @@ def test_the_sweep_gives_each_method_its_own_row() -> None:
     assert (off.reverts, off.forced_build_hours) == (0, 0.0)
     assert (on.reverts, on.forced_build_hours) == (1, 2 * BUILD_HOURS)
     assert on.as_json()["bisection"] == "on"
+
+
+def test_a_bisection_the_daily_caps_cannot_hold_is_not_begun() -> None:
+    capped = Methods(bisection=True, per_builder_per_day=1)
+    result, costs = replayed("S:a F:c1,c2@os F@os F@os S", capped, labelled("breakage", "c2"))
+    assert verdict_of(result).reason is Reason.MULTIPLE_CHANGES
+    assert costs.build_hours == {}

@@ -95,8 +95,10 @@ class MethodCosts:
     # method -> streaks it acted on (requested at least one build for)
     acted: dict[str, int] = field(default_factory=dict)
     # Proposals verification withdrew: (revision, whether it was the
-    # culprit by the labels; None without labels).
-    withdrawn: list[tuple[str, bool | None]] = field(default_factory=list)
+    # culprit by the labels).
+    withdrawn: list[tuple[str, bool]] = field(default_factory=list)
+    # Whether the outcomes came from labels (else only counts and costs).
+    labelled: bool = True
 
     def spend(self, method: str, hours: float) -> None:
         self.build_hours[method] = self.build_hours.get(method, 0.0) + hours
@@ -157,8 +159,7 @@ def method_table(
         )
     if VERIFICATION in costs.acted:
         withdrawn = costs.withdrawn
-        labelled = all(culprit is not None for _, culprit in withdrawn)
-        right = -sum(1 for _, culprit in withdrawn if culprit) if labelled else None
+        right = -sum(1 for _, culprit in withdrawn if culprit) if costs.labelled else None
         wrong = None if right is None else -len(withdrawn) - right
         rows.append(
             MethodRow(
@@ -358,6 +359,6 @@ def play_out(
     replay: Any, methods: Methods, labels: Labels | None
 ) -> tuple[ReplayResult, MethodCosts]:
     """Run ``replay(tracker_class)`` with the methods played out; the result and their costs."""
-    costs = MethodCosts()
+    costs = MethodCosts(labelled=labels is not None)
     result: ReplayResult = replay(methods_tracker(methods, labels, costs))
     return result, costs

@@ -102,6 +102,10 @@ def test_an_unlabelled_history_counts_and_costs_only() -> None:
     rows = {r.method: r for r in method_table(result, None, costs)}
     assert rows["bisection"].acted_on == 1
     assert rows["bisection"].right is None
+    result, costs = replayed("S:a F:c1@os F@os F@os S", Methods(verification=True), None)
+    assert verdict_of(result).reason is Reason.REVERT
+    [verification] = [r for r in method_table(result, None, costs) if r.method == "verification"]
+    assert (verification.acted_on, verification.right, verification.wrong) == (1, None, None)
     # The parent and one probe, estimated.
     assert rows["bisection"].build_hours == 2 * BUILD_HOURS
 

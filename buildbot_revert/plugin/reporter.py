@@ -576,6 +576,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         bisector = self.bisector
         if bisector is None or self.tracker is None:
             return
+        if not self.tracker.policy.tolerated_tags.isdisjoint(self._tags.get(verdict.builder, ())):
+            return  # allowed to fail: it would never propose what it found
         suspects = self.tracker.suspects_of(verdict.builder)
         if bisector.wants(verdict, suspects):
             started = yield bisector.start(verdict, suspects)

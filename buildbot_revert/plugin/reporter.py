@@ -540,6 +540,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._catch_up.note(build.completed_at, msg["buildid"])
         if build.verification is not None:
             events = (yield self._requested_build_finished(build)) if act else ()
+        # Acted on once every event of the build is recorded: a verified
+        # revert's builders that joined it while it was held are then named.
+        to_file: list[str] = []
         for event in events:
             # Builders outside the selection only lend their evidence.
             if event.builder not in self._watched:
@@ -550,7 +553,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                     verifier is not None
                     and act
                     and build.verification is None
-                    and (yield self._hold(verifier, event))
+                    and ((yield self._hold(verifier, event)) or verifier.join(event))
                 ):
                     continue
                 if act and build.verification is None:
@@ -559,7 +562,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 continue
             revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
             if revision is not None:
-                self._file(revision)
+                to_file.append(revision)
+        for revision in dict.fromkeys(to_file):
+            self._file(revision)
 
     @defer.inlineCallbacks
     def _hold(self, verifier: Verifier, verdict: Verdict) -> Any:
@@ -590,7 +595,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if self.verifier is not None:
             done = self.verifier.finished(build)
             if done is not None:
-                return self._verified(*done)
+                verdict, judgement, joined = done
+                ended = self._verified(verdict, judgement)
+                # Builders that qualified meanwhile join a filed revert; a
+                # declined one takes them with it.
+                return ended + tuple(joined) if judgement.confirmed else ended
         if self.bisector is None or self.tracker is None:
             return ()
         outcome = yield self.bisector.finished(build)

@@ -28,7 +28,7 @@ from twisted.internet import defer
 from twisted.python import log
 
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.verdicts import Verdict
+from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX, Judgement, judge
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
@@ -48,6 +48,9 @@ class _Held:
     parent_build: Build | None = None
     suspect_build: Build | None = None
     marks: list[str] = field(default_factory=list)
+    # Other builders that qualified on the same change meanwhile
+    # (already-proposed): recorded once the revert is filed.
+    joined: list[Verdict] = field(default_factory=list)
 
 
 @defer.inlineCallbacks
@@ -125,6 +128,16 @@ class Verifier:
     def waiting(self) -> list[Verdict]:
         return [h.verdict for h in self._held.values()]
 
+    def join(self, verdict: Verdict) -> bool:
+        """Keep another builder's qualification on a held change; False if none is held."""
+        if verdict.reason is not Reason.ALREADY_PROPOSED or verdict.suspect is None:
+            return False
+        for held in self._held.values():
+            if held.verdict.suspect == verdict.suspect:
+                held.joined.append(verdict)
+                return True
+        return False
+
     @defer.inlineCallbacks
     def hold(self, verdict: Verdict, suspects: Sequence[Change]) -> Any:
         """Request the verification builds for ``verdict``; False if they cannot be made."""
@@ -159,8 +172,8 @@ class Verifier:
     def _request(self, builderid: int, revision: str, mark: str, streak: str) -> Any:
         return request_build(self.master, self.gatherer, builderid, revision, mark, streak)
 
-    def finished(self, build: Build) -> tuple[Verdict, Judgement] | None:
-        """A verification build finished: the held verdict and its judgement, once complete."""
+    def finished(self, build: Build) -> tuple[Verdict, Judgement, list[Verdict]] | None:
+        """A verification build finished: the held verdict, its judgement and who joined it."""
         mark = build.verification
         held = self._held.get(mark or "")
         if held is None:
@@ -181,7 +194,7 @@ class Verifier:
             held.suspect_build,
             verdict.suspect.revision,
         )
-        return verdict, judgement
+        return verdict, judgement, held.joined
 
 
 def verified(verdict: Verdict, judgement: Judgement) -> Verdict:

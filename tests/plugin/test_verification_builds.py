@@ -26,6 +26,7 @@ github = e2e.github
 masters = e2e.masters
 
 BUILDERS = (BuilderSpec("fast-linux", ("stable", "tier-1")),)
+BOTH = (*BUILDERS, BuilderSpec("fast-macos", ("stable", "tier-2")))
 
 
 def verifying(github, root) -> str:
@@ -79,7 +80,7 @@ def test_a_worker_side_change_fails_the_parent_too_and_nothing_is_filed(github, 
 
 
 def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path):
-    harness = masters(builders=BUILDERS, extra_config=verifying(github, tmp_path))
+    harness = masters(builders=BOTH, extra_config=verifying(github, tmp_path))
     _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
     harness.wait_for_revision(good)
     number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
@@ -90,6 +91,16 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
     wait_for(lambda: github.comments_on(number), timeout=60, what="the revert")
     [revert] = github.revert_pulls()
     assert "verified: the parent of" in (revert.body or "")
+    # One verification build, on the builder that qualified first; the
+    # other, qualifying while it ran or after, is named on the revert too.
     [check] = verification_builds(harness)
     assert check["results"] == 0
     assert f"parent {good[:12]} of suspect {bad[:12]}" in check["properties"][PROPERTY][0]
+
+    def named() -> str:
+        texts = [revert.body or "", *(c.body for c in github.comments_on(revert.number))]
+        text = "\n".join(texts)
+        return text if all(f"`{b.name}`" in text for b in BOTH) else ""
+
+    wait_for(named, timeout=30, what="both builders named on the revert")
+    assert len(github.revert_pulls()) == 1

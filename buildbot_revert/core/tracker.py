@@ -41,6 +41,10 @@ checks run in this order, and the first that fails names the reason:
 1. ``always-red``: no green build was seen before the streak;
 2. ``no-changes`` / ``multiple-changes``: the suspects (changes since the
    last green build, up to the first failing build) must be exactly one;
+   with ``Policy.intersection``, several are narrowed to the one change
+   the first failing builds of other red builders failing alike, on other
+   workers, hold in common (:mod:`.intersection`); that change then meets
+   the checks below and proposes as ``revert-by-intersection``;
 3. ``culprit-is-revert``: never revert a revert;
 4. ``culprit-too-old``: the change landed too long before the N-th failure;
 5. ``not-watched``: the builder is fed for its evidence only (outside the

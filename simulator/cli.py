@@ -24,6 +24,7 @@ from click.core import ParameterSource
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
+from simulator.analysis.culprit_methods import Methods, play_out
 from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
@@ -185,6 +186,25 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     help="Switch an evidence guard off (repeatable; 'all' for the bare structural rule).",
 )
 @click.option(
+    "--intersection/--no-intersection",
+    default=DEFAULT_POLICY.intersection,
+    show_default=True,
+    help="Pin a first failing build of several changes to the one change that other "
+    "builders failing alike hold in common (as the plugin's "
+    "policy_options={'intersection': ...}).",
+)
+@click.option(
+    "--verification",
+    is_flag=True,
+    help="Play out the plugin's verification builds (its verification=True) on the replay: "
+    "from the labels on a generated history, as a count and a cost on another.",
+)
+@click.option(
+    "--bisection",
+    is_flag=True,
+    help="Play out the plugin's bisection builds (its bisection=True) likewise.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
@@ -204,8 +224,9 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "sweeps",
     multiple=True,
     metavar="KEY=V1,V2,...",
-    help="Compare every combination of these settings (failures, grace, max-culprit-age); "
-    "repeatable, e.g. --sweep failures=2,3,4 --sweep grace=0h,24h,7d.",
+    help="Compare every combination of these settings (failures, grace, max-culprit-age, "
+    "and =on,off: intersection, verification, bisection); repeatable, e.g. "
+    "--sweep failures=2,3,4 --sweep grace=0h,24h,7d --sweep bisection=on,off.",
 )
 @click.option(
     "--master",
@@ -260,6 +281,9 @@ def main(
     github_url: str | None,
     github_token_file: Path | None,
     github_refresh: bool,
+    intersection: bool,
+    verification: bool,
+    bisection: bool,
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
@@ -268,7 +292,7 @@ def main(
     selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
     grace_s = parse_flag_duration(grace, "--grace")
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
-    policy = make_policy(failures, age_s, without_guards)
+    policy = make_policy(failures, age_s, without_guards).with_changes(intersection=intersection)
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)
@@ -281,7 +305,8 @@ def main(
     if specs:
         run_sweep_command(history, policy, selection, specs, fmt, output)
     else:
-        run_backtest(history, policy, selection, grace_s, fmt, output, github)
+        methods = Methods(verification=verification, bisection=bisection)
+        run_backtest(history, policy, selection, grace_s, fmt, output, github, methods)
 
 
 def run_backtest(
@@ -292,18 +317,26 @@ def run_backtest(
     fmt: str,
     output: Path | None,
     github: GitHubOptions | None = None,
+    methods: Methods | None = None,
 ) -> None:
     """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
+    costs = None
     try:
         warn_unknown_names(store, selection)
-        result = replay_with_progress(store, policy, selection)
+        if methods is not None and methods.any:
+            labels = store.labels() if store.has_labels() else None
+            result, costs = play_out(
+                lambda cls: replay_with_progress(store, policy, selection, cls), methods, labels
+            )
+        else:
+            result = replay_with_progress(store, policy, selection)
         if grace:
             # As the sweep scores a grace period: the reverts actually filed.
             result = apply_grace(result, grace)
         if result.builds == 0:
             warn(empty_window(store, result))
-        report = build_report(store, result, rich=fmt in RICH_FORMATS)
+        report = build_report(store, result, rich=fmt in RICH_FORMATS, costs=costs)
         if github is not None:
             report.github = lookup_outcomes(github, store, result, report.confirmation)
             if report.github_repo is None and github.api_url == DEFAULT_API_URL:

@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 
 from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.analysis.sweep import Axis, SweepResult, combinations, run_sweep
 from simulator.history.store import HistoryStore
@@ -63,12 +64,21 @@ def _counting(items: Iterable[T], total: int, label: str) -> Iterator[T]:
         bar.update(pending)
 
 
-def replay_with_progress(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
+def replay_with_progress(
+    store: HistoryStore,
+    policy: Policy,
+    selection: Selection,
+    tracker_class: type[StreakTracker] | None = None,
+) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
     selection = selection.of_history(store.builders())
     builders, builds = select_builds(store, selection, policy)
     return replay_builds(
-        counted(builds, store.count_builds(), "Replaying"), policy, selection, builders
+        counted(builds, store.count_builds(), "Replaying"),
+        policy,
+        selection,
+        builders,
+        tracker_class,
     )
 
 

@@ -96,7 +96,8 @@ def run_both(
     """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
 
     Events are ("change", n, files, branch, title) or ("build", builder,
-    results, tip, steps); a tip is a change's n, or None for a forced build.
+    results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
+    for a forced build; a mark makes it a build buildbot-revert requested.
     """
     master = InProcessMaster(
         tmp_path / "master",
@@ -120,9 +121,9 @@ def run_both(
                     branch,
                 )
             else:
-                _, name, results, tip, steps = event
+                _, name, results, tip, steps, *worker_and_mark = event
                 yield master.finish_build(
-                    name, results, ssids[tip] if tip is not None else None, steps
+                    name, results, ssids[tip] if tip is not None else None, steps, *worker_and_mark
                 )
         yield master.drain()
         plugin = list(master.reporter.verdicts)
@@ -278,4 +279,85 @@ def test_the_new_rules_give_identical_verdicts(tmp_path, reporter_selection, sel
         (DEBIAN, Reason.REVERT, f"{7:040x}"),
     ], plugin
     assert "Doc/library/ssl.rst" in plugin[0].explanation
+    assert plugin == simulated
+
+
+# -- issue 15: intersection -----------------------------------------------------------
+
+
+def intersection_history() -> list[tuple]:
+    """Two builders on their own workers, collapsed differently, broken by one change.
+
+    Debian builds changes 2 and 3 at once, macOS (green on 2) 3 and 4: only
+    change 3 is in both first failing builds, and both fail test_c.  A third builder on
+    a third worker fails an unrelated test from 2 and 3: no intersection.
+    """
+    events: list[tuple] = []
+
+    def change(n: int) -> None:
+        events.append(("change", n, [f"Lib/m{n}.py"], "main", f"gh-{n}: Change {n} (#{n})"))
+
+    def build(name: str, tip: int | None, steps: list) -> None:
+        worker = "w-" + name.replace(" ", "-")
+        events.append(("build", name, F if steps is not GREEN else S, tip, steps, worker))
+
+    change(1)
+    for name, _ in BUILDERS:
+        build(name, 1, GREEN)
+    change(2)
+    build("ARM64 macOS", 2, GREEN)
+    change(3)
+    build("AMD64 Debian", 3, red("test_c"))
+    build("AMD64 Refleaks", 3, red("test_other"))
+    change(4)
+    build("ARM64 macOS", 4, red("test_c"))
+    for _ in range(2):
+        for name, _ in BUILDERS:
+            build(name, None, red("test_other" if name == "AMD64 Refleaks" else "test_c"))
+    return events
+
+
+@pytest.mark.parametrize("intersection", [True, False], ids=["on", "off"])
+@pytest_twisted.inlineCallbacks
+def test_intersection_gives_identical_verdicts(tmp_path, intersection):
+    option = "" if intersection else ", policy_options={'intersection': False}"
+    plugin, simulated = yield from run_both(
+        tmp_path, BUILDERS, intersection_history(), option, Selection()
+    )
+    got = {v.builder: (v.reason, v.suspect.revision if v.suspect else None) for v in plugin}
+    assert got["AMD64 Debian"] == (Reason.MULTIPLE_CHANGES, None)
+    assert got["AMD64 Refleaks"] == (Reason.MULTIPLE_CHANGES, None)
+    if intersection:
+        assert got["ARM64 macOS"] == (Reason.REVERT_BY_INTERSECTION, f"{3:040x}")
+        macos = next(v for v in plugin if v.builder == "ARM64 macOS")
+        assert "AMD64 Debian (worker w-AMD64-Debian): 2 change(s)" in macos.explanation
+    else:
+        assert got["ARM64 macOS"] == (Reason.MULTIPLE_CHANGES, None)
+    assert plugin == simulated
+
+
+def requested_history() -> list[tuple]:
+    """A breakage whose streak a green verification build of the parent interrupts."""
+    events: list[tuple] = []
+    for n in (1, 2):
+        title = f"gh-{n}: Change {n} (#{n})"
+        events.append(("change", n, [f"Lib/m{n}.py"], "main", title))
+        for name, _ in BUILDERS:
+            steps = red("test_c") if n == 2 and name == "AMD64 Debian" else GREEN
+            events.append(("build", name, F if steps is not GREEN else S, n, steps))
+    mark = "verification build of the parent of change 2"
+    events.append(("build", "AMD64 Debian", S, 1, GREEN, None, mark))
+    events.append(("build", "AMD64 Debian", F, None, red("test_c")))
+    events.append(("build", "AMD64 Debian", F, None, red("test_c")))
+    return events
+
+
+@pytest_twisted.inlineCallbacks
+def test_requested_builds_are_no_part_of_a_streak_in_either_shell(tmp_path):
+    plugin, simulated = yield from run_both(
+        tmp_path, BUILDERS, requested_history(), "", Selection()
+    )
+    [verdict] = [v for v in plugin if v.builder == "AMD64 Debian"]
+    # The green verification build (number 3) neither ended nor joined the streak.
+    assert (verdict.reason, verdict.failing_builds) == (Reason.REVERT, (2, 4, 5))
     assert plugin == simulated

@@ -104,5 +104,12 @@ reverts, our marker), :mod:`.signatures` (a package: one parser per log
 format), :mod:`.relevance` (documentation-only changes, path patterns, and
 which tests a change's files touch), :mod:`.guards`, :mod:`.tracker`,
 :mod:`.verdicts`, :mod:`.grace`, :mod:`.actions`, :mod:`.outcomes`,
-:mod:`.pr_text`, :mod:`.follow_up_text`, :mod:`.markdown`.
+:mod:`.pr_text`, :mod:`.follow_up_text`, :mod:`.markdown`; beyond one change
+in the first failing build, :mod:`.intersection` (the one change other
+builders' first failing builds share: ``revert-by-intersection``),
+:mod:`.verification` (what a build of the suspect's parent proves:
+``environment``, ``unverified``) and :mod:`.bisection` (which revision to
+build next, and the culprit found: ``revert-by-bisection``, judged by
+``StreakTracker.judge_found``); the plugin requests those builds, the
+simulator plays them out.
 """

@@ -21,3 +21,11 @@ OBJECTION_WORDS: tuple[str, ...] = ("/no-revert", "do not revert", "don't revert
 # The lines of each failing step's stdio log handed to the core: the plugin
 # and the simulator's importer read the same tail, so both see the same evidence.
 LOG_TAIL_LINES = 300
+# Bisection's caps (the plugin's bisection=True; the simulator's --bisection):
+# at most this many changes in the first failing build, all younger than
+# this many seconds, and at most this many forced builds in any 24 hours on
+# one builder and in all.
+BISECTION_MAX_CHANGES = 8
+BISECTION_MAX_AGE = 2 * 86400.0
+BISECTION_PER_BUILDER_PER_DAY = 6
+BISECTION_PER_DAY = 24

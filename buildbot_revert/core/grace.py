@@ -48,7 +48,7 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import NamedTuple
 
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
 
 
 class GraceDecision(StrEnum):
@@ -98,7 +98,7 @@ def decide(qualified_at: float, grace: float, now: float, ended_at: float | None
 
 
 _WHEN = attrgetter("qualified_at")
-_QUALIFYING = frozenset({Reason.REVERT, Reason.ALREADY_PROPOSED})
+_QUALIFYING = PROPOSING | {Reason.ALREADY_PROPOSED}
 
 
 class GraceOutcome(NamedTuple):
@@ -184,6 +184,6 @@ def fact(event: Verdict | Streak) -> Qualification | StreakEnd | None:
             event.first_failing_build,
             event.failing_builds,
             event.decided_at,
-            event.reason is Reason.REVERT,
+            event.reason in PROPOSING,
         )
     return None

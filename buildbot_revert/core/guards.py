@@ -23,12 +23,15 @@ order, each on by default and each with its own verdict reason:
     ``docs_step_patterns``): such a change cannot break a test, compile or
     link step.  A change whose files are unknown stays a suspect.
 ``failing-before``
-    Every test the N builds fail in common (the same cases when they share
-    some, else the same modules) was also seen failing, in the window before
-    the change landed or since, in a build that did not contain the change,
-    on this builder or another, on this branch or another (a backport and
-    its original count as one change): the change is not needed to explain
-    the failure.
+    Every test the N builds fail in common was also seen failing, in the
+    window before the change landed or since, in a build that did not
+    contain the change, on this builder or another, on this branch or
+    another (a backport and its original count as one change): the change
+    is not needed to explain the failure.  Tests are compared as cases when
+    the failing builds name cases (an earlier failure counts only if it
+    named the same case), and as whole modules only when neither side names
+    a case of the module: otherwise a project whose tests live in one big
+    module would look failing-before after any earlier failure.
 ``stale-green``
     The builder was last green longer before the streak than
     ``Policy.stale_green_after``: the world (a compiler, a dependency, the
@@ -68,10 +71,12 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
+from typing import NamedTuple
 
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.relevance import touches_code_of
 from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
+from buildbot_revert.core.signatures.signature import module_of
 
 
 class Guard(StrEnum):
@@ -189,26 +194,64 @@ def common_tests(signatures: Sequence[Signature]) -> frozenset[str]:
     return frozenset(common or ())
 
 
+# Failure memory keys a module failing as a whole (no case of it named) by
+# this prefix: a NUL never occurs in a test's name or a compile key, so a
+# whole-module key can never be taken for a case's, nor the other way round.
+_WHOLE_MODULE = "\0"
+
+
+def whole_module(module: str) -> str:
+    """The failure memory's key for ``module`` failing with no case named."""
+    return _WHOLE_MODULE + module
+
+
 def failing_ids(signature: Signature) -> frozenset[str]:
-    """Everything a failure names: test modules, cases and compile keys."""
-    return signature.tests | modules(signature)
+    """What the failure memory records of a failure, at the level it names it.
+
+    Every test case it names, and every module (or compile key) it names no
+    case of, as a whole module (:func:`whole_module`): so a case is matched
+    only by the same case, and a module only by a module failing as a whole.
+    """
+    named = cases(signature)
+    with_cases = {module_of(t) for t in named}
+    bare = [whole_module(m) for m in modules(signature) if m not in with_cases]
+    return named.union(bare)
 
 
-def specific_tests(signatures: Sequence[Signature]) -> frozenset[str]:
-    """What every signature fails, as precisely as they all name it.
+class Compared(NamedTuple):
+    """What failing-before compares for a streak, and at which level."""
 
-    Test cases when the builds share some (a flaky test, or a worker's
-    broken library, fails the very same case each time), else modules.  The
-    precise form keeps a real breakage of one ``test_os`` case from being
-    excused by an unrelated flaky case of ``test_os`` the week before.
+    ids: frozenset[str]
+    # "cases" or "modules": what the verdict's sentence says decided.
+    level: str
+
+    def names(self) -> list[str]:
+        """The compared tests, readable (the whole-module prefix dropped)."""
+        return sorted(i.removeprefix(_WHOLE_MODULE) for i in self.ids)
+
+
+def specific_tests(signatures: Sequence[Signature]) -> Compared:
+    """What failing-before compares: test cases when the builds name any, else modules.
+
+    Cases when the failing builds name some: those they share (a flaky
+    test, or a worker's broken library, fails the very same case each
+    time), or, sharing none, every case they name.  Whole modules only when
+    no build names a case.  The precise form keeps a real breakage of one
+    ``test_os`` case from being excused by an unrelated flaky case of
+    ``test_os`` the week before, and a project with one big test module from
+    looking failing-before after any earlier failure.
     """
     common: set[str] | None = None
+    named: set[str] = set()
     for sig in signatures:
         ids = cases(sig)
+        if not ids:
+            continue
+        named |= ids
         common = set(ids) if common is None else common & ids
-    if common:
-        return frozenset(common)
-    return common_tests(signatures)
+    if named:
+        return Compared(frozenset(common or named), "cases")
+    return Compared(frozenset(whole_module(m) for m in common_tests(signatures)), "modules")
 
 
 def consistent(signatures: Sequence[Signature]) -> bool:

@@ -83,3 +83,8 @@ class Build(NamedTuple):
     # The branch the build built, from its sourcestamp (``refs/pull/N/merge``
     # for a build of an unmerged pull request); None when unknown.
     branch: str | None = None
+    # Why buildbot-revert requested this build (a verification or bisection
+    # build, marked so by a property of its buildset); None for every
+    # ordinary build.  Such builds are evidence about one revision, never
+    # part of the builder's streak.
+    verification: str | None = None

@@ -100,6 +100,10 @@ class Policy:
     # longest look-back (failing-before's 14 days, and the changes that
     # landed up to a fortnight before their streak).
     memory_horizon: float = 31 * _DAY
+    # Intersection: a first failing build holding several changes is pinned
+    # to the one change the first failing builds of other builders failing
+    # alike, on other workers, all hold (``revert-by-intersection``).
+    intersection: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -124,6 +128,8 @@ class Policy:
             raise PolicyError("max_culprit_age must be positive")
         if self.memory_horizon < 0:
             raise PolicyError("memory_horizon cannot be negative")
+        if not isinstance(self.intersection, bool):
+            raise PolicyError("intersection is True or False")
         if self.stale_green_after <= 0:
             raise PolicyError("stale_green_after must be positive")
 

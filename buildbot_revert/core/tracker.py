@@ -41,6 +41,10 @@ checks run in this order, and the first that fails names the reason:
 1. ``always-red``: no green build was seen before the streak;
 2. ``no-changes`` / ``multiple-changes``: the suspects (changes since the
    last green build, up to the first failing build) must be exactly one;
+   with ``Policy.intersection``, several are narrowed to the one change
+   the first failing builds of other red builders failing alike, on other
+   workers, hold in common (:mod:`.intersection`); that change then meets
+   the checks below and proposes as ``revert-by-intersection``;
 3. ``culprit-is-revert``: never revert a revert;
 4. ``culprit-too-old``: the change landed too long before the N-th failure;
 5. ``not-watched``: the builder is fed for its evidence only (outside the
@@ -90,6 +94,7 @@ from buildbot_revert.core.guards import (
     signature_of,
     specific_tests,
 )
+from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
@@ -102,7 +107,14 @@ from buildbot_revert.core.relevance import (
 )
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature, modules
-from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import (
+    PROPOSING,
+    Reason,
+    RedStreak,
+    RevertRequest,
+    Streak,
+    Verdict,
+)
 
 Event = Verdict | Streak
 
@@ -224,6 +236,11 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
+        if build.verification is not None:
+            # A build buildbot-revert requested at a chosen revision: the
+            # shell judges it (.verification); it neither extends nor ends
+            # the builder's streak, nor counts among its builds.
+            return _NO_EVENTS
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
@@ -348,6 +365,53 @@ class StreakTracker:
         self._watched = watched
         self._tags_of = tags_of
 
+    def judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The verdict on a change bisection found among the builder's suspects.
+
+        The change meets every check a single change meets (revert, age,
+        watched, the evidence guards), then proposes as
+        ``revert-by-bisection``.  None when the builder's streak is over or
+        no longer holds the change: what was found is then moot.
+        """
+        state = self._builders.get(builder)
+        streak = state.streak if state is not None else None
+        if streak is None or change not in streak.suspects or streak.verdict is None:
+            return None
+        last = streak.failing[-1]
+        judged: tuple[Reason, str] | None
+        if is_revert(change):
+            judged = Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert"
+        else:
+            judged = self._too_old(change, last) or self._guard(streak, change, last)
+        if judged is None:
+            judged = self._propose(change, last, how, Reason.REVERT_BY_BISECTION)
+        reason, explanation = judged
+        request = None
+        if reason in PROPOSING:
+            numbers = tuple(b.number for b in streak.failing)
+            request = RevertRequest(
+                change, builder, streak.first.number, numbers, last.completed_at, streak.green_at
+            )
+            self._proposed[change.revision] = request
+        streak.verdict = streak.verdict._replace(
+            reason=reason, explanation=explanation, suspect=change, request=request
+        )
+        return streak.verdict
+
+    def failing_of(self, builder: str) -> tuple[Build, ...]:
+        """The first N failing builds of the builder's open streak (empty when not red)."""
+        state = self._builders.get(builder)
+        if state is None or state.streak is None:
+            return ()
+        return tuple(state.streak.failing)
+
+    def suspects_of(self, builder: str) -> tuple[Change, ...]:
+        """The suspects of the builder's open streak (empty when it is not red)."""
+        state = self._builders.get(builder)
+        if state is None or state.streak is None:
+            return ()
+        return state.streak.suspects
+
     def red_builders(self) -> list[str]:
         return sorted(n for n, s in self._builders.items() if s.streak is not None)
 
@@ -435,20 +499,20 @@ class StreakTracker:
         return tuple(events)
 
     def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
-        reason, explanation = self._check(streak, last)
-        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        reason, explanation, suspect = self._check(streak, last)
         sigs = [
             s
             for s, infra in zip(streak.signatures, streak.infra, strict=True)
             if s is not None and not infra and not s.generic
         ]
         common = common_tests(sigs) if sigs else frozenset()
-        # Remembered for the builds past N, which are not read (see feed).
-        streak.evidence = common | specific_tests(sigs) if sigs else frozenset()
+        # Remembered for the builds past N, which are not read (see feed),
+        # at the level failing-before compares them.
+        streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
-        if reason is Reason.REVERT and suspect is not None:
+        if reason in PROPOSING and suspect is not None:
             request = RevertRequest(
                 suspect,
                 last.builder,
@@ -472,12 +536,19 @@ class StreakTracker:
         )
         return streak.verdict
 
-    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str]:
-        """The verdict's reason and explanation: the first check that fails, in order."""
+    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str, Change | None]:
+        """The verdict's reason, explanation and suspect: the first check that fails."""
         declined = self._structural(streak, last)
-        if declined is not None:
-            return declined
-        change = streak.suspects[0]
+        if declined is None:
+            change = streak.suspects[0]
+            return (*self._single(streak, change, last), change)
+        if declined[0] is Reason.MULTIPLE_CHANGES and self.policy.intersection:
+            return self._by_intersection(streak, last, declined)
+        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        return (*declined, suspect)
+
+    def _single(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str]:
+        """The checks after the structural rule, for a streak holding one change."""
         failed, workers = self._point_at(change, streak)
         if self._watched is not None and not self._watched(last.builder):
             return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
@@ -508,7 +579,9 @@ class StreakTracker:
             "build holds exactly this one change",
         )
 
-    def _propose(self, change: Change, last: Build, why: str) -> tuple[Reason, str]:
+    def _propose(
+        self, change: Change, last: Build, why: str, reason: Reason = Reason.REVERT
+    ) -> tuple[Reason, str]:
         """Every check held: join an earlier proposal, stand back if tolerated, or propose."""
         if change.revision in self._proposed:
             return (
@@ -523,7 +596,83 @@ class StreakTracker:
                 f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
                 "a builder not allowed to fail must qualify on this change too",
             )
-        return Reason.REVERT, why
+        return reason, why
+
+    def _by_intersection(
+        self, streak: _OpenStreak, last: Build, declined: tuple[Reason, str]
+    ) -> tuple[Reason, str, Change | None]:
+        """A streak of several changes: the one change other red builders' blamelists share.
+
+        The builders taking part are watched, not allowed to fail, red after
+        a green build for at least N failures; :func:`.intersection.intersect`
+        keeps those on other workers failing alike.  The change found meets
+        the same checks as a single change (revert, age, the guards; no
+        corroboration, the agreement being what found it).
+        """
+        state = self._builders[last.builder]
+        if state.tolerated or (self._watched is not None and not self._watched(last.builder)):
+            return (*declined, None)
+        found = intersect(self._blamelist(streak), self._red_blamelists(last.builder))
+        if found is None:
+            return (*declined, None)
+        who = describe(found)
+        change = found.change
+        if change is None:
+            return (
+                Reason.MULTIPLE_CHANGES,
+                f"{declined[1]}; {outcome(found)} ({who})",
+                None,
+            )
+        if is_revert(change):
+            return (
+                Reason.CULPRIT_IS_REVERT,
+                f"{outcome(found)} ({who}), and that change is itself a revert",
+                change,
+            )
+        too_old = self._too_old(change, last)
+        if too_old is not None:
+            return (*too_old, change)
+        guarded = self._guard(streak, change, last)
+        if guarded is not None:
+            return (*guarded, change)
+        why = (
+            f"{self.policy.failures} consecutive failing builds after a green build; the first "
+            f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
+        )
+        return (*self._propose(change, last, why, Reason.REVERT_BY_INTERSECTION), change)
+
+    def _blamelist(self, streak: _OpenStreak) -> Blamelist:
+        """A streak, as the intersection sees it: its suspects and what it fails."""
+        named = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        first = streak.first
+        return Blamelist(
+            first.builder,
+            first.worker or first.builder,
+            streak.suspects,
+            common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
+        )
+
+    def _red_blamelists(self, deciding: str) -> list[Blamelist]:
+        """Every other builder that may take part in an intersection, as it stands now."""
+        n = self.policy.failures
+        out = []
+        for name, state in self._builders.items():
+            streak = state.streak
+            if (
+                name == deciding
+                or streak is None
+                or streak.count < n
+                or streak.green_at is None
+                or state.tolerated
+                or (self._watched is not None and not self._watched(name))
+            ):
+                continue
+            out.append(self._blamelist(streak))
+        return out
 
     def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""
@@ -544,6 +693,9 @@ class StreakTracker:
         change = suspects[0]
         if is_revert(change):
             return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
+        return self._too_old(change, last)
+
+    def _too_old(self, change: Change, last: Build) -> tuple[Reason, str] | None:
         max_age = self.policy.max_culprit_age
         if max_age is not None and last.completed_at - change.when > max_age:
             age_h = (last.completed_at - change.when) / _HOUR
@@ -633,16 +785,22 @@ class StreakTracker:
         self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         specific = specific_tests(sigs)
-        if not specific:
+        if not specific.ids:
             return None
         start = change.when - self.policy.failing_before_window
         family = self._landings.family(change)
-        if not all(self._failures.failed_without(k, family, start) for k in specific):
+        if not all(self._failures.failed_without(k, family, start) for k in specific.ids):
             return None
+        level = (
+            "the same test cases"
+            if specific.level == "cases"
+            else "the same test modules (no test cases named on either side)"
+        )
         return (
             Reason.FAILING_BEFORE,
-            f"{', '.join(sorted(specific)[:5])} also failed in builds without this "
-            "change (before it landed, or on builders that had not built it)",
+            f"{', '.join(specific.names()[:5])} also failed in builds without this "
+            f"change (before it landed, or on builders that had not built it); compared "
+            f"as {level}",
         )
 
     def _environment(

@@ -19,6 +19,12 @@ class Reason(StrEnum):
     """Why a red streak was, or was not, answered with a revert."""
 
     REVERT = "revert"
+    # Several changes in the first failing build, but other builders failing
+    # alike on other workers hold exactly one of them in common.
+    REVERT_BY_INTERSECTION = "revert-by-intersection"
+    # Several changes in the first failing build; the plugin's bisection
+    # builds found the one that fails (bisection.py).
+    REVERT_BY_BISECTION = "revert-by-bisection"
     # The same revision was already proposed from another builder.
     ALREADY_PROPOSED = "already-proposed"
     # Structural: the streak does not point at one change.
@@ -51,6 +57,16 @@ class Reason(StrEnum):
     # The builder is allowed to fail (tagged unstable): it never proposes
     # alone; it joins a proposal an untolerated builder made.
     TOLERATED_BUILDER = "tolerated-builder"
+    # Verification builds (the plugin's, optional): the suspect's parent,
+    # built now, fails the same way: the worker or the world changed.
+    ENVIRONMENT = "environment"
+    # The verification builds did not confirm the suspect (the parent failed
+    # otherwise, or a build could not run): nothing is filed.
+    UNVERIFIED = "unverified"
+
+
+# The reasons that propose a revert (a RevertRequest comes with them).
+PROPOSING = frozenset({Reason.REVERT, Reason.REVERT_BY_INTERSECTION, Reason.REVERT_BY_BISECTION})
 
 
 class Decision(StrEnum):
@@ -86,7 +102,7 @@ class Verdict(NamedTuple):
     decided_at: float
     # The change the streak points at, when it points at exactly one.
     suspect: Change | None = None
-    # Set when reason is REVERT.
+    # Set when reason proposes (REVERT, REVERT_BY_INTERSECTION).
     request: RevertRequest | None = None
     # What the failing builds fail in common (test modules, compile errors).
     evidence: tuple[str, ...] = ()
@@ -98,7 +114,7 @@ class Verdict(NamedTuple):
 
     @property
     def decision(self) -> Decision:
-        return Decision.REVERT if self.reason is Reason.REVERT else Decision.DECLINE
+        return Decision.REVERT if self.reason in PROPOSING else Decision.DECLINE
 
 
 class Streak(NamedTuple):

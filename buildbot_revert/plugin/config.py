@@ -63,6 +63,50 @@ class Mode(StrEnum):
 
 
 @dataclass(frozen=True)
+class BisectionSettings:
+    """Bisection's caps (``bisection={...}`` in master.cfg; None: no bisection).
+
+    Only first failing builds of at most ``max_changes`` changes are
+    bisected, and only when their changes are at most ``max_age`` seconds
+    old; at most ``per_builder_per_day`` builds on one builder and
+    ``per_day`` in all are requested in any 24 hours.
+    """
+
+    max_changes: int = defaults.BISECTION_MAX_CHANGES
+    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
+    per_day: int = defaults.BISECTION_PER_DAY
+    max_age: float = defaults.BISECTION_MAX_AGE
+
+
+_BISECTION_KEYS = ("max_changes", "per_builder_per_day", "per_day", "max_age")
+
+
+def _bisection(value: Any) -> BisectionSettings | None:
+    """``None``/``False`` (off), ``True`` (the default caps) or a dict of caps."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BisectionSettings()
+    if not isinstance(value, Mapping):
+        raise SettingsError("bisection must be True, None or a dict of its caps")
+    unknown = sorted(set(value) - set(_BISECTION_KEYS))
+    if unknown:
+        raise SettingsError(
+            f"bisection has unknown settings: {', '.join(unknown)}; "
+            f"known: {', '.join(_BISECTION_KEYS)}"
+        )
+    counts = {
+        k: _whole_number(f"bisection {k}", v, low=1) for k, v in value.items() if k != "max_age"
+    }
+    if counts.get("max_changes", 2) < 2:
+        raise SettingsError("bisection max_changes must be at least 2")
+    age = value.get("max_age")
+    if age is None:
+        return BisectionSettings(**counts)
+    return BisectionSettings(**counts, max_age=_positive_number("bisection max_age", age))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the reporter was configured with, validated.
 
@@ -99,6 +143,13 @@ class Settings:
     follow_interval: float = 60.0
     # Webhooks announcing proposals, filed reverts and stand-downs (plugin.notify).
     webhooks: tuple[WebhookSpec, ...] = ()
+    # Before filing, build the suspect's parent (and, when its first failing
+    # build held other changes, the suspect) on the failing builder, and file
+    # only if the parent passes (see buildbot_revert.core.verification).
+    verification: bool = False
+    # Bisect a first failing build of several changes with verification
+    # builds (None: off); its caps.
+    bisection: BisectionSettings | None = None
 
     @property
     def owner(self) -> str:
@@ -136,6 +187,8 @@ def parse_settings(
     close_touched: Any = False,
     follow_interval: Any = 60.0,
     webhooks: Any = None,
+    verification: Any = False,
+    bisection: Any = None,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -149,6 +202,8 @@ def parse_settings(
     labels = _labels("revert_labels", revert_labels)
     if not isinstance(draft, bool):
         raise SettingsError("draft must be True or False")
+    if not isinstance(verification, bool):
+        raise SettingsError("verification must be True or False")
     lines = _whole_number("log_lines", log_lines, low=1)
     objections = _phrases("objection_words", objection_words)
     try:
@@ -183,6 +238,8 @@ def parse_settings(
         close_touched=close_touched,
         follow_interval=max(1.0, interval),
         webhooks=hooks,
+        verification=verification,
+        bisection=_bisection(bisection),
     )
 
 

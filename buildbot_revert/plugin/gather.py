@@ -22,6 +22,7 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -41,9 +42,24 @@ from buildbot_revert.core.records import (
     stdio_log,
     tail_window,
 )
+from buildbot_revert.core.verification import PROPERTY
 
 _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096
+# How many of a builder's latest builds a cold start looks through for its
+# last ordinary one.
+_LOOK_BACK = 10
+
+
+def verification_reason(stored: str) -> str:
+    """A buildset property's value as stored (JSON ``[value, source]``), as text."""
+    try:
+        value = json.loads(stored)
+    except ValueError:
+        return stored
+    if isinstance(value, list) and value:
+        value = value[0]
+    return str(value)
 
 
 class _Known(NamedTuple):
@@ -97,12 +113,17 @@ class Gatherer:
         builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
-        tips, branch = yield self._sourcestamps_of(build)
-        previous = self._tips.get(build["builderid"])
-        if previous is None:
-            previous = yield self._previous_tips(build)
-        changes, after = yield self._blamelist(previous, tips)
-        self._tips[build["builderid"]] = after
+        tips, branch, verification = yield self._sourcestamps_of(build)
+        changes: tuple[Change, ...] = ()
+        if verification is None:
+            previous = self._tips.get(build["builderid"])
+            if previous is None:
+                previous = yield self._previous_tips(build)
+            changes, after = yield self._blamelist(previous, tips)
+            self._tips[build["builderid"]] = after
+        # else: requested by buildbot-revert at a chosen revision, evidence
+        # about that revision only.  It leaves the builder's heads alone, so
+        # the next ordinary build's blamelist is as if it never ran.
         result = int(build["results"]) if build.get("results") is not None else _FAILURE
         steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
@@ -118,7 +139,27 @@ class Gatherer:
             steps,
             worker,
             branch,
+            verification,
         )
+
+    def sourcestamp_of(self, revision: str) -> Any:
+        """The codebase, repository, project and branch a sourcestamp of ``revision`` names.
+
+        What a verification build at another revision of the same line must
+        name too (Deferred of a dict, or of None when no build saw it).
+        """
+        ss = self.master.db.model.sourcestamps
+
+        def thd(conn: Any) -> dict[str, Any] | None:
+            row = conn.execute(
+                sa.select(ss.c.codebase, ss.c.repository, ss.c.project, ss.c.branch)
+                .where(ss.c.revision == revision)
+                .order_by(ss.c.id)
+                .limit(1)
+            ).first()
+            return None if row is None else dict(row._mapping)
+
+        return self.master.db.pool.do(thd)
 
     # -- recent history -------------------------------------------------------
 
@@ -170,7 +211,10 @@ class Gatherer:
         return known
 
     def _sourcestamps_of(self, build: Mapping[str, Any]) -> Any:
-        """``({line: tip change id}, branch)`` of the sourcestamps this build built.
+        """``({line: tip change id}, branch, verification)`` of the build's buildset.
+
+        ``verification`` is the value of the property marking a build that
+        buildbot-revert requested (:data:`.verification.PROPERTY`), else None.
 
         One trip to the database thread: the data API would take four round
         trips (request, buildset, sourcestamp, change) for what the schema
@@ -178,10 +222,10 @@ class Gatherer:
         """
         brid = build.get("buildrequestid")
         if brid is None:
-            return defer.succeed(({}, None))
+            return defer.succeed(({}, None, None))
         model = self.master.db.model
 
-        def thd(conn: Any) -> tuple[dict[str, int], str | None]:
+        def thd(conn: Any) -> tuple[dict[str, int], str | None, str | None]:
             br, bss = model.buildrequests, model.buildset_sourcestamps
             ch, ss = model.changes, model.sourcestamps
             stamps = br.join(bss, bss.c.buildsetid == br.c.buildsetid)
@@ -199,8 +243,18 @@ class Gatherer:
                 .select_from(stamps.join(ss, ss.c.id == bss.c.sourcestampid))
                 .where(br.c.id == brid)
             )
-            return tips, records.build_branch(
-                (row.id, row.branch) for row in conn.execute(branches).fetchall()
+            props = model.buildset_properties
+            marked = conn.execute(
+                sa.select(props.c.property_value)
+                .select_from(br.join(props, props.c.buildsetid == br.c.buildsetid))
+                .where(br.c.id == brid, props.c.property_name == PROPERTY)
+            ).scalar()
+            return (
+                tips,
+                records.build_branch(
+                    (row.id, row.branch) for row in conn.execute(branches).fetchall()
+                ),
+                None if marked is None else verification_reason(marked),
             )
 
         return self.master.db.pool.do(thd)
@@ -219,12 +273,15 @@ class Gatherer:
                 resultspec.Filter("complete_at", "lt", [int(epoch(finished_at))]),
             ],
             order=["-complete_at", "-buildid"],
-            limit=1,
+            # A few: the builds buildbot-revert requested (verification,
+            # bisection) built other revisions and are passed over.
+            limit=_LOOK_BACK,
         )
-        if not rows:
-            return {}
-        tips, _ = yield self._sourcestamps_of(rows[0])
-        return tips
+        for row in rows:
+            tips, _, verification = yield self._sourcestamps_of(row)
+            if verification is None:
+                return tips
+        return {}
 
     @defer.inlineCallbacks
     def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:

@@ -60,10 +60,13 @@ from twisted.python import log
 from twisted.python.failure import Failure
 from twisted.web.client import Agent, HTTPConnectionPool
 
+from buildbot_revert.core.model import Build
 from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
+from buildbot_revert.core.verification import Judgement
 from buildbot_revert.github import GitHubClient
+from buildbot_revert.plugin.bisection import Bisector
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,
@@ -81,6 +84,7 @@ from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, du
 from buildbot_revert.plugin.multimaster import split_streaks_warning
 from buildbot_revert.plugin.notify import Notifier, Webhook
 from buildbot_revert.plugin.notify.settings import public_part
+from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, verified
 
 FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
@@ -106,6 +110,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Follows filed revert PRs to their end; announces on webhooks (issue 16).
         self.follow_up: FollowUp | None = None
         self.notifier = Notifier()
+        # Verification and bisection builds (settings.verification,
+        # settings.bisection): None when off; what each builder last built green.
+        self.verifier: Verifier | None = None
+        self.bisector: Bisector | None = None
+        self._revisions = BuiltRevisions()
         self.verdicts: list[Verdict] = []
         self._consumer: Any = None
         self._lock = defer.DeferredLock()
@@ -218,6 +227,26 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 build_url=self._build_url,
                 notify=self.notifier.notify,
             )
+        self.verifier = (
+            Verifier(
+                self.master, self.gatherer, self._builder_ids.get, self._build_url, self._revisions
+            )
+            if settings.verification
+            else None
+        )
+        self.bisector = (
+            Bisector(
+                self.master,
+                self.gatherer,
+                settings.bisection,
+                self._builder_ids.get,
+                self._build_url,
+                self._revisions,
+                self._reactor().seconds,
+            )
+            if settings.bisection is not None
+            else None
+        )
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
@@ -570,22 +599,95 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         build = yield self._gather(msg)
         if build is None:
             return
-        if self.follow_up is not None and act:
-            yield self._follow(build)
+        verifier = self.verifier
+        if build.verification is None:
+            self._revisions.remember(build)
+            if self.follow_up is not None and act:
+                yield self._follow(build)
         events = self.tracker.feed(build)
         self._catch_up.note(build.completed_at, msg["buildid"])
+        if build.verification is not None:
+            events = (yield self._requested_build_finished(build)) if act else ()
+        # Acted on once every event of the build is recorded: a verified
+        # revert's builders that joined it while it was held are then named.
+        to_file: list[str] = []
         for event in events:
             # Builders outside the selection only lend their evidence.
             if event.builder not in self._watched:
                 continue
+            # Kept for the dashboard, a verdict held for verification too.
+            yield self._note(event)
             if isinstance(event, Verdict):
                 self._log_verdict(event, live=act)
-            yield self._note(event)
+                if (
+                    verifier is not None
+                    and act
+                    and build.verification is None
+                    and ((yield self._hold(verifier, event)) or verifier.join(event))
+                ):
+                    continue
+                if act and build.verification is None:
+                    yield self._bisect(event)
             if self.filer is None:
                 continue
             revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
             if revision is not None:
-                self._file(revision)
+                to_file.append(revision)
+        for revision in dict.fromkeys(to_file):
+            self._file(revision)
+
+    @defer.inlineCallbacks
+    def _hold(self, verifier: Verifier, verdict: Verdict) -> Any:
+        """Hold a proposing verdict for its verification builds; False if not held."""
+        if verdict.reason not in PROPOSING or verdict.suspect is None or self.tracker is None:
+            return False
+        suspects = self.tracker.suspects_of(verdict.builder) or (verdict.suspect,)
+        held = yield verifier.hold(verdict, suspects)
+        return bool(held)
+
+    @defer.inlineCallbacks
+    def _bisect(self, verdict: Verdict) -> Any:
+        """Start bisecting a several-change streak, when bisection is on and may."""
+        bisector = self.bisector
+        if bisector is None or self.tracker is None:
+            return
+        if not self.tracker.policy.tolerated_tags.isdisjoint(self._tags.get(verdict.builder, ())):
+            return  # allowed to fail: it would never propose what it found
+        suspects = self.tracker.suspects_of(verdict.builder)
+        if bisector.wants(verdict, suspects):
+            started = yield bisector.start(verdict, suspects)
+            if not started:
+                log.msg(f"buildbot-revert: cannot bisect {verdict.builder}: no green revision")
+
+    @defer.inlineCallbacks
+    def _requested_build_finished(self, build: Build) -> Any:
+        """One of our builds finished: the verdicts it completes (held, or found)."""
+        if self.verifier is not None:
+            done = self.verifier.finished(build)
+            if done is not None:
+                verdict, judgement, joined = done
+                ended = self._verified(verdict, judgement)
+                # Builders that qualified meanwhile join a filed revert; a
+                # declined one takes them with it.
+                return ended + tuple(joined) if judgement.confirmed else ended
+        if self.bisector is None or self.tracker is None:
+            return ()
+        outcome = yield self.bisector.finished(build)
+        if outcome is None:
+            return ()
+        if outcome[0] == "declined":
+            _, verdict, judgement = outcome
+            return self._verified(verdict, judgement)
+        _, verdict, change, how = outcome
+        found = self.tracker.judge_found(verdict.builder, change, how)
+        log.msg(f"buildbot-revert: bisection on {verdict.builder} found {change.revision[:12]}")
+        return () if found is None else (found,)
+
+    def _verified(self, verdict: Verdict, judgement: Judgement) -> tuple[Verdict, ...]:
+        """A verification ended: the held verdict as it ends."""
+        outcome = judgement.reason.value if judgement.reason else "confirmed"
+        log.msg(f"buildbot-revert: verification on {verdict.builder}: {outcome}")
+        return (verified(verdict, judgement),)
 
     @defer.inlineCallbacks
     def _note(self, event: Verdict | Streak) -> Any:
@@ -619,7 +721,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             f"buildbot-revert: {event.builder} streak from build "
             f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
         )
-        if live and event.reason is Reason.REVERT and self.filer is None:
+        if live and event.reason in PROPOSING and self.filer is None:
             revision = event.request.revision if event.request else "?"
             log.msg(
                 f"buildbot-revert: not acting on {revision[:12]}: "

@@ -22,7 +22,7 @@ from simulator.formatting import iso
 
 _HOUR = 3600.0
 # The reasons that answered a streak with a revert: every other one declined.
-_ANSWERED = (Reason.REVERT, Reason.ALREADY_PROPOSED)
+_ANSWERED = (Reason.REVERT, Reason.REVERT_BY_INTERSECTION, Reason.ALREADY_PROPOSED)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from buildbot_revert.core.grace import (
     fact,
     outcome,
 )
-from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Verdict
 from simulator.analysis.replay import ReplayResult
 
 
@@ -56,7 +56,7 @@ def apply_grace(result: ReplayResult, grace: float) -> ReplayResult:
     pending: set[str] = set()
     verdicts: list[Verdict] = []
     for v in result.verdicts:
-        if v.reason is Reason.REVERT and v.request is not None:
+        if v.reason in PROPOSING and v.request is not None:
             fate = fates[v.request.revision]
             if fate.decision is GraceDecision.STAND_DOWN:
                 stood_down.add(v.request.revision)

@@ -17,7 +17,7 @@ from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.history.store import HistoryStore
 
 
@@ -126,7 +126,7 @@ class ReplayResult:
         started: dict[str, float] = {}
         qualified: dict[str, list[str]] = {}
         for verdict in self.verdicts:
-            if verdict.reason is Reason.REVERT and verdict.request is not None:
+            if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
                 order.append(rev)
                 requests[rev] = verdict.request
@@ -176,7 +176,11 @@ def select_builds(
 
 
 def replay_builds(
-    builds: Iterable[Build], policy: Policy, selection: Selection, builders: list[Builder]
+    builds: Iterable[Build],
+    policy: Policy,
+    selection: Selection,
+    builders: list[Builder],
+    tracker_class: type[StreakTracker] | None = None,
 ) -> ReplayResult:
     """Feed builds through a fresh tracker and collect its events.
 
@@ -185,10 +189,13 @@ def replay_builds(
     failures when the window opens); what they decide is not reported, nor
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
-    theirs is reported or counted.
+    theirs is reported or counted.  ``tracker_class`` may play out what
+    the plugin does beyond the tracker (culprit_methods.py).
     """
     kept = frozenset(b.name for b in builders)
-    tracker = StreakTracker(policy, watched=kept.__contains__, tags_of=selection.tags_of(builders))
+    tracker = (tracker_class or StreakTracker)(
+        policy, watched=kept.__contains__, tags_of=selection.tags_of(builders)
+    )
     result = ReplayResult(policy, selection, builders=builders)
     verdicts = result.verdicts
     streaks = result.streaks

@@ -29,6 +29,8 @@ from typing import Any
 
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
+from buildbot_revert.core.tracker import StreakTracker
+from simulator.analysis.culprit_methods import MethodCosts, Methods, play_out
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds
@@ -67,8 +69,20 @@ def _parse_age(text: str) -> float | None:
     return None if text.strip().lower() in {"none", "off", "-"} else parse_duration(text)
 
 
+def _parse_switch(text: str) -> bool:
+    value = text.strip().lower()
+    if value in {"on", "true", "yes", "1"}:
+        return True
+    if value in {"off", "false", "no", "0"}:
+        return False
+    raise SweepError(f"{text!r} is not on or off")
+
+
 _KEYS: dict[str, Callable[[str], Any]] = {
     "failures": _parse_failures,
+    "intersection": _parse_switch,
+    "verification": _parse_switch,
+    "bisection": _parse_switch,
     "grace": parse_duration,
     "max-culprit-age": _parse_age,
 }
@@ -108,13 +122,15 @@ class Combination:
     settings: tuple[tuple[str, str], ...]
     policy: Policy
     grace: float
+    # The plugin's build-requesting methods, played out (culprit_methods.py).
+    methods: Methods = Methods()
 
 
 def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) -> list[Combination]:
     """Every combination of the axes, the other settings taken from ``base``."""
     out: list[Combination] = []
     for point in itertools.product(*(range(len(a.values)) for a in axes)):
-        policy, grace = base, base_grace
+        policy, grace, methods = base, base_grace, Methods()
         settings = []
         for axis, i in zip(axes, point, strict=True):
             value = axis.values[i]
@@ -124,11 +140,15 @@ def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) ->
                     policy = policy.with_changes(failures=value)
                 elif axis.key == "max-culprit-age":
                     policy = policy.with_changes(max_culprit_age=value)
+                elif axis.key == "intersection":
+                    policy = policy.with_changes(intersection=value)
             except PolicyError as exc:
                 raise SweepError(f"{axis.key}={axis.labels[i]}: {exc}") from None
             if axis.key == "grace":
                 grace = value
-        out.append(Combination(tuple(settings), policy, grace))
+            elif axis.key in ("verification", "bisection"):
+                methods = replace(methods, **{axis.key: value})
+        out.append(Combination(tuple(settings), policy, grace, methods))
     return out
 
 
@@ -153,6 +173,8 @@ class SweepRow:
     red_hours_saved: float | None = None
     # Of the stood-down proposals, how many were labelled real breakages.
     stood_down_breakages: int | None = None
+    # Hours of builds the played-out methods requested (verification, bisection).
+    forced_build_hours: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {k: v for k, v in self.settings}
@@ -171,6 +193,7 @@ class SweepRow:
                 None if self.red_hours_saved is None else round(self.red_hours_saved, 1)
             ),
             stood_down_breakages=self.stood_down_breakages,
+            forced_build_hours=round(self.forced_build_hours, 1),
         )
         return doc
 
@@ -208,6 +231,7 @@ def score(
     grace: float,
     labels: Labels | None,
     settings: tuple[tuple[str, str], ...] = (),
+    costs: MethodCosts | None = None,
 ) -> SweepRow:
     """One sweep row from a replay and a grace period."""
     graced = apply_grace(result, grace)
@@ -221,6 +245,7 @@ def score(
         reverts / years if years else 0.0,
         len(graced.stood_down),
         len(graced.pending),
+        forced_build_hours=sum(costs.build_hours.values()) if costs is not None else 0.0,
     )
     if labels is None:
         return row
@@ -242,10 +267,20 @@ def score(
 _SHARED: dict[str, Any] = {}
 
 
-def _replay_task(task: tuple[int, Policy, tuple[tuple[int, Combination], ...]]) -> list[Any]:
-    _, policy, combos = task
-    result = replay_builds(_SHARED["builds"], policy, _SHARED["selection"], _SHARED["builders"])
-    return [(i, score(result, c.grace, _SHARED["labels"], c.settings)) for i, c in combos]
+def _replay_task(
+    task: tuple[int, tuple[Policy, Methods], tuple[tuple[int, Combination], ...]],
+) -> list[Any]:
+    _, (policy, methods), combos = task
+
+    def replay(tracker_class: type[StreakTracker] | None = None) -> ReplayResult:
+        shared = _SHARED
+        return replay_builds(
+            shared["builds"], policy, shared["selection"], shared["builders"], tracker_class
+        )
+
+    labels = _SHARED["labels"]
+    result, costs = play_out(replay, methods, labels) if methods.any else (replay(), None)
+    return [(i, score(result, c.grace, labels, c.settings, costs)) for i, c in combos]
 
 
 def run_sweep(
@@ -263,9 +298,9 @@ def run_sweep(
     ``on_done(n)`` is told after each replay how many combinations it
     settled (for a progress bar).
     """
-    by_policy: dict[Policy, list[tuple[int, Combination]]] = {}
+    by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
     for i, combo in enumerate(combos):
-        by_policy.setdefault(combo.policy, []).append((i, combo))
+        by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
     tasks = [(k, p, tuple(cs)) for k, (p, cs) in enumerate(by_policy.items())]
     wanted = workers if workers is not None else (os.cpu_count() or 1)
     procs = max(1, min(wanted, len(tasks)))

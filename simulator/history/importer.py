@@ -137,6 +137,8 @@ class Importer:
         self.log_lines = log_lines
         self.progress = progress
         self.stats = PullStats()
+        # The builds of the last page read that buildbot-revert requested.
+        self._requested: set[int] = set()
 
     # -- the pull --------------------------------------------------------------
 
@@ -254,6 +256,9 @@ class Importer:
         previous = self.api.map(self._previous_build, list(first_seen.values()))
         lookback = [p for p in previous if p is not None]
         stamps = self._sourcestamps(builds + lookback)
+        # Builds buildbot-revert requested at chosen revisions are no part of
+        # any streak: the history leaves them out, as the plugin's tracker does.
+        builds = [b for b in builds if b.buildid not in self._requested]
         tips = {b.buildid: self.changes.tips(stamps.get(b.buildid, [])) for b in builds + lookback}
         for p in lookback:
             self.tips.setdefault(self.builder_ids[p.builderid], {}).update(tips[p.buildid])
@@ -291,6 +296,12 @@ class Importer:
         brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
         buildset_of = self.api.buildrequest_buildsets(brids)
         stamps = self.api.buildset_sourcestamps(set(buildset_of.values()))
+        requested = self.api.requested_buildsets(set(buildset_of.values()))
+        self._requested = {
+            b.buildid
+            for b in builds
+            if b.buildrequestid is not None and buildset_of.get(b.buildrequestid) in requested
+        }
         out: dict[int, list[SourceStampInfo]] = {}
         for b in builds:
             bsid = buildset_of.get(b.buildrequestid) if b.buildrequestid is not None else None

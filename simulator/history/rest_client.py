@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from buildbot_revert.core.records import log_text, tail_window
+from buildbot_revert.core.verification import is_requested
 from simulator.history.entities import (
     BUILDER_FIELDS,
     CHANGE_FIELDS,
@@ -414,6 +415,11 @@ class BuildbotAPI:
             int(d["bsid"]): [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()]
             for d in rows
         }
+
+    def requested_buildsets(self, bsids: Iterable[int]) -> set[int]:
+        """The buildsets buildbot-revert requested (verification, bisection), by reason."""
+        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "reason"))
+        return {int(d["bsid"]) for d in rows if is_requested(d.get("reason"))}
 
     def buildrequest_buildsets(self, brids: Iterable[int]) -> dict[int, int]:
         rows = self.by_ids(

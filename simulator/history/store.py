@@ -446,6 +446,8 @@ class HistoryStore:
                     steps.get(bid, empty) if result == failure else empty,
                     worker,
                     branch,
+                    # No stored build is a verification build (see Build).
+                    None,
                 ),
             )
 

@@ -35,6 +35,7 @@ def render_markdown(ctx: ReportContext) -> str:
     out += _per_month(ctx)
     out += _verdicts(ctx)
     out += _guards(ctx)
+    out += _methods(ctx)
     out += _proposals(ctx)
     out += _github(ctx)
     out += _github_reverts(ctx)
@@ -149,6 +150,31 @@ def _guards(ctx: ReportContext) -> list[str]:
         if labelled:
             line += f" {row.breakages or 0:,} | {row.flakes_or_infra or 0:,} |"
         out.append(line)
+    return out
+
+
+def _methods(ctx: ReportContext) -> list[str]:
+    """One row per way of finding the culprit (verification's: what it withdrew)."""
+    if not ctx.methods:
+        return []
+    out = [
+        "",
+        "## Culprit-finding methods",
+        "",
+        "Reverts each method proposed first, right and wrong by the labels (verification: "
+        "the reverts it withdrew, negative), the streaks it requested builds for, and the "
+        "hours of builds it requested.",
+        "",
+        "| method | reverts | right | wrong | acted on | build-hours |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in ctx.methods:
+        right = "-" if row.right is None else str(row.right)
+        wrong = "-" if row.wrong is None else str(row.wrong)
+        out.append(
+            f"| {row.method} | {row.proposals} | {right} | {wrong} | {row.acted_on} "
+            f"| {row.build_hours:,.1f} |"
+        )
     return out
 
 

@@ -28,6 +28,7 @@ from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.calibration import calibrate, is_synthetic
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
+from simulator.analysis.culprit_methods import MethodCosts, MethodRow, method_table
 from simulator.analysis.evaluation import (
     DEFAULT_MERGE_DELAY,
     Evaluation,
@@ -184,6 +185,8 @@ class ReportContext:
     # For a generated history, how it compares with the real fleet (the
     # reports open with it); ``None`` for a real one.
     calibration: Calibration | None = None
+    # What each way of finding a culprit proposed (``method_table``).
+    methods: list[MethodRow] = field(default_factory=list)
 
     @classmethod
     def of_replay(
@@ -193,7 +196,13 @@ class ReportContext:
         guards: list[GuardRow] | None = None,
     ) -> ReportContext:
         """The model of a replay alone, without the store: no estimates, no links."""
-        return cls(result, evaluation, blind_spots(result), guards=guards or [])
+        return cls(
+            result,
+            evaluation,
+            blind_spots(result),
+            guards=guards or [],
+            methods=method_table(result, evaluation),
+        )
 
     @property
     def window_start(self) -> float | None:
@@ -388,6 +397,7 @@ def gather(
     result: ReplayResult,
     evaluation: Evaluation | None,
     guards: list[GuardRow] | None = None,
+    costs: MethodCosts | None = None,
 ) -> ReportContext:
     """Read what the reports need from the store, next to the replay.
 
@@ -414,10 +424,17 @@ def gather(
         build_url_template=build_url_template(store.get_meta("build_url_template")),
         builder_ids=store.buildbot_builder_ids(),
         guards=guards,
+        methods=method_table(result, evaluation, costs),
     )
 
 
-def build_report(store: HistoryStore, result: ReplayResult, *, rich: bool) -> ReportContext:
+def build_report(
+    store: HistoryStore,
+    result: ReplayResult,
+    *,
+    rich: bool,
+    costs: MethodCosts | None = None,
+) -> ReportContext:
     """The model of a replay, scored against the history's labels when it has them.
 
     ``rich`` (the Markdown and HTML reports) also reads from the store what
@@ -427,11 +444,13 @@ def build_report(store: HistoryStore, result: ReplayResult, *, rich: bool) -> Re
     evaluation = evaluate(result, labels) if labels is not None else None
     guards = guard_table(result, labels)
     if rich:
-        ctx = gather(store, result, evaluation, guards)
+        context = gather(store, result, evaluation, guards, costs)
     else:
-        ctx = ReportContext.of_replay(result, evaluation, guards)
-    ctx.calibration = calibration_of(store)
-    return ctx
+        context = ReportContext.of_replay(result, evaluation, guards)
+        if costs is not None:
+            context.methods = method_table(result, evaluation, costs)
+    context.calibration = calibration_of(store)
+    return context
 
 
 # The meta values end up in links: only plain web addresses get through, so
@@ -478,6 +497,10 @@ class SweepReport:
 
 def _sweep_table(sweep: SweepResult) -> tuple[list[str], list[list[str]]]:
     header = [*sweep.keys, "reverts", "per year", "stood down", "pending"]
+    # Verification and bisection request builds: what they cost.
+    forced = any(k in ("verification", "bisection") for k in sweep.keys)
+    if forced:
+        header.append("forced build h")
     if sweep.labelled:
         header += ["precision", "recall", "right/wrong", "red h saved", "stood-down real"]
     table = []
@@ -485,6 +508,8 @@ def _sweep_table(sweep: SweepResult) -> tuple[list[str], list[list[str]]]:
         cells = [v for _, v in row.settings]
         cells += [str(row.reverts), f"{row.reverts_per_year:.1f}", str(row.stood_down)]
         cells.append(str(row.pending))
+        if forced:
+            cells.append(f"{row.forced_build_hours:,.1f}")
         if sweep.labelled:
             cells += [
                 formatting.pct(row.precision),

@@ -82,6 +82,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
     }
     if ctx.guards:
         doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
+    if ctx.methods:
+        doc["methods"] = {row.method: row.as_json() for row in ctx.methods}
     if ctx.evaluation is not None:
         doc["evaluation"] = ctx.evaluation.as_json()
     if ctx.github is not None:
@@ -106,6 +108,7 @@ def _policy_json(ctx: ReportContext) -> dict[str, Any]:
         # How long before the window the replay warms up (the plugin's memory).
         "memory_horizon_hours": policy.memory_horizon / 3600,
         "tolerated_tags": sorted(policy.tolerated_tags),
+        "intersection": policy.intersection,
     }
 
 
@@ -180,6 +183,7 @@ def render_text(ctx: ReportContext) -> str:
         if count:
             lines.append(f"  {reason:<{width}}  {count:>7,}")
     lines += _guard_lines(ctx)
+    lines += _method_lines(ctx)
     lines += _proposal_lines(ctx)
     lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
@@ -213,6 +217,26 @@ def _grace_lines(ctx: ReportContext) -> list[str]:
         f"Each of the {result.left_to_judgement} filed was announced on its pull request first: "
         "an objection there would have stopped it, which a history cannot show.",
     ]
+
+
+def _method_lines(ctx: ReportContext) -> list[str]:
+    """One row per way of finding the culprit: reverts, right, wrong, build-hours."""
+    if not ctx.methods:
+        return []
+    lines = [
+        "",
+        "Culprit-finding methods (reverts each proposed first; verification: withdrawn):",
+        f"  {'method':<16} {'reverts':>8} {'right':>6} {'wrong':>6} {'acted on':>9} "
+        f"{'build-hours':>12}",
+    ]
+    for row in ctx.methods:
+        right = "-" if row.right is None else str(row.right)
+        wrong = "-" if row.wrong is None else str(row.wrong)
+        lines.append(
+            f"  {row.method:<16} {row.proposals:>8} {right:>6} {wrong:>6} {row.acted_on:>9} "
+            f"{row.build_hours:>12.1f}"
+        )
+    return lines
 
 
 def _guard_lines(ctx: ReportContext) -> list[str]:

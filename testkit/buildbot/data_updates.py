@@ -62,6 +62,8 @@ def finish_build(
     steps: Sequence[Step] = (),
     *,
     complete_request: bool = False,
+    properties: dict[str, Any] | None = None,
+    reason: str = "",
 ) -> Any:
     """Run one build of ``ssid`` through the data API; the Deferred fires with its id.
 
@@ -69,7 +71,9 @@ def finish_build(
     complete it (and its buildset) after, as a master running the build
     would; otherwise the request is left unclaimed, which a short test
     does not mind but thousands of builds would (every master's build
-    request distributor looks at the unclaimed ones).
+    request distributor looks at the unclaimed ones).  ``properties`` and
+    ``reason`` are the buildset's (a build buildbot-revert requested carries
+    both).
     """
     updates = master.data.updates
     sourcestamps: list[Any] = (
@@ -90,7 +94,8 @@ def finish_build(
         scheduler="sched",
         sourcestamps=sourcestamps,
         builderids=[builderid],
-        properties={},
+        properties=properties or {},
+        reason=reason,
     )
     brid = brids[builderid]
     if complete_request:

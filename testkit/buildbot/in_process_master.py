@@ -20,6 +20,7 @@ from typing import Any
 from buildbot.master import BuildMaster
 from twisted.internet import defer
 
+from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
 from testkit.buildbot import data_updates
 from testkit.processes import create_master
 
@@ -131,21 +132,40 @@ class InProcessMaster:
         assert self.master is not None
         return data_updates.add_change(self.master, revision, author, comments, when, files, branch)
 
+    @defer.inlineCallbacks
     def finish_build(
         self,
         builder: str,
         results: int,
         ssid: int | None,
         steps: Sequence[tuple[str, int, str | None]] = (),
+        worker: str | None = None,
+        requested: str | None = None,
     ) -> Any:
         """Run one build of ``ssid`` through the data API; return its build id.
 
-        ``steps`` are (name, results, stdio text or None for no log).
+        ``steps`` are (name, results, stdio text or None for no log);
+        ``worker`` names the worker that ran it (default: the one worker
+        ``w``; another name is recorded as a worker of its own);
+        ``requested`` marks it as a build buildbot-revert requested (the
+        property and reason a verification or bisection build carries).
         """
         assert self.master is not None and self._workerid is not None
-        return data_updates.finish_build(
-            self.master, self._builder_ids[builder], self._workerid, ssid, results, steps
+        if worker is None:
+            workerid = self._workerid
+        else:
+            workerid = yield self.master.data.updates.findWorkerId(worker)
+        buildid = yield data_updates.finish_build(
+            self.master,
+            self._builder_ids[builder],
+            workerid,
+            ssid,
+            results,
+            steps,
+            properties={} if requested is None else {PROPERTY: (requested, "buildbot-revert")},
+            reason="" if requested is None else REASON_PREFIX + requested,
         )
+        return buildid
 
     @defer.inlineCallbacks
     def drain(self) -> Any:

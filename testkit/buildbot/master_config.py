@@ -5,7 +5,9 @@ do, the ``refs/pull/N/merge`` branches that the ``base`` change hook
 announces (:meth:`~testkit.buildbot.harness.BuildbotHarness.build_pull_request`).
 Every builder checks out the repository and runs its ``check.py``, which fails
 (with regrtest-like output) when a tracked file holds a line ``BREAK`` or
-``BREAK <builder> ...``.  A builder with ``sleep`` set is slow, so Buildbot's
+``BREAK <builder> ...``, or when the worker's base directory holds a file
+``WORLD_BROKEN`` (a change on the worker: the tests it names fail whatever
+revision is built).  A builder with ``sleep`` set is slow, so Buildbot's
 default ``collapseRequests`` merges the requests queued behind it.
 """
 
@@ -62,6 +64,12 @@ for root, dirs, files in os.walk("."):
                 words = line.split()
                 if words[:1] == ["BREAK"] and (len(words) == 1 or builder in words[1:]):
                     broken.append(os.path.splitext(name)[0])
+# The worker's own world: a WORLD_BROKEN file in the worker's base directory
+# (two levels up from the build's) names tests that fail whatever the code.
+world = os.path.join("..", "..", "WORLD_BROKEN")
+if os.path.exists(world):
+    with open(world, encoding="utf-8") as fh:
+        broken.extend(fh.read().split())
 tests = sorted({os.path.splitext(f)[0] for f in os.listdir(".") if f.endswith(".txt")})
 for i, test in enumerate(tests or ["test_sanity"], 1):
     print(f"0:00:0{i % 10} load avg: 0.00 [{i}/{len(tests) or 1}] test_{test}")

@@ -79,10 +79,15 @@ def reporter_config(github: GitHubStandIn, root: Path, mode: str, poller: str = 
     return "\n".join(lines) + "\n"
 
 
-def merged_pr(github: GitHubStandIn, harness: BuildbotHarness, title: str, files: dict) -> tuple:
-    """Push a change through the harness repo and register it on GitHub as a merged PR."""
+def merged_pr(
+    github: GitHubStandIn, harness: BuildbotHarness, title: str, files: dict, push: bool = True
+) -> tuple:
+    """Push a change through the harness repo and register it on GitHub as a merged PR.
+
+    ``push=False`` commits it for the next push to carry (with others).
+    """
     number, standin_sha = github.add_merged_pr(title, "ada", files)
-    sha = harness.commit(files, f"{title} (#{number})", author=AUTHOR)
+    sha = harness.commit(files, f"{title} (#{number})", author=AUTHOR, push=push)
     with github.lock:
         # The master builds the harness repository: make GitHub know its sha.
         github.commits[sha] = dataclasses.replace(github.commits[standin_sha], sha=sha)

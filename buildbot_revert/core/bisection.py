@@ -1,0 +1,110 @@
+"""Bisection: finding the one change of a several-change first failing build.
+
+When the first failing build holds k > 1 changes (none pinned by
+intersection), builds at chosen revisions can find the culprit: the
+suspect's range runs from the last green revision (the parent of the first
+change) to the last change, which the streak's first failing build built and
+saw fail.  :class:`Bisection` first builds the parent again (if it now fails
+the same way, the worker or the world changed: ``environment``), then halves
+the range until one change is left: the first revision that fails the way
+the streak does, whose predecessor passes.  Each probe must pass or fail
+alike; anything else (another failure, an exception) ends the search
+(``unverified``).  The change found then meets every check a single change
+meets (:meth:`.tracker.StreakTracker.judge_found`).
+
+The shell requests the builds and feeds back what they did; this module only
+chooses revisions and reads results.  Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.verdicts import Reason
+from buildbot_revert.core.verification import Judgement, fails_alike
+
+_GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
+
+
+def builds_needed(changes: int) -> int:
+    """At most how many builds a bisection of ``changes`` changes requests.
+
+    The parent, then one per halving of the changes not yet known to fail
+    (the last is: the first failing build built it).
+    """
+    return 1 + (changes - 1).bit_length()
+
+
+class Bisection:
+    """One search over a streak's suspects (mutable; one per streak)."""
+
+    def __init__(self, parent: str, suspects: Sequence[Change], failing: frozenset[str]) -> None:
+        self.parent = parent
+        # In landing order: the last is the revision the first failing build built.
+        self.changes = tuple(sorted(suspects, key=lambda c: c.when))
+        self.failing = failing
+        # Indices into changes: ``lo`` passes (-1: the parent), ``hi`` fails.
+        self.lo = -1
+        self.hi = len(self.changes) - 1
+        self.parent_checked = False
+        self.probes: list[str] = []
+
+    def next(self) -> str | None:
+        """The revision to build next; None when the search is over."""
+        if not self.parent_checked:
+            return self.parent
+        if self.hi - self.lo <= 1:
+            return None
+        return self.changes[(self.lo + self.hi) // 2].revision
+
+    @property
+    def found(self) -> Change | None:
+        """The culprit, once the range is down to one change."""
+        if self.parent_checked and self.hi - self.lo == 1:
+            return self.changes[self.hi]
+        return None
+
+    def record(self, revision: str, build: Build) -> Judgement | None:
+        """What the build of ``revision`` did; a Judgement when it ends the search badly."""
+        self.probes.append(revision)
+        alike = fails_alike(build, self.failing)
+        if revision == self.parent and not self.parent_checked:
+            self.parent_checked = True
+            if alike:
+                return Judgement(
+                    Reason.ENVIRONMENT,
+                    f"bisection: the parent {revision[:12]}, built now on {build.builder} "
+                    f"(build {build.number}), fails the same way: the worker or the world "
+                    "changed, not one of the changes",
+                )
+            if build.result in _GREEN:
+                return None
+            return _unverified(revision, build)
+        index = next(i for i, c in enumerate(self.changes) if c.revision == revision)
+        if alike:
+            self.hi = index
+        elif build.result in _GREEN:
+            self.lo = index
+        else:
+            return _unverified(revision, build)
+        return None
+
+    def explain(self) -> str:
+        """How the culprit was found, for the verdict's sentence."""
+        found = self.found
+        assert found is not None
+        shown = ", ".join(r[:12] for r in self.probes)
+        return (
+            f"bisection of the {len(self.changes)} changes of the first failing build: "
+            f"{len(self.probes)} verification build(s) (at {shown}); the parent passes, "
+            f"{found.revision[:12]} is the first to fail the same way"
+        )
+
+
+def _unverified(revision: str, build: Build) -> Judgement:
+    return Judgement(
+        Reason.UNVERIFIED,
+        f"bisection: the build of {revision[:12]} on {build.builder} (build {build.number}) "
+        f"neither passed nor failed the same way (result {build.result}): no culprit found",
+    )

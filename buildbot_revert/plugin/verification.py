@@ -1,0 +1,208 @@
+"""Verification builds: the plugin asks the master to build the suspect's parent.
+
+With ``verification=True``, a verdict that proposes a revert is held back:
+the :class:`Verifier` requests, through the master's data API, a buildset
+at the suspect's parent on the builder that qualified (and one at the
+suspect itself when its first failing build held other changes too),
+marked by the :data:`~buildbot_revert.core.verification.PROPERTY` property
+that says why it exists and which streak it serves.  The gatherer reads the
+mark, so the tracker leaves these builds out of every streak; when they
+finish, :func:`buildbot_revert.core.verification.judge` decides: file the
+held verdict (its sentence saying what was verified), or decline it
+(``environment``: the parent fails the same way; ``unverified``).
+
+The parent is the revision the builder last built green before the streak
+(for a single change, exactly its parent on a linear branch), or, for a
+change found among several, the change before it in the first failing
+build's blamelist.  The verifier remembers each builder's last green
+revision from the builds the reporter feeds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet import defer
+from twisted.python import log
+
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX, Judgement, judge
+
+_GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
+# The property linking a verification build to the streak it serves.
+STREAK_PROPERTY = "buildbot_revert_streak"
+SCHEDULER = "buildbot-revert"
+
+
+@dataclass
+class _Held:
+    """A proposing verdict waiting for its verification builds."""
+
+    verdict: Verdict
+    parent: str
+    # The suspect itself is built too when its first failing build held more.
+    build_suspect: bool
+    parent_build: Build | None = None
+    suspect_build: Build | None = None
+    marks: list[str] = field(default_factory=list)
+    # Other builders that qualified on the same change meanwhile
+    # (already-proposed): recorded once the revert is filed.
+    joined: list[Verdict] = field(default_factory=list)
+
+
+@defer.inlineCallbacks
+def request_build(
+    master: Any, gatherer: Any, builderid: int, revision: str, mark: str, streak: str
+) -> Any:
+    """Ask the master for a build of ``revision`` on one builder, marked as ours.
+
+    ``mark`` (the :data:`PROPERTY` value, and the buildset's reason) says
+    why the build exists; ``streak`` links the red streak it serves.
+    """
+    stamp = yield gatherer.sourcestamp_of(revision)
+    if stamp is None:
+        # Never built as such: name the same line as the suspect's builds.
+        stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
+    stamp = dict(stamp, revision=revision)
+    yield master.data.updates.addBuildset(
+        waited_for=False,
+        scheduler=SCHEDULER,
+        sourcestamps=[stamp],
+        reason=f"{REASON_PREFIX}{mark}",
+        properties={PROPERTY: (mark, SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
+        builderids=[builderid],
+    )
+    log.msg(f"buildbot-revert: requested a {mark}")
+
+
+class BuiltRevisions:
+    """Each builder's newest revision built, and the one it last built green."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, str] = {}
+        self._green: dict[str, str] = {}
+
+    def remember(self, build: Build) -> None:
+        """Note what an ordinary build built (the parent of a later streak's change)."""
+        if build.changes:
+            self._built[build.builder] = max(build.changes, key=lambda c: c.when).revision
+        if build.result in _GREEN and build.builder in self._built:
+            self._green[build.builder] = self._built[build.builder]
+
+    def green(self, builder: str) -> str | None:
+        return self._green.get(builder)
+
+
+def parent_in(suspects: Sequence[Change], revision: str, green: str | None) -> str | None:
+    """The revision before ``revision`` among the streak's suspects (the green one first)."""
+    ordered = sorted(suspects, key=lambda c: c.when)
+    for i, change in enumerate(ordered):
+        if change.revision == revision:
+            return ordered[i - 1].revision if i else green
+    return None
+
+
+class Verifier:
+    """Requests verification builds and judges held verdicts when they finish."""
+
+    def __init__(
+        self,
+        master: Any,
+        gatherer: Any,
+        builder_id: Callable[[str], int | None],
+        build_url: Callable[[str, int], str | None],
+        revisions: BuiltRevisions,
+    ) -> None:
+        self.master = master
+        self.gatherer = gatherer
+        self.builder_id = builder_id
+        self.build_url = build_url
+        self.revisions = revisions
+        # mark (the property's value) -> the verdict it serves
+        self._held: dict[str, _Held] = {}
+
+    @property
+    def waiting(self) -> list[Verdict]:
+        return [h.verdict for h in self._held.values()]
+
+    def join(self, verdict: Verdict) -> bool:
+        """Keep another builder's qualification on a held change; False if none is held."""
+        if verdict.reason is not Reason.ALREADY_PROPOSED or verdict.suspect is None:
+            return False
+        for held in self._held.values():
+            if held.verdict.suspect == verdict.suspect:
+                held.joined.append(verdict)
+                return True
+        return False
+
+    @defer.inlineCallbacks
+    def hold(self, verdict: Verdict, suspects: Sequence[Change]) -> Any:
+        """Request the verification builds for ``verdict``; False if they cannot be made."""
+        suspect = verdict.suspect
+        assert suspect is not None
+        parent = parent_in(suspects, suspect.revision, self.revisions.green(verdict.builder))
+        builderid = self.builder_id(verdict.builder)
+        if parent is None or builderid is None:
+            log.msg(
+                f"buildbot-revert: cannot verify {suspect.revision[:12]} on {verdict.builder}: "
+                "its parent revision is unknown"
+            )
+            return False
+        held = _Held(verdict, parent, build_suspect=len(suspects) > 1)
+        streak = self.build_url(verdict.builder, verdict.first_failing_build) or (
+            f"{verdict.builder} build {verdict.first_failing_build}"
+        )
+        wanted = [("parent", parent)]
+        if held.build_suspect:
+            wanted.append(("suspect", suspect.revision))
+        for role, revision in wanted:
+            mark = (
+                f"verification build of the {role} {revision[:12]} of suspect "
+                f"{suspect.revision[:12]}, for the red streak of {verdict.builder} from build "
+                f"{verdict.first_failing_build} ({verdict.reason.value})"
+            )
+            held.marks.append(mark)
+            self._held[mark] = held
+            yield self._request(builderid, revision, mark, streak)
+        return True
+
+    def _request(self, builderid: int, revision: str, mark: str, streak: str) -> Any:
+        return request_build(self.master, self.gatherer, builderid, revision, mark, streak)
+
+    def finished(self, build: Build) -> tuple[Verdict, Judgement, list[Verdict]] | None:
+        """A verification build finished: the held verdict, its judgement and who joined it."""
+        mark = build.verification
+        held = self._held.get(mark or "")
+        if held is None:
+            return None
+        if mark == held.marks[0]:
+            held.parent_build = build
+        else:
+            held.suspect_build = build
+        if held.parent_build is None or (held.build_suspect and held.suspect_build is None):
+            return None
+        for m in held.marks:
+            self._held.pop(m, None)
+        verdict = held.verdict
+        assert verdict.suspect is not None
+        judgement = judge(
+            held.parent_build,
+            verdict.evidence,
+            held.suspect_build,
+            verdict.suspect.revision,
+        )
+        return verdict, judgement, held.joined
+
+
+def verified(verdict: Verdict, judgement: Judgement) -> Verdict:
+    """The held verdict as it ends: filed with its proof, or declined."""
+    if judgement.reason is None:
+        return verdict._replace(explanation=f"{verdict.explanation}; {judgement.explanation}")
+    return verdict._replace(
+        reason=judgement.reason,
+        explanation=judgement.explanation,
+        request=None,
+    )

@@ -1,0 +1,88 @@
+"""Bisection in the core: the revisions it builds, what it finds, how that is judged."""
+
+from __future__ import annotations
+
+from buildbot_revert.core.bisection import Bisection
+from buildbot_revert.core.model import Build
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import Reason, Verdict
+from tests.builds_dsl import builds, change
+from tests.core.test_guards import LOGS
+
+CHANGES = [change(f"c{i}", when=1_700_000_000.0 + i) for i in range(1, 8)]
+
+
+def probe(spec: str) -> Build:
+    [build] = builds(spec, logs=LOGS)
+    return build._replace(verification="bisection build")
+
+
+def run(culprit: int, changes: int = 7) -> tuple[Bisection, list[str]]:
+    """Bisect ``changes`` changes of which ``c{culprit}`` broke test_os; the revisions built."""
+    search = Bisection("green", CHANGES[:changes], frozenset({"test_os"}))
+    built = []
+    while (revision := search.next()) is not None:
+        built.append(revision)
+        index = -1 if revision == "green" else int(revision[1:])
+        assert search.record(revision, probe("F@os" if index >= culprit else "S")) is None
+    return search, built
+
+
+def test_it_builds_the_parent_then_halves_the_range() -> None:
+    search, built = run(culprit=3)
+    assert built == ["green", "c3", "c1", "c2"]
+    assert search.found is not None and search.found.revision == "c3"
+    assert "the parent passes, c3 is the first to fail the same way" in search.explain()
+
+
+def test_two_changes_need_the_parent_and_one_probe() -> None:
+    for culprit in (1, 2):
+        search, built = run(culprit, changes=2)
+        assert built == ["green", "c1"]
+        assert search.found is not None and search.found.revision == f"c{culprit}"
+
+
+def test_every_culprit_is_found_in_few_builds() -> None:
+    for culprit in range(1, 8):
+        search, built = run(culprit)
+        assert search.found is not None and search.found.revision == f"c{culprit}"
+        assert len(built) <= 4
+
+
+def test_a_parent_failing_alike_ends_it_as_the_environment() -> None:
+    search = Bisection("green", CHANGES[:3], frozenset({"test_os"}))
+    judgement = search.record("green", probe("F@os2"))
+    assert judgement is not None and judgement.reason is Reason.ENVIRONMENT
+    assert search.found is None
+
+
+def test_a_probe_failing_otherwise_ends_it_unverified() -> None:
+    search = Bisection("green", CHANGES[:3], frozenset({"test_os"}))
+    assert search.record("green", probe("S")) is None
+    judgement = search.record(search.next() or "", probe("F@ssl"))
+    assert judgement is not None and judgement.reason is Reason.UNVERIFIED
+
+
+def test_the_found_change_is_judged_as_a_single_change() -> None:
+    tracker = StreakTracker(Policy())
+    c1, c2 = CHANGES[:2]
+    spec = builds("S:a F:c1,c2@os F@os F@os", logs=LOGS, changes={"c1": c1, "c2": c2})
+    [declined] = [e for e in tracker.feed_all(spec) if isinstance(e, Verdict)]
+    assert declined.reason is Reason.MULTIPLE_CHANGES
+    found = tracker.judge_found("B", c2, "bisection found it")
+    assert found is not None and found.reason is Reason.REVERT_BY_BISECTION
+    assert found.request is not None and found.request.revision == "c2"
+    assert found.explanation == "bisection found it"
+    # Proposed once: the same change from another builder joins it.
+    assert "c2" in tracker.proposed
+
+
+def test_a_found_revert_is_declined() -> None:
+    tracker = StreakTracker(Policy())
+    revert = change("r", when=1_700_000_000.0, title='Revert "gh-1: x"')
+    spec = builds("S:a F:c1,r@os F@os F@os", logs=LOGS, changes={"c1": CHANGES[0], "r": revert})
+    tracker.feed_all(spec)
+    found = tracker.judge_found("B", revert, "bisection found it")
+    assert found is not None and found.reason is Reason.CULPRIT_IS_REVERT
+    assert found.request is None

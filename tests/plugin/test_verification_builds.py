@@ -1,0 +1,106 @@
+"""Verification builds in a real master (issue 15): the parent decides.
+
+A real master, worker and git repository, the plugin from master.cfg with
+``verification=True``, and the GitHub stand-in.  When a streak qualifies,
+the plugin requests a build of the suspect's parent on the failing builder
+(a buildset at that revision, marked by a property saying why) and files
+only if the parent passes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from buildbot_revert.core.verification import PROPERTY
+from testkit.buildbot.master_config import BuilderSpec
+from tests.plugin import test_reporter_e2e as e2e
+from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
+
+pytestmark = pytest.mark.live
+
+# The end-to-end tests' fixtures: the GitHub stand-in, and started harnesses.
+github = e2e.github
+masters = e2e.masters
+
+BUILDERS = (BuilderSpec("fast-linux", ("stable", "tier-1")),)
+BOTH = (*BUILDERS, BuilderSpec("fast-macos", ("stable", "tier-2")))
+
+
+def verifying(github, root) -> str:
+    """The reporter's lines with verification builds on."""
+    return reporter_config(github, root, "revert").replace(
+        "failures=3,", "failures=3, verification=True,"
+    )
+
+
+def verification_builds(harness) -> list[dict]:
+    builds = harness.get("/builds", complete="true", property=PROPERTY, order="buildid")
+    return [b for b in builds["builds"] if PROPERTY in (b.get("properties") or {})]
+
+
+def test_a_worker_side_change_fails_the_parent_too_and_nothing_is_filed(github, masters, tmp_path):
+    harness = masters(builders=BUILDERS, extra_config=verifying(github, tmp_path))
+    _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
+    harness.wait_for_revision(good)
+    # The worker changes under the project: test_world fails from now on,
+    # whatever is built.  An innocent change is the first to be built.
+    (harness.worker_dir / "WORLD_BROKEN").write_text("world\n")
+    number, innocent = merged_pr(github, harness, "gh-2: Tidy", {"tidy.py": "x = 1\n"})
+    harness.wait_for_revision(innocent)
+    for i in (3, 4):
+        _, sha = merged_pr(github, harness, f"gh-{i}: More", {f"more{i}.py": "y = 2\n"})
+        harness.wait_for_revision(sha)
+    wait_for(
+        lambda: "verification on fast-linux: environment" in harness.master_log.read_text(),
+        timeout=60,
+        what="the parent's verification build",
+    )
+    [check] = verification_builds(harness)
+    why = check["properties"][PROPERTY][0]
+    assert f"parent {good[:12]} of suspect {innocent[:12]}" in why
+    assert check["results"] == 2  # the parent fails the same way
+    log = harness.master_log.read_text()
+    assert "environment: the parent of" in log
+    assert "fails the same way: the worker or the world changed" in log
+    time.sleep(1.0)
+    assert github.revert_pulls() == []
+    assert github.comments_on(number) == []
+    # The world is fixed: the next build is green, and the streak it ends
+    # is the ordinary one (the verification build neither ended nor
+    # extended it: no second verdict for the builder).
+    (harness.worker_dir / "WORLD_BROKEN").unlink()
+    _, fixed = merged_pr(github, harness, "gh-5: Later", {"later.py": "z = 3\n"})
+    harness.wait_for_revision(fixed)
+    log = harness.master_log.read_text()
+    streaks = set(re.findall(r"fast-linux streak from build (\d+):", log))
+    assert len(streaks) == 1, streaks
+
+
+def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path):
+    harness = masters(builders=BOTH, extra_config=verifying(github, tmp_path))
+    _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
+    harness.wait_for_revision(good)
+    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
+    harness.wait_for_revision(bad)
+    for i in (3, 4):
+        _, sha = merged_pr(github, harness, f"gh-{i}: More", {f"more{i}.txt": f"{i}\n"})
+        harness.wait_for_revision(sha)
+    wait_for(lambda: github.comments_on(number), timeout=60, what="the revert")
+    [revert] = github.revert_pulls()
+    assert "verified: the parent of" in (revert.body or "")
+    # One verification build, on the builder that qualified first; the
+    # other, qualifying while it ran or after, is named on the revert too.
+    [check] = verification_builds(harness)
+    assert check["results"] == 0
+    assert f"parent {good[:12]} of suspect {bad[:12]}" in check["properties"][PROPERTY][0]
+
+    def named() -> str:
+        texts = [revert.body or "", *(c.body for c in github.comments_on(revert.number))]
+        text = "\n".join(texts)
+        return text if all(f"`{b.name}`" in text for b in BOTH) else ""
+
+    wait_for(named, timeout=30, what="both builders named on the revert")
+    assert len(github.revert_pulls()) == 1

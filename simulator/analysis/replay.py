@@ -231,8 +231,21 @@ def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayR
 
 
 def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
-    """File a tracker event under verdicts or streak openings."""
+    """File a tracker event under verdicts or streak openings.
+
+    A streak's failing builds are kept as bare records (see :func:`bare`):
+    the tracker has read what it needed of them, the reports and the
+    evaluation only name them, and a year's worth of their blamelists and
+    log tails would otherwise stay in memory to the end of the replay.
+    """
     if isinstance(event, Verdict):
         verdicts.append(event)
     else:
-        streaks.append(event)
+        streaks.append(event._replace(failing=tuple(map(bare, event.failing))))
+
+
+def bare(build: Build) -> Build:
+    """``build`` without its blamelist and failed steps: which build it was, and its result."""
+    if not build.failed_steps and not build.changes:
+        return build
+    return build._replace(changes=(), failed_steps=())

@@ -39,6 +39,11 @@ _INSERT_FAILED_STEP = (
 )
 
 
+# How many distinct blamelists iter_builds keeps made: builders build the
+# same recent changes, so a small window finds nearly every repeat, and
+# memory stays flat however long the history.
+_BLAMELISTS_KEPT = 4096
+
 # A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
 # result, started_at, completed_at, worker[, branch]).
 BulkBuildRow = (
@@ -337,9 +342,10 @@ class HistoryStore:
             )
         return out
 
-    def _build_query(
+    def _where(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[list[str], list[Any]]:
+        """The conditions on ``builds b`` that choose a window and builders."""
         where = []
         params: list[Any] = []
         if since is not None:
@@ -351,18 +357,41 @@ class HistoryStore:
         if builder_ids is not None:
             where.append(f"b.builder_id IN ({','.join('?' * len(builder_ids))})")
             params.extend(builder_ids)
+        return where, params
+
+    def _build_queries(
+        self, since: float | None, until: float | None, builder_ids: list[int] | None
+    ) -> tuple[str, str, str, list[Any]]:
+        """The three reads of :meth:`iter_builds`, each in completion order, and their params.
+
+        The builds; the blamelists (one comma list per build that has
+        changes); the failed steps of FAILURE builds.  All three walk the
+        ``(completed_at, id)`` index, so each is a stream that SQLite neither
+        sorts nor holds, and merging them takes one look per build.
+        """
+        where, params = self._where(since, until, builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
+        failing = " AND ".join([*where, f"b.result = {int(Result.FAILURE)}"])
         # A version-2 file not yet upgraded has no branches: they read as unknown.
         branch = "b.branch" if self.schema_version >= 3 else "NULL"
-        # The blamelist comes pre-joined as a comma list so that SQLite, not
-        # Python, does the grouping: the replay is a single pass over this.
-        sql = (
+        order = "ORDER BY b.completed_at, b.id"
+        builds = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            f" b.worker, {branch}, (SELECT group_concat(change_id) FROM"
-            " (SELECT change_id FROM blamelist x WHERE x.build_id = b.id ORDER BY change_id))"
-            f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
+            f" b.worker, {branch} FROM builds b {clause} {order}"
         )
-        return sql, params
+        # The blamelist index is (build_id, change_id): each build's changes
+        # come in id order without a sort.
+        blamelists = (
+            "SELECT b.id, group_concat(x.change_id) FROM builds b"
+            f" JOIN blamelist x ON x.build_id = b.id {clause}"
+            f" GROUP BY b.completed_at, b.id {order}"
+        )
+        steps = (
+            "SELECT b.id, f.name, f.result, f.log_tail FROM builds b"
+            f" JOIN failed_steps f ON f.build_id = b.id WHERE {failing}"
+            f" {order}, f.step_number"
+        )
+        return builds, blamelists, steps, params
 
     def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
         rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
@@ -373,28 +402,30 @@ class HistoryStore:
         """Store builder id -> builder name."""
         return {i: n for n, i in self.builder_ids().items()}
 
-    def scan_rows(
-        self,
-        since: float | None = None,
-        until: float | None = None,
-        builder_ids: list[int] | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """The raw rows behind :meth:`iter_builds`, for the replay benchmark."""
-        sql, params = self._build_query(since, until, builder_ids)
-        rows = self.conn.execute(sql, params).fetchall()
-        steps = self.conn.execute(
-            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
-        ).fetchall()
-        return rows + steps
+    def scan_rows(self) -> int:
+        """A bare scan of what the decision needs of each build; the row count.
 
-    def failed_steps_by_build(self) -> dict[int, tuple[FailedStep, ...]]:
-        grouped: dict[int, list[FailedStep]] = {}
-        for build_id, name, result, tail in self.conn.execute(
-            "SELECT build_id, name, result, log_tail FROM failed_steps"
-            " ORDER BY build_id, step_number"
+        Builder, id, number, result, start and completion time and the
+        number of changes, in completion order, into Python tuples: the floor
+        any replay stands on (``benchmarks/replay.py`` compares with it).
+        """
+        count = 0
+        for _ in self.conn.execute(
+            "SELECT b.builder_id, b.id, b.number, b.result, b.started_at, b.completed_at,"
+            " (SELECT count(*) FROM blamelist x WHERE x.build_id = b.id)"
+            " FROM builds b ORDER BY b.completed_at, b.id"
         ):
-            grouped.setdefault(build_id, []).append(FailedStep(name, result, tail))
-        return {k: tuple(v) for k, v in grouped.items()}
+            count += 1
+        return count
+
+    def scan_rows_and_logs(self) -> int:
+        """:meth:`scan_rows`, then every failed step with its log text; the row count."""
+        count = self.scan_rows()
+        for _ in self.conn.execute(
+            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
+        ):
+            count += 1
+        return count
 
     def iter_builds(
         self,
@@ -402,22 +433,34 @@ class HistoryStore:
         until: float | None = None,
         builder_names: Iterable[str] | None = None,
     ) -> Iterator[Build]:
-        """Yield the stored builds as core records, in completion order."""
+        """Yield the stored builds as core records, in completion order.
+
+        A stream: the builds, their blamelists and the failed steps of the
+        failing ones are three cursors in the same order, merged as they go,
+        so what is held at any time is one build's rows (and the changes,
+        which every build may name), whatever the history's length.
+        """
         names = self._builder_names()
         ids = None
         if builder_names is not None:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
-        changes = {str(cid): change for cid, change in self.changes_by_id().items()}
-        steps = self.failed_steps_by_build()
-        empty: tuple[FailedStep, ...] = ()
-        sql, params = self._build_query(since, until, ids)
+        changes = self.changes_by_id()
+        builds_sql, blamelists_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
+        empty: tuple[FailedStep, ...] = ()
+        # Each cursor's next row, or None at its end.  Ids of builds with no
+        # changes (or no failed steps) never appear in the second (third)
+        # cursor, so a build takes its rows only when the ids agree.
+        blamelists = self.conn.execute(blamelists_sql, params)
+        steps = self.conn.execute(steps_sql, params)
+        next_blame = blamelists.fetchone()
+        next_step = steps.fetchone()
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
         # the NamedTuple constructor's Python-level call (a year is ~400k).
-        blamelists: dict[str, tuple[Change, ...]] = {"": ()}
+        blamed_by: dict[str, tuple[Change, ...]] = {}
         new = tuple.__new__
         for (
             bid,
@@ -428,25 +471,30 @@ class HistoryStore:
             completed,
             worker,
             branch,
-            blame,
-        ) in self.conn.execute(sql, params):
-            blame = blame or ""
-            blamed = blamelists.get(blame)
-            if blamed is None:
-                blamed = blamelists[blame] = tuple(map(changes.__getitem__, blame.split(",")))
+        ) in self.conn.execute(builds_sql, params):
+            blamed: tuple[Change, ...] = ()
+            if next_blame is not None and next_blame[0] == bid:
+                blame = next_blame[1]
+                blamed = blamed_by.get(blame) or ()
+                if not blamed:
+                    if len(blamed_by) >= _BLAMELISTS_KEPT:
+                        blamed_by.clear()
+                    # group_concat promises no order: sort the ids here, once
+                    # per distinct list.
+                    blamed = blamed_by[blame] = tuple(
+                        changes[cid] for cid in sorted(map(int, blame.split(",")))
+                    )
+                next_blame = blamelists.fetchone()
+            failed = empty
+            if result == failure and next_step is not None and next_step[0] == bid:
+                found = []
+                while next_step is not None and next_step[0] == bid:
+                    found.append(new(FailedStep, next_step[1:]))
+                    next_step = steps.fetchone()
+                failed = tuple(found)
+            builder = names[builder_id]
             yield new(
-                Build,
-                (
-                    names[builder_id],
-                    number,
-                    result,
-                    started,
-                    completed,
-                    blamed,
-                    steps.get(bid, empty) if result == failure else empty,
-                    worker,
-                    branch,
-                ),
+                Build, (builder, number, result, started, completed, blamed, failed, worker, branch)
             )
 
     def labels(self) -> Labels:

@@ -5,7 +5,8 @@ Generates three synthetic histories of the shipped kind (the generator's
 that; by default 91, 182 and 364 days, so that 4x is the shipped year) into
 a temporary directory, then replays each from 2024-01-01 (the default
 policy, its month of warm-up before) ``--runs`` times (default 3), every
-replay in a fresh subprocess so that its peak RSS (``ru_maxrss``) is its own.
+replay in a fresh subprocess so that its peak RSS (Linux's ``VmHWM``) is
+its own.
 Prints, per length, builds replayed, CPU seconds and peak RSS (min and
 median), and the peak RSS of each length against 1x (target, issue 19: at
 most 1.2 at 4x).  The last line is the same figures as JSON.

@@ -26,15 +26,13 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
+from benchmarks.shipped_year import arguments, history_and_since, min_median, run_cleanly
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import Selection, replay
-from simulator.cli import SHIPPED_HISTORY
 from simulator.history.store import HistoryStore
 
 RATIO_TARGET = 2.0
@@ -44,10 +42,6 @@ def cpu_seconds(fn: Callable[[], object]) -> float:
     started = time.process_time()
     fn()
     return time.process_time() - started
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"min": round(min(values), 3), "median": round(statistics.median(values), 3)}
 
 
 def measure(path: Path, since: float | None, runs: int) -> dict[str, list[float]]:
@@ -83,39 +77,22 @@ def measure(path: Path, since: float | None, runs: int) -> dict[str, list[float]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--history", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--since", default="2024-01-01", help="YYYY-MM-DD, or 'none' for all")
-    args = parser.parse_args()
-    terminate_like_interrupt()
-    try:
-        return benchmark(args)
-    except (KeyboardInterrupt, Terminated):
-        return say_interrupted("nothing was written")
+    return run_cleanly(benchmark, arguments(__doc__).parse_args())
 
 
 def benchmark(args: argparse.Namespace) -> int:
-    if args.history is None:
-        from simulator.synthetic.generator import ensure_shipped_history
-
-        args.history = ensure_shipped_history(SHIPPED_HISTORY)
-    since = (
-        None
-        if args.since == "none"
-        else datetime.strptime(args.since, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
-    )
-    times = measure(args.history, since, args.runs)
+    history, since = history_and_since(args)
+    times = measure(history, since, args.runs)
     rows, logs, replayed = times["rows_s"], times["rows_logs_s"], times["replay_s"]
     ratio_rows = [r / s for r, s in zip(replayed, rows, strict=True)]
     ratio_logs = [r / s for r, s in zip(replayed, logs, strict=True)]
     figures = {
         "runs": args.runs,
-        "rows_s": summary(rows),
-        "rows_logs_s": summary(logs),
-        "replay_s": summary(replayed),
-        "ratio_to_rows": summary(ratio_rows),
-        "ratio_to_rows_logs": summary(ratio_logs),
+        "rows_s": min_median(rows),
+        "rows_logs_s": min_median(logs),
+        "replay_s": min_median(replayed),
+        "ratio_to_rows": min_median(ratio_rows),
+        "ratio_to_rows_logs": min_median(ratio_logs),
         "target_ratio_to_rows": RATIO_TARGET,
     }
     print(f"CPU seconds, {args.runs} runs, min / median:")

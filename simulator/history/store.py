@@ -361,13 +361,15 @@ class HistoryStore:
 
     def _build_queries(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
-    ) -> tuple[str, str, str, list[Any]]:
-        """The three reads of :meth:`iter_builds`, each in completion order, and their params.
+    ) -> tuple[str, str, list[Any]]:
+        """The two reads of :meth:`iter_builds`, each in completion order, and their params.
 
-        The builds; the blamelists (one comma list per build that has
-        changes); the failed steps of FAILURE builds.  All three walk the
-        ``(completed_at, id)`` index, so each is a stream that SQLite neither
-        sorts nor holds, and merging them takes one look per build.
+        The builds, each with its blamelist as a comma list; the failed
+        steps of FAILURE builds.  Both walk the ``(completed_at, id)`` index,
+        so each is a stream that SQLite neither sorts nor holds, and merging
+        them takes one look per build.  A blamelist is read off the
+        ``(build_id, change_id)`` index without a sort: group_concat promises
+        no order, and :meth:`iter_builds` sorts each distinct list once.
         """
         where, params = self._where(since, until, builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
@@ -377,21 +379,16 @@ class HistoryStore:
         order = "ORDER BY b.completed_at, b.id"
         builds = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            f" b.worker, {branch} FROM builds b {clause} {order}"
-        )
-        # The blamelist index is (build_id, change_id): each build's changes
-        # come in id order without a sort.
-        blamelists = (
-            "SELECT b.id, group_concat(x.change_id) FROM builds b"
-            f" JOIN blamelist x ON x.build_id = b.id {clause}"
-            f" GROUP BY b.completed_at, b.id {order}"
+            f" b.worker, {branch},"
+            " (SELECT group_concat(x.change_id) FROM blamelist x WHERE x.build_id = b.id)"
+            f" FROM builds b {clause} {order}"
         )
         steps = (
             "SELECT b.id, f.name, f.result, f.log_tail FROM builds b"
             f" JOIN failed_steps f ON f.build_id = b.id WHERE {failing}"
             f" {order}, f.step_number"
         )
-        return builds, blamelists, steps, params
+        return builds, steps, params
 
     def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
         rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
@@ -435,8 +432,8 @@ class HistoryStore:
     ) -> Iterator[Build]:
         """Yield the stored builds as core records, in completion order.
 
-        A stream: the builds, their blamelists and the failed steps of the
-        failing ones are three cursors in the same order, merged as they go,
+        A stream: the builds with their blamelists, and the failed steps of
+        the failing ones, are two cursors in the same order, merged as they go,
         so what is held at any time is one build's rows (and the changes,
         which every build may name), whatever the history's length.
         """
@@ -446,21 +443,19 @@ class HistoryStore:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
         changes = self.changes_by_id()
-        builds_sql, blamelists_sql, steps_sql, params = self._build_queries(since, until, ids)
+        builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
         empty: tuple[FailedStep, ...] = ()
-        # Each cursor's next row, or None at its end.  Ids of builds with no
-        # changes (or no failed steps) never appear in the second (third)
-        # cursor, so a build takes its rows only when the ids agree.
-        blamelists = self.conn.execute(blamelists_sql, params)
+        # The failed steps' next row, or None at their end.  Ids of builds
+        # with no failed step never appear in it, so a build takes its rows
+        # only when the ids agree.
         steps = self.conn.execute(steps_sql, params)
-        next_blame = blamelists.fetchone()
         next_step = steps.fetchone()
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
         # the NamedTuple constructor's Python-level call (a year is ~400k).
-        blamed_by: dict[str, tuple[Change, ...]] = {}
+        blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
         new = tuple.__new__
         for (
             bid,
@@ -471,20 +466,18 @@ class HistoryStore:
             completed,
             worker,
             branch,
+            blame,
         ) in self.conn.execute(builds_sql, params):
-            blamed: tuple[Change, ...] = ()
-            if next_blame is not None and next_blame[0] == bid:
-                blame = next_blame[1]
-                blamed = blamed_by.get(blame) or ()
-                if not blamed:
-                    if len(blamed_by) >= _BLAMELISTS_KEPT:
-                        blamed_by.clear()
-                    # group_concat promises no order: sort the ids here, once
-                    # per distinct list.
-                    blamed = blamed_by[blame] = tuple(
-                        changes[cid] for cid in sorted(map(int, blame.split(",")))
-                    )
-                next_blame = blamelists.fetchone()
+            blamed = blamed_by.get(blame)
+            if blamed is None:
+                if len(blamed_by) >= _BLAMELISTS_KEPT:
+                    blamed_by.clear()
+                    blamed_by[None] = ()
+                # group_concat promises no order: sort the ids here, once
+                # per distinct list.
+                blamed = blamed_by[blame] = tuple(
+                    changes[cid] for cid in sorted(map(int, blame.split(",")))
+                )
             failed = empty
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []

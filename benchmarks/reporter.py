@@ -275,6 +275,9 @@ def run(reactor, builds: int, builders: int, db_url: str, with_reporter: bool):
         master.create()
         try:
             yield master.start()
+            # The master installs its own SIGTERM handler as it starts (one
+            # that stops the reactor under the benchmark's feet): take it back.
+            stop.install()
             reporter = master.reporter
             if not with_reporter:
                 # The control: the same master and builds, the reporter deaf.

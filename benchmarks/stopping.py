@@ -30,8 +30,13 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def terminate_like_interrupt() -> None:
-    """From now on SIGTERM raises :class:`Terminated`, as SIGINT raises ``KeyboardInterrupt``."""
+    """From now on SIGTERM raises :class:`Terminated`, as SIGINT raises ``KeyboardInterrupt``.
+
+    SIGINT's handler is set too: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and would not unwind.
+    """
     signal.signal(signal.SIGTERM, _raise_terminated)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def say_interrupted(what: str) -> int:

@@ -8,7 +8,8 @@ costs, so a shell that feeds one build to several trackers (the simulator's
 sweep, one tracker per policy) hands them one :class:`EvidenceCache`: each
 build's steps are read once, whichever tracker asks first.  The plugin's
 tracker, fed each build once, reads with :func:`read_evidence` directly:
-the same code, without the cache.
+the same code, without the cache.  Once read, a build is kept without
+its log tails (:func:`read_off`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,19 @@ CACHE_SIZE = 256
 def read_evidence(build: Build) -> Evidence:
     """``build``'s signature and whether it failed for an infrastructure reason."""
     return signature_of(build), is_infra(build)
+
+
+def read_off(build: Build) -> Build:
+    """``build`` without its log tails, once its evidence is read.
+
+    A streak keeps its first failing builds until it ends (for an always-red
+    builder, for as long as it stays red), and the plugin saves them with
+    the tracker's memory: the text would be dead weight in both.
+    """
+    steps = build.failed_steps
+    if not any(step.log_tail is not None for step in steps):
+        return build
+    return build._replace(failed_steps=tuple(step._replace(log_tail=None) for step in steps))
 
 
 class EvidenceCache:

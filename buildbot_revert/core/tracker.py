@@ -76,7 +76,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
-from buildbot_revert.core.evidence import EvidenceReader, read_evidence
+from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
 from buildbot_revert.core.guards import (
     CORROBORABLE,
     FailureMemory,
@@ -287,6 +287,9 @@ class StreakTracker:
                 )
             return _NO_EVENTS
         signature, infra = self._evidence(build, state)
+        # The streak keeps the build for what it is (its number, steps,
+        # worker), not for its logs: what they show is read now.
+        build = read_off(build)
         if streak is None:
             suspects = (*state.untested, *build.changes) if state.untested else build.changes
             state.untested = []

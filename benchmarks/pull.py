@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
 from simulator.history.importer import PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
@@ -219,13 +220,22 @@ def print_results(args: argparse.Namespace, pulls: Pulls, checked: Checked, buil
     print(f"blamelists differing from the filler's truth: {checked.wrong_blamelists} of {builds}")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--changes", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--page-size", type=int, default=200)
     args = parser.parse_args()
+    # SIGTERM unwinds like SIGINT: the harness's ``finally`` stops the master
+    # and the worker (their own process groups), the temporary directory goes.
+    terminate_like_interrupt()
+    try:
+        return benchmark(args)
+    except (KeyboardInterrupt, Terminated):
+        return say_interrupted("stopped the master and the worker, removed the temporary directory")
 
+
+def benchmark(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="pull-bench-") as tmp:
         harness = BuildbotHarness(
             Path(tmp),
@@ -246,8 +256,9 @@ def main() -> None:
 
     print_results(args, pulls, checked, len(truth))
     if checked.wrong_blamelists or pulls.full.builds != len(truth):
-        raise SystemExit(1)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

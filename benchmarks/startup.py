@@ -184,7 +184,6 @@ def run_phase(phase: str, basedir: Path, out: Path, record: Path | None) -> None
         (RevertReporter, "_start_tracker"),
         (RevertReporter, "_load_memory"),
         (RevertReporter, "_save_memory"),
-        (RevertReporter, "_freeze_startup_heap"),
         (Gatherer, "builds_since"),
     ):
         timings.wrap(owner, name)
@@ -466,7 +465,6 @@ def report(
     rebuild = cold.timed("RevertReporter._start_tracker")
     query = cold.timed("Gatherer.builds_since")
     save = cold.first("RevertReporter._save_memory")
-    freeze = cold.timed("RevertReporter._freeze_startup_heap")
     print(
         f"cold start (rebuild 31 days): {cold['ready_s']:.1f} s, RSS {cold['rss_mb']:.0f} MB "
         f"(peak {cold['rss_peak_mb']:.0f} MB), tracker fed {cold.replayed:,} builds; "
@@ -476,8 +474,8 @@ def report(
     print(
         f"  the reporter's rebuild {rebuild:.1f} s (builds query {query:.2f} s, gathering and "
         f"feeding {rebuild - query - save:.1f} s, saving the snapshot {save:.2f} s), "
-        f"then gc.freeze {freeze:.2f} s; the rest, the master's own start, "
-        f"{cold['ready_s'] - rebuild - freeze:.1f} s "
+        f"then the master's own start "
+        f"{cold['ready_s'] - rebuild:.1f} s "
         f"(imports before it: {cold['imports_s']:.1f} s, RSS {cold['rss_before_mb']:.0f} MB)"
     )
     print(f"stop (saves the snapshot, {cold_size:,} bytes): {cold['stop_s']:.1f} s")
@@ -492,9 +490,8 @@ def report(
     )
     print(
         f"  the reporter's start {restore:.2f} s (loading the snapshot "
-        f"{warm.timed('RevertReporter._load_memory'):.2f} s), then gc.freeze "
-        f"{warm.timed('RevertReporter._freeze_startup_heap'):.2f} s; the master's own start "
-        f"{warm['ready_s'] - restore - warm.timed('RevertReporter._freeze_startup_heap'):.1f} s; "
+        f"{warm.timed('RevertReporter._load_memory'):.2f} s); the master's own start "
+        f"{warm['ready_s'] - restore:.1f} s; "
         f"stop {warm['stop_s']:.1f} s"
     )
     print(

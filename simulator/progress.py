@@ -10,8 +10,7 @@ callback for each finished step.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -121,28 +120,11 @@ def sweep_with_progress(
     base: Policy,
     selection: Selection,
     axes: Sequence[Axis],
-    *,
-    workers: int | None = None,
 ) -> SweepResult:
-    """Load the selection once, with a bar, and sweep it, with another."""
+    """Sweep the selection in its one pass over the history, with a bar."""
     combos = combinations(axes, base)
     selection = selection.of_history(store.builders())
     builders, lazy = select_builds(store, selection, base)
-    builds = list(counted(lazy, store.count_builds(), "Loading the history"))
+    builds = counted(lazy, store.count_builds(), "Sweeping")
     labels = store.labels() if store.has_labels() else None
-    with steps(len(combos), "Sweeping") as advance:
-        return run_sweep(
-            builds, builders, selection, combos, labels, workers=workers, on_done=advance
-        )
-
-
-@contextmanager
-def steps(
-    total: int, label: str, *, enabled: bool | None = None
-) -> Iterator[Callable[[int], None]]:
-    """A bar of ``total`` steps; the context yields ``advance(n)``."""
-    if not (wanted() if enabled is None else enabled) or total <= 0:
-        yield lambda n: None
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-        yield bar.update
+    return run_sweep(builds, builders, selection, combos, labels)

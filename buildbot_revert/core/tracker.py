@@ -80,6 +80,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
+from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
 from buildbot_revert.core.guards import (
     CORROBORABLE,
     FailureMemory,
@@ -90,8 +91,6 @@ from buildbot_revert.core.guards import (
     consistent,
     environment_only,
     failing_ids,
-    is_infra,
-    signature_of,
     specific_tests,
 )
 from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
@@ -206,8 +205,13 @@ class StreakTracker:
         proposed: Iterable[str] = (),
         watched: Callable[[str], bool] | None = None,
         tags_of: Callable[[str], tuple[str, ...]] | None = None,
+        evidence: EvidenceReader | None = None,
     ) -> None:
         self.policy = policy or Policy()
+        # How a failing build's signature and infrastructure flag are read
+        # (see :mod:`.evidence`: a shell feeding several trackers shares a
+        # cache through it).
+        self._read: EvidenceReader = evidence or read_evidence
         # Builders whose streaks may propose reverts; the others are fed for
         # their evidence only (what fails where, which workers agree).
         self._watched = watched
@@ -300,6 +304,9 @@ class StreakTracker:
                 )
             return _NO_EVENTS
         signature, infra = self._evidence(build, state)
+        # The streak keeps the build for what it is (its number, steps,
+        # worker), not for its logs: what they show is read now.
+        build = read_off(build)
         if streak is None:
             suspects = (*state.untested, *build.changes) if state.untested else build.changes
             state.untested = []
@@ -355,6 +362,7 @@ class StreakTracker:
         self.__dict__.update(state)
         self._watched = None
         self._tags_of = None
+        self._read = read_evidence
 
     def attach(
         self,
@@ -445,8 +453,7 @@ class StreakTracker:
         """Read a failing build's signature and remember what it fails."""
         if not self._guards:
             return None, False
-        infra = is_infra(build)
-        signature = signature_of(build)
+        signature, infra = self._read(build)
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
@@ -879,7 +886,7 @@ class StreakTracker:
 
 
 # What a saved tracker holds: everything ``__init__`` sets but the shell's
-# callbacks (``_watched``, ``_tags_of``).  Named, so that whatever a shell
+# callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
 # attaches to an instance (a benchmark's timing wrapper) is not saved.
 _STATE = (
     "policy",

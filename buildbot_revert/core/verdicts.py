@@ -134,6 +134,8 @@ class Streak(NamedTuple):
     # Changes since the last green build up to the first failing build.
     blamelist: tuple[Change, ...]
     verdict: Verdict
+    # The first N failing builds (the evidence), without their log tails:
+    # the tracker read what they show when they were fed.
     failing: tuple[Build, ...] = ()
 
     @property

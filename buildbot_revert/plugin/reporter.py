@@ -48,8 +48,6 @@ Example (``master.cfg``)::
 
 from __future__ import annotations
 
-import gc
-import time
 from typing import Any
 
 from buildbot import config as bb_config
@@ -128,7 +126,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop: task.LoopingCall | None = None
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
-        self._froze_heap = False
         self.memory: Memory | None = None
         # Every verdict of a watched builder, for the dashboard (plugin.decisions).
         self.decisions: Decisions | None = None
@@ -349,47 +346,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._background(self.ready, "starting the tracker")
 
     def _started(self) -> None:
-        self._freeze_startup_heap()
         self._schedule_pending()
         # Filing rows the previous process left behind, and grace periods
         # that ended while the master was down (in the background: GitHub
         # may be slow, the master need not wait).
         self._background(self._check_pending(starting=True), "checking pending reverts")
-
-    def _freeze_startup_heap(self) -> None:
-        """Keep the master's startup heap out of every later full collection.
-
-        A started master holds some 140,000 GC-tracked objects (modules,
-        classes, SQLAlchemy metadata, Twisted and Buildbot services, config)
-        that live as long as the process.  Every full (generation 2)
-        collection scans all of them, which stalls the reactor for 50-120 ms
-        about once a minute under a steady build rate, whoever made the
-        garbage that triggered it.  ``gc.freeze()`` moves the objects alive
-        now into the permanent generation that collections skip (see the
-        ``gc`` module's documentation); later objects (the reporter's and
-        the master's caches, in-flight work) are collected as before.
-
-        Safe in a master: reference counting still frees frozen objects; what
-        the collector no longer reclaims is cycles among objects that were
-        alive at this point and become garbage later (services dropped by a
-        reconfig, say), a bounded amount per reconfig.  The one full
-        collection before freezing keeps garbage already made at start from
-        being frozen with the live objects; it is one pause while the master
-        starts instead of one a minute.  Done once per process (not if
-        something else already froze the heap) and undone when this reporter
-        stops.
-        """
-        if gc.get_freeze_count() or not gc.isenabled():
-            return
-        started = time.perf_counter()
-        gc.collect()
-        gc.freeze()
-        self._froze_heap = True
-        log.msg(
-            f"buildbot-revert: froze {gc.get_freeze_count()} startup object(s) out of the "
-            f"garbage collector's full collections "
-            f"(collected first in {(time.perf_counter() - started) * 1000:.0f} ms)"
-        )
 
     @defer.inlineCallbacks
     def stopService(self) -> Any:
@@ -408,10 +369,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if self._http_pool is not None:
             # twisted.web.client has no annotations for HTTPConnectionPool.
             yield self._http_pool.closeCachedConnections()  # type: ignore[no-untyped-call]
-        if self._froze_heap:
-            # Whatever this master leaves behind can be collected again.
-            self._froze_heap = False
-            gc.unfreeze()
         yield super().stopService()
 
     @defer.inlineCallbacks

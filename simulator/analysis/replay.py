@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from itertools import chain
 
+from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
@@ -181,6 +181,8 @@ def replay_builds(
     selection: Selection,
     builders: list[Builder],
     tracker_class: type[StreakTracker] | None = None,
+    *,
+    evidence: EvidenceReader | None = None,
 ) -> ReplayResult:
     """Feed builds through a fresh tracker and collect its events.
 
@@ -190,45 +192,89 @@ def replay_builds(
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
     theirs is reported or counted.  ``tracker_class`` may play out what
-    the plugin does beyond the tracker (culprit_methods.py).
+    the plugin does beyond the tracker (culprit_methods.py); ``evidence``
+    reads a failing build's signature (see :class:`Replayer`).
     """
-    kept = frozenset(b.name for b in builders)
-    tracker = (tracker_class or StreakTracker)(
-        policy, watched=kept.__contains__, tags_of=selection.tags_of(builders)
-    )
-    result = ReplayResult(policy, selection, builders=builders)
-    verdicts = result.verdicts
-    streaks = result.streaks
-    feed = tracker.feed
-    since = selection.since
-    it = iter(builds)
-    if since is not None:
-        for build in it:
-            if build.completed_at >= since:
-                it = chain((build,), it)
-                break
-            feed(build)
-    count = 0
-    first = last = None
-    for build in it:
-        events = feed(build)
-        if build.builder not in kept:
-            continue
-        if first is None:
-            first = build.completed_at
-        last = build.completed_at
-        count += 1
-        if events:
-            for event in events:
-                if since is None or event.started_at >= since:
-                    _keep(event, verdicts, streaks)
-    result.builds = count
-    result.first_build_at = first
-    result.last_build_at = last
-    for event in tracker.finish(result.window_end or 0.0):
-        if event.builder in kept and (since is None or event.started_at >= since):
-            _keep(event, verdicts, streaks)
-    return result
+    replayer = Replayer(policy, selection, builders, tracker_class, evidence=evidence)
+    feed = replayer.feed
+    for build in builds:
+        feed(build)
+    return replayer.finish()
+
+
+class Replayer:
+    """One replay, fed a build at a time: what :func:`replay_builds` runs.
+
+    Several replayers fed the same builds in turn are a sweep's one pass
+    over the history; handed one
+    :class:`~buildbot_revert.core.evidence.EvidenceCache` as ``evidence``,
+    they read each failing build's logs once between them.  ``feed`` is a
+    closure over locals rather than a method: it runs once per build per
+    replay, and attribute lookups were a third of a sweep's own time.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        selection: Selection,
+        builders: list[Builder],
+        tracker_class: type[StreakTracker] | None = None,
+        *,
+        evidence: EvidenceReader | None = None,
+    ) -> None:
+        self.kept = frozenset(b.name for b in builders)
+        self.tracker = (tracker_class or StreakTracker)(
+            policy,
+            watched=self.kept.__contains__,
+            tags_of=selection.tags_of(builders),
+            evidence=evidence,
+        )
+        self.result = ReplayResult(policy, selection, builders=builders)
+        self.feed, self._tally = self._feeder()
+
+    def _feeder(self) -> tuple[Callable[[Build], None], Callable[[], None]]:
+        tracker_feed = self.tracker.feed
+        kept = self.kept
+        result = self.result
+        verdicts, streaks = result.verdicts, result.streaks
+        # No window start: every build and event is in the window.
+        since = result.selection.since
+        start = float("-inf") if since is None else since
+        count = 0
+        first: float | None = None
+        last: float | None = None
+
+        def feed(build: Build) -> None:
+            nonlocal count, first, last
+            events = tracker_feed(build)
+            at = build.completed_at
+            # Before the window: the warm-up, whose decisions are not
+            # reported (every event of a warm-up build began before it).
+            if at < start or build.builder not in kept:
+                return
+            if first is None:
+                first = at
+            last = at
+            count += 1
+            if events:
+                for event in events:
+                    if event.started_at >= start:
+                        _keep(event, verdicts, streaks)
+
+        def tally() -> None:
+            result.builds, result.first_build_at, result.last_build_at = count, first, last
+
+        return feed, tally
+
+    def finish(self) -> ReplayResult:
+        """The end of the history: the streaks still open are reported; the result."""
+        self._tally()
+        result = self.result
+        since = result.selection.since
+        for event in self.tracker.finish(result.window_end or 0.0):
+            if event.builder in self.kept and (since is None or event.started_at >= since):
+                _keep(event, result.verdicts, result.streaks)
+        return result
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
@@ -238,8 +284,26 @@ def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayR
 
 
 def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
-    """File a tracker event under verdicts or streak openings."""
+    """File a tracker event under verdicts or streak openings.
+
+    A streak's failing builds are kept as bare records (see :func:`bare`):
+    the tracker has read what it needed of them, the reports and the
+    evaluation only name them, and a year's worth of their blamelists and
+    log tails would otherwise stay in memory to the end of the replay.
+    """
     if isinstance(event, Verdict):
         verdicts.append(event)
     else:
-        streaks.append(event)
+        # Streak.failing is the last field; tuple.__new__ skips the
+        # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
+        streaks.append(_new(Streak, (*event[:-1], tuple(map(bare, event.failing)))))
+
+
+def bare(build: Build) -> Build:
+    """``build`` without its blamelist and failed steps: which build it was, and its result."""
+    if not build.failed_steps and not build.changes:
+        return build
+    return _new(Build, (*build[:5], (), (), *build[7:]))
+
+
+_new = tuple.__new__

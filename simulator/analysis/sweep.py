@@ -1,12 +1,15 @@
 """Policy sweeps: replay every combination of some settings, compare them.
 
 ``--sweep failures=2,3,4,5 --sweep grace=0h,24h,7d`` asks for the twelve
-combinations.  The history is loaded once; combinations that differ only in
-the grace period share one replay, because the grace period does not change
-which streaks qualify, only whether a qualified revert is finally filed (see
-:mod:`simulator.analysis.grace`).  The distinct replays run in parallel in
-forked worker processes, which inherit the loaded builds copy-on-write
-instead of each reading the history again.
+combinations.  Combinations that differ only in the grace period share one
+replay, because the grace period does not change which streaks qualify,
+only whether a qualified revert is finally filed (see
+:mod:`simulator.analysis.grace`).  The distinct replays run in one pass
+over the history: each build is read once and fed to every replay in turn,
+and a failing build's logs are read once for all of them (an
+:class:`~buildbot_revert.core.evidence.EvidenceCache`), so a sweep costs one
+read and one signature extraction plus the trackers' own bookkeeping, and
+holds no more of the history than a single replay does.
 
 Each combination yields one :class:`SweepRow`: reverts (and reverts per
 year), precision and recall when the history has labels, red hours saved,
@@ -17,23 +20,19 @@ for them recovered within the grace period.  The reports render the
 
 from __future__ import annotations
 
-import gc
 import itertools
-import multiprocessing
-import os
 import re
-import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from buildbot_revert.core.evidence import EvidenceCache
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
-from buildbot_revert.core.tracker import StreakTracker
-from simulator.analysis.culprit_methods import MethodCosts, Methods, play_out
+from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.grace import apply_grace
-from simulator.analysis.replay import ReplayResult, Selection, replay_builds
+from simulator.analysis.replay import Replayer, ReplayResult, Selection
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
 
@@ -214,8 +213,8 @@ class SweepResult:
     first_build_at: float | None
     last_build_at: float | None
     labelled: bool
+    # Distinct policies, each one replay of the same single pass.
     replays: int
-    workers: int
 
 
 def window_years(result: ReplayResult) -> float:
@@ -263,110 +262,60 @@ def score(
     )
 
 
-# What forked workers inherit from the parent: set just before the fork.
-_SHARED: dict[str, Any] = {}
-
-
-def _replay_task(
-    task: tuple[int, tuple[Policy, Methods], tuple[tuple[int, Combination], ...]],
-) -> list[Any]:
-    _, (policy, methods), combos = task
-
-    def replay(tracker_class: type[StreakTracker] | None = None) -> ReplayResult:
-        shared = _SHARED
-        return replay_builds(
-            shared["builds"], policy, shared["selection"], shared["builders"], tracker_class
-        )
-
-    labels = _SHARED["labels"]
-    result, costs = play_out(replay, methods, labels) if methods.any else (replay(), None)
-    return [(i, score(result, c.grace, labels, c.settings, costs)) for i, c in combos]
-
-
 def run_sweep(
-    builds: list[Build],
+    builds: Iterable[Build],
     builders: list[Builder],
     selection: Selection,
     combos: Sequence[Combination],
     labels: Labels | None,
     *,
-    workers: int | None = None,
     on_done: Callable[[int], None] | None = None,
 ) -> SweepResult:
-    """Replay each distinct policy once, in parallel, and score every combination.
+    """Replay each distinct policy in one pass over ``builds``, and score every combination.
 
-    ``on_done(n)`` is told after each replay how many combinations it
-    settled (for a progress bar).
+    One :class:`~simulator.analysis.replay.Replayer` per distinct policy,
+    each fed every build in turn, all reading failing builds' logs through
+    one :class:`~buildbot_revert.core.evidence.EvidenceCache`: the history
+    is read once and each failing build's signature taken once, however
+    many policies.  ``on_done(n)`` is told, once the pass is over, how many
+    combinations each replay settled (for a progress bar).
     """
     by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
     for i, combo in enumerate(combos):
         by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
-    tasks = [(k, p, tuple(cs)) for k, (p, cs) in enumerate(by_policy.items())]
-    wanted = workers if workers is not None else (os.cpu_count() or 1)
-    procs = max(1, min(wanted, len(tasks)))
-    _SHARED.update(builds=builds, builders=builders, selection=selection, labels=labels)
+    evidence = EvidenceCache()
+    replayers: list[Replayer] = []
+    costs_of: list[MethodCosts | None] = []
+    for policy, methods in by_policy:
+        # Verification and bisection played out by the replay's own tracker.
+        costs = MethodCosts(labelled=labels is not None) if methods.any else None
+        tracker_class = None if costs is None else methods_tracker(methods, labels, costs)
+        replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
+        costs_of.append(costs)
+    feeds = [r.feed for r in replayers]
+    for build in builds:
+        for feed in feeds:
+            feed(build)
     rows: list[SweepRow | None] = [None] * len(combos)
-    try:
-        for done in _run_tasks(tasks, procs):
-            for i, row in done:
-                rows[i] = row
-            if on_done is not None:
-                on_done(len(done))
-    finally:
-        _SHARED.clear()
-    count, first, last = _in_window(builds, builders, selection)
+    first: ReplayResult | None = None
+    for replayer, costs, settled in zip(replayers, costs_of, by_policy.values(), strict=True):
+        result = replayer.finish()
+        first = first or result
+        for i, combo in settled:
+            rows[i] = score(result, combo.grace, labels, combo.settings, costs)
+        if on_done is not None:
+            on_done(len(settled))
     keys = tuple(k for k, _ in combos[0].settings) if combos else ()
     return SweepResult(
         keys,
         tuple(r for r in rows if r is not None),
-        count,
+        # Counted by a replay, as a single run counts them: every replay
+        # of the pass counts the same builds.
+        first.builds if first is not None else 0,
         selection.since,
         selection.until,
-        first,
-        last,
+        first.first_build_at if first is not None else None,
+        first.last_build_at if first is not None else None,
         labels is not None,
-        len(tasks),
-        procs,
+        len(replayers),
     )
-
-
-def _in_window(
-    builds: Sequence[Build], builders: Sequence[Builder], selection: Selection
-) -> tuple[int, float | None, float | None]:
-    """How many builds a replay reports, and its first and last (see replay_builds)."""
-    kept = {b.name for b in builders}
-    since = selection.since
-    count = 0
-    first = last = None
-    for build in builds:
-        if build.builder in kept and (since is None or build.completed_at >= since):
-            if first is None:
-                first = build.completed_at
-            last = build.completed_at
-            count += 1
-    return count, first, last
-
-
-def _worker_signals() -> None:
-    # A worker inherits its parent's signal handlers; a parent running a
-    # Twisted reactor (the plugin's master, pytest-twisted) turns SIGTERM into
-    # "stop the reactor soon", and then the pool's terminate() cannot end an
-    # idle worker and waits for it forever.  Ctrl-C is for the parent to
-    # handle: it tears the pool down.
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_tasks(tasks: list[Any], procs: int) -> Iterable[list[Any]]:
-    if procs == 1 or "fork" not in multiprocessing.get_all_start_methods():
-        for task in tasks:
-            yield _replay_task(task)
-        return
-    # Freezing moves the loaded history out of the collector's reach, so
-    # the children's garbage collections do not touch (and copy) its pages.
-    gc.freeze()
-    try:
-        with multiprocessing.get_context("fork").Pool(procs, initializer=_worker_signals) as pool:
-            yield from pool.imap_unordered(_replay_task, tasks)
-    finally:
-        gc.unfreeze()

@@ -39,6 +39,11 @@ _INSERT_FAILED_STEP = (
 )
 
 
+# How many distinct blamelists iter_builds keeps made: builders build the
+# same recent changes, so a small window finds nearly every repeat, and
+# memory stays flat however long the history.
+_BLAMELISTS_KEPT = 4096
+
 # A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
 # result, started_at, completed_at, worker[, branch]).
 BulkBuildRow = (
@@ -337,9 +342,10 @@ class HistoryStore:
             )
         return out
 
-    def _build_query(
+    def _where(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
-    ) -> tuple[str, list[Any]]:
+    ) -> tuple[list[str], list[Any]]:
+        """The conditions on ``builds b`` that choose a window and builders."""
         where = []
         params: list[Any] = []
         if since is not None:
@@ -351,18 +357,38 @@ class HistoryStore:
         if builder_ids is not None:
             where.append(f"b.builder_id IN ({','.join('?' * len(builder_ids))})")
             params.extend(builder_ids)
+        return where, params
+
+    def _build_queries(
+        self, since: float | None, until: float | None, builder_ids: list[int] | None
+    ) -> tuple[str, str, list[Any]]:
+        """The two reads of :meth:`iter_builds`, each in completion order, and their params.
+
+        The builds, each with its blamelist as a comma list; the failed
+        steps of FAILURE builds.  Both walk the ``(completed_at, id)`` index,
+        so each is a stream that SQLite neither sorts nor holds, and merging
+        them takes one look per build.  A blamelist is read off the
+        ``(build_id, change_id)`` index without a sort: group_concat promises
+        no order, and :meth:`iter_builds` sorts each distinct list once.
+        """
+        where, params = self._where(since, until, builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
+        failing = " AND ".join([*where, f"b.result = {int(Result.FAILURE)}"])
         # A version-2 file not yet upgraded has no branches: they read as unknown.
         branch = "b.branch" if self.schema_version >= 3 else "NULL"
-        # The blamelist comes pre-joined as a comma list so that SQLite, not
-        # Python, does the grouping: the replay is a single pass over this.
-        sql = (
+        order = "ORDER BY b.completed_at, b.id"
+        builds = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            f" b.worker, {branch}, (SELECT group_concat(change_id) FROM"
-            " (SELECT change_id FROM blamelist x WHERE x.build_id = b.id ORDER BY change_id))"
-            f" FROM builds b {clause} ORDER BY b.completed_at, b.id"
+            f" b.worker, {branch},"
+            " (SELECT group_concat(x.change_id) FROM blamelist x WHERE x.build_id = b.id)"
+            f" FROM builds b {clause} {order}"
         )
-        return sql, params
+        steps = (
+            "SELECT b.id, f.name, f.result, f.log_tail FROM builds b"
+            f" JOIN failed_steps f ON f.build_id = b.id WHERE {failing}"
+            f" {order}, f.step_number"
+        )
+        return builds, steps, params
 
     def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
         rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
@@ -373,28 +399,30 @@ class HistoryStore:
         """Store builder id -> builder name."""
         return {i: n for n, i in self.builder_ids().items()}
 
-    def scan_rows(
-        self,
-        since: float | None = None,
-        until: float | None = None,
-        builder_ids: list[int] | None = None,
-    ) -> list[tuple[Any, ...]]:
-        """The raw rows behind :meth:`iter_builds`, for the replay benchmark."""
-        sql, params = self._build_query(since, until, builder_ids)
-        rows = self.conn.execute(sql, params).fetchall()
-        steps = self.conn.execute(
-            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
-        ).fetchall()
-        return rows + steps
+    def scan_rows(self) -> int:
+        """A bare scan of what the decision needs of each build; the row count.
 
-    def failed_steps_by_build(self) -> dict[int, tuple[FailedStep, ...]]:
-        grouped: dict[int, list[FailedStep]] = {}
-        for build_id, name, result, tail in self.conn.execute(
-            "SELECT build_id, name, result, log_tail FROM failed_steps"
-            " ORDER BY build_id, step_number"
+        Builder, id, number, result, start and completion time and the
+        number of changes, in completion order, into Python tuples: the floor
+        any replay stands on (``benchmarks/replay.py`` compares with it).
+        """
+        count = 0
+        for _ in self.conn.execute(
+            "SELECT b.builder_id, b.id, b.number, b.result, b.started_at, b.completed_at,"
+            " (SELECT count(*) FROM blamelist x WHERE x.build_id = b.id)"
+            " FROM builds b ORDER BY b.completed_at, b.id"
         ):
-            grouped.setdefault(build_id, []).append(FailedStep(name, result, tail))
-        return {k: tuple(v) for k, v in grouped.items()}
+            count += 1
+        return count
+
+    def scan_rows_and_logs(self) -> int:
+        """:meth:`scan_rows`, then every failed step with its log text; the row count."""
+        count = self.scan_rows()
+        for _ in self.conn.execute(
+            "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
+        ):
+            count += 1
+        return count
 
     def iter_builds(
         self,
@@ -402,22 +430,32 @@ class HistoryStore:
         until: float | None = None,
         builder_names: Iterable[str] | None = None,
     ) -> Iterator[Build]:
-        """Yield the stored builds as core records, in completion order."""
+        """Yield the stored builds as core records, in completion order.
+
+        A stream: the builds with their blamelists, and the failed steps of
+        the failing ones, are two cursors in the same order, merged as they go,
+        so what is held at any time is one build's rows (and the changes,
+        which every build may name), whatever the history's length.
+        """
         names = self._builder_names()
         ids = None
         if builder_names is not None:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
-        changes = {str(cid): change for cid, change in self.changes_by_id().items()}
-        steps = self.failed_steps_by_build()
-        empty: tuple[FailedStep, ...] = ()
-        sql, params = self._build_query(since, until, ids)
+        changes = self.changes_by_id()
+        builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
+        empty: tuple[FailedStep, ...] = ()
+        # The failed steps' next row, or None at their end.  Ids of builds
+        # with no failed step never appear in it, so a build takes its rows
+        # only when the ids agree.
+        steps = self.conn.execute(steps_sql, params)
+        next_step = steps.fetchone()
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
         # the NamedTuple constructor's Python-level call (a year is ~400k).
-        blamelists: dict[str, tuple[Change, ...]] = {"": ()}
+        blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
         new = tuple.__new__
         for (
             bid,
@@ -429,21 +467,35 @@ class HistoryStore:
             worker,
             branch,
             blame,
-        ) in self.conn.execute(sql, params):
-            blame = blame or ""
-            blamed = blamelists.get(blame)
+        ) in self.conn.execute(builds_sql, params):
+            blamed = blamed_by.get(blame)
             if blamed is None:
-                blamed = blamelists[blame] = tuple(map(changes.__getitem__, blame.split(",")))
+                if len(blamed_by) >= _BLAMELISTS_KEPT:
+                    blamed_by.clear()
+                    blamed_by[None] = ()
+                # group_concat promises no order: sort the ids here, once
+                # per distinct list.
+                blamed = blamed_by[blame] = tuple(
+                    changes[cid] for cid in sorted(map(int, blame.split(",")))
+                )
+            failed = empty
+            if result == failure and next_step is not None and next_step[0] == bid:
+                found = []
+                while next_step is not None and next_step[0] == bid:
+                    found.append(new(FailedStep, next_step[1:]))
+                    next_step = steps.fetchone()
+                failed = tuple(found)
+            builder = names[builder_id]
             yield new(
                 Build,
                 (
-                    names[builder_id],
+                    builder,
                     number,
                     result,
                     started,
                     completed,
                     blamed,
-                    steps.get(bid, empty) if result == failure else empty,
+                    failed,
                     worker,
                     branch,
                     # No stored build is a verification build (see Build).

@@ -9,7 +9,6 @@ import pytest
 
 from buildbot_revert.core.grace import GraceDecision, GraceError, Qualified, decide, outcome
 from buildbot_revert.core.policy import Policy
-from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection, replay, select_builds
 from simulator.analysis.sweep import (
     Axis,
@@ -18,6 +17,7 @@ from simulator.analysis.sweep import (
     parse_axes,
     parse_duration,
     run_sweep,
+    score,
 )
 from simulator.history.store import HistoryStore
 from simulator.progress import sweep_with_progress
@@ -108,14 +108,15 @@ def store(tmp_path: Path):
     s.close()
 
 
-def _sweep(store: HistoryStore, specs: list[str], workers: int):
-    builders, builds = select_builds(store, Selection(), Policy())
+def _sweep(store: HistoryStore, specs: list[str], selection: Selection | None = None):
+    selection = (selection or Selection()).of_history(store.builders())
+    builders, builds = select_builds(store, selection, Policy())
     combos = combinations(parse_axes(specs), Policy())
-    return run_sweep(list(builds), builders, Selection(), combos, store.labels(), workers=workers)
+    return run_sweep(builds, builders, selection, combos, store.labels())
 
 
 def test_grace_stands_down_reverts_whose_builder_recovered(store: HistoryStore) -> None:
-    sweep = _sweep(store, ["grace=0h,24h,48h,30d"], workers=1)
+    sweep = _sweep(store, ["grace=0h,24h,48h,30d"])
     rows = {dict(r.settings)["grace"]: r for r in sweep.rows}
     # ARM64 macOS went green 26 h after its third failure: 24 h is too short
     # to spare that revert, 48 h spares it.
@@ -132,24 +133,32 @@ def test_grace_stands_down_reverts_whose_builder_recovered(store: HistoryStore) 
     assert sweep.replays == 1
 
 
-def test_parallel_sweep_matches_one_replay_per_combination(store: HistoryStore) -> None:
+@pytest.mark.parametrize("selection", [Selection(), Selection(T0 + 5 * DAY)], ids=["open", "since"])
+def test_one_pass_sweep_equals_one_replay_per_combination(
+    store: HistoryStore, selection: Selection
+) -> None:
     specs = ["failures=1,2,3,4", "grace=0h,48h"]
-    parallel = _sweep(store, specs, workers=2)
-    assert parallel.replays == 4 and parallel.workers == 2
-    for row in parallel.rows:
+    sweep = _sweep(store, specs, selection)
+    assert sweep.replays == 4
+    labels = store.labels()
+    for row in sweep.rows:
         settings = dict(row.settings)
-        result = replay(store, Policy(failures=int(settings["failures"])), Selection())
-        grace = parse_duration(settings["grace"])
-        graced = apply_grace(result, grace)
-        assert row.reverts == len(graced.proposals()), settings
-    assert [dict(r.settings) for r in parallel.rows] == [
+        single = replay(store, Policy(failures=int(settings["failures"])), selection)
+        # Every figure of the row, as a single run of that policy scores it.
+        assert row == score(single, parse_duration(settings["grace"]), labels, row.settings)
+        # The header counts what a single run counts (not the warm-up).
+        assert (sweep.builds, sweep.first_build_at, sweep.last_build_at) == (
+            single.builds,
+            single.first_build_at,
+            single.last_build_at,
+        )
+    assert [dict(r.settings) for r in sweep.rows] == [
         {"failures": f, "grace": g} for f in "1234" for g in ("0h", "48h")
     ]
-    assert parallel.rows == _sweep(store, specs, workers=1).rows
 
 
 def test_reverts_per_year_scale_with_the_window(store: HistoryStore) -> None:
-    sweep = _sweep(store, ["failures=3"], workers=1)
+    sweep = _sweep(store, ["failures=3"])
     # No --since/--until: the window runs from the first build to the last.
     assert sweep.since is None and sweep.until is None
     days = (sweep.last_build_at - sweep.first_build_at) / DAY
@@ -158,7 +167,7 @@ def test_reverts_per_year_scale_with_the_window(store: HistoryStore) -> None:
 
 def _report(store: HistoryStore, selection: Selection, axes: list[Axis], fmt: str) -> str:
     """The sweep rendered in ``fmt``, as ``simulate --sweep`` renders it."""
-    sweep = sweep_with_progress(store, Policy(), selection, axes, workers=1)
+    sweep = sweep_with_progress(store, Policy(), selection, axes)
     return render_sweep(SweepReport.of(sweep), fmt)
 
 

@@ -4,7 +4,10 @@
   route function and keeping a log of the requests it saw;
 * ``python_org``: the route that answers with the response bodies recorded
   from buildbot.python.org (``tests/fixtures/buildbot.python.org/``);
-* ``recorded``: those bodies by file name.
+* ``recorded``: those bodies by file name;
+* ``github``: the GitHub stand-in on 127.0.0.1, and ``masters``: a factory
+  of real Buildbot masters (with workers), all stopped when the test ends:
+  what the live tests of the plugin and the dashboard share.
 
 Tests that start a real Buildbot master (in-process or as a process) carry the
 ``live`` marker, so ``pytest -m 'not live'`` is the quick loop while working;
@@ -23,6 +26,9 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+
+from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.github import GitHubStandIn, running
 
 # The shipped history the tests generate goes into this clone's history/
 # (ignored by git), never into the user's data directory; set the variable
@@ -127,6 +133,19 @@ def python_org() -> Route:
 def recorded() -> Callable[[str], bytes]:
     """A recorded buildbot.python.org response body, by file name."""
     return _recorded
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubStandIn]:
+    with running() as standin:
+        yield standin
+
+
+@pytest.fixture
+def masters(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]:
+    """A factory of started harnesses, all stopped at the end of the test."""
+    with harnesses(tmp_path) as make:
+        yield make
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

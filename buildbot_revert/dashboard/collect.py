@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
+from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.verdicts import RedStreak
 from buildbot_revert.dashboard.model import (
     BLIND_SPOT_DAYS,
@@ -57,12 +58,20 @@ OUTCOMES: Mapping[str, str] = {
     LedgerState.PROPOSED: "proposed: not yet on GitHub (retried if GitHub failed)",
     LedgerState.PENDING: "waiting for its grace period",
     LedgerState.FILING: "opening the revert PR",
-    LedgerState.FILED: "revert PR filed (open when last seen)",
+    LedgerState.FILED: "revert PR filed and open (followed until it ends)",
     LedgerState.CLOSED: "revert PR closed unmerged: a human said no",
     LedgerState.WITHDRAWN: "stood down",
     LedgerState.SKIPPED: "skipped: nothing done on GitHub",
     LedgerState.COMMENTED: "commented on the culprit's PR only",
     LedgerState.RECORDED: "dry-run: recorded, nothing done on GitHub",
+}
+
+# How a filed revert PR ended, once the follow-up knows (the ledger's outcome).
+ENDS: Mapping[str, str] = {
+    Outcome.MERGED: "revert PR merged",
+    Outcome.CLOSED: "revert PR closed unmerged: a human said no",
+    Outcome.SUPERSEDED: "stood down: every builder went green without it",
+    Outcome.RELANDED: "revert PR merged, then the change was relanded",
 }
 
 _MODES: Mapping[str, str] = {
@@ -278,7 +287,10 @@ def _proposal(
     entry: Entry, links: _Links, qualified: Mapping[str, list[QualifiedBuilder]]
 ) -> ProposalView:
     state = entry.state.value
-    outcome = OUTCOMES.get(state, state)
+    if entry.outcome is not None:
+        outcome = ENDS.get(entry.outcome, entry.outcome)
+    else:
+        outcome = OUTCOMES.get(state, state)
     return ProposalView(
         revision=entry.revision,
         title=entry.title,

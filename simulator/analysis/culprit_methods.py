@@ -240,11 +240,19 @@ def methods_tracker(
             super().__init__(*args, **kwargs)
             # The verdicts played out, until their streak's end reports them.
             self._replaced: dict[tuple[str, int], Verdict] = {}
+            # Each builder's open streak's first failing build with its log
+            # tails: the tracker keeps its builds without them once read
+            # (core.evidence.read_off), and a forced build fails as it did.
+            self._first_failing: dict[str, Build] = {}
 
         def feed(self, build: Build) -> tuple[Event, ...]:
             if build.verification is None:
                 truth.note(build)
             events = super().feed(build)
+            if build.verification is None and build.result == _FAILURE:
+                failing = self.failing_of(build.builder)
+                if failing and failing[0].number == build.number:
+                    self._first_failing[build.builder] = build
             if not events:
                 return events
             replaced = self._replaced
@@ -277,6 +285,9 @@ def methods_tracker(
 
         def _forced(self, first: Build, fails_from: int, index: int, role: str, rev: str) -> Build:
             """The forced build at the suspect of ``index`` (-1: the parent)."""
+            kept = self._first_failing.get(first.builder)
+            if kept is not None and kept.number == first.number:
+                first = kept
             if truth.flakes_now(first.builder, rev, role):
                 return first._replace(failed_steps=(), verification=role)
             if index + 1 >= fails_from:

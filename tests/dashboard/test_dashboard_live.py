@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.chromium import CHROMIUM, Browser
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn
 from tests.plugin.test_reporter_e2e import ledger_rows, merged_pr, wait_for
 
 # A real master; and CI installs Chromium (.ci/run): there a missing browser fails.
@@ -68,18 +68,6 @@ READ = """
   text: (document.querySelector('.bbr-dash') || document.body).innerText,
 }))()
 """
-
-
-@pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def masters(tmp_path) -> Iterator:
-    with harnesses(tmp_path) as make:
-        yield make
 
 
 @pytest.fixture

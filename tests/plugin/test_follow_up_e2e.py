@@ -22,9 +22,9 @@ from buildbot_revert.core.follow_up_text import (
     STAND_DOWN_MARKER,
     SUMMARY_MARKER,
 )
-from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn
 from testkit.webhooks import WebhookReceiver, receiving
 from tests.plugin.test_reporter_e2e import LABEL, ledger_rows, merged_pr, wait_for
 
@@ -44,21 +44,9 @@ WAIT = 240.0  # the machine is loaded: generous waits
 
 
 @pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
 def webhooks() -> Iterator[WebhookReceiver]:
     with receiving() as receiver:
         yield receiver
-
-
-@pytest.fixture
-def masters(tmp_path) -> Iterator:
-    with harnesses(tmp_path) as make:
-        yield make
 
 
 def config(github: GitHubStandIn, receiver: WebhookReceiver, root: Path, **extra: object) -> str:

@@ -17,11 +17,10 @@ import pytest
 from buildbot.config.master import MasterConfig
 
 from buildbot_revert.plugin.multimaster import split_streaks_warning
-from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.crossbar import HOW_TO_GET_IT, Router, crossbar_executable, crossbar_router
 from testkit.databases import postgres_database
-from testkit.github import GitHubStandIn, running
 from tests.plugin.test_reporter_e2e import (
     assert_token_never_leaked,
     ledger_rows,
@@ -61,18 +60,6 @@ def test_no_warning_for_one_master_or_for_a_wamp_queue():
     wamp = {"type": "wamp", "router_url": "ws://127.0.0.1:1/ws", "realm": "realm1"}
     assert split_streaks_warning(master_config(True, wamp)) is None
     assert split_streaks_warning(None) is None
-
-
-@pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def masters(tmp_path) -> Iterator:
-    with harnesses(tmp_path) as make:
-        yield make
 
 
 @pytest.fixture

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 
 import pytest
 
 from testkit.buildbot.harness import harnesses
-from testkit.github import Fault, GitHubStandIn, running
+from testkit.github import Fault
 from tests.plugin.test_reporter_e2e import (
     BUILDERS,
     LABEL,
@@ -31,12 +30,6 @@ from tests.plugin.test_reporter_e2e import (
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live
-
-
-@pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    with running() as standin:
-        yield standin
 
 
 def test_a_master_killed_while_filing_files_exactly_one_revert_after_restart(github, tmp_path):

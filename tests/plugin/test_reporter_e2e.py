@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.databases import postgres_database
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live
@@ -31,19 +31,6 @@ BUILDERS = (
     BuilderSpec("fast-macos", ("stable", "tier-2")),
 )
 AUTHOR = "Ada Lovelace <ada@example.org>"
-
-
-@pytest.fixture
-def github() -> Iterator[GitHubStandIn]:
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def masters(tmp_path) -> Iterator:
-    """A factory of started harnesses, all stopped at the end of the test."""
-    with harnesses(tmp_path) as make:
-        yield make
 
 
 @pytest.fixture

@@ -134,7 +134,6 @@ def test_the_sweep_gives_each_method_its_own_row() -> None:
         Selection(),
         combos,
         labelled("breakage", "c2"),
-        workers=1,
     )
     off, on = sweep.rows
     assert (off.reverts, off.forced_build_hours) == (0, 0.0)

@@ -82,6 +82,7 @@ def render_html(ctx: ReportContext) -> str:
             "coloured by verdict; a black triangle marks each revert pull request when filed.",
         ),
         *_guards(ctx),
+        *_methods(ctx),
         "<h2>Proposed reverts</h2>",
         _proposals_table(ctx),
         *_github(ctx),
@@ -224,6 +225,29 @@ def _guards(ctx: ReportContext) -> list[str]:
         out.append(cells + "</tr>")
     out.append("</table>")
     return ["<h2>Evidence guards</h2>", "".join(out)]
+
+
+def _methods(ctx: ReportContext) -> list[str]:
+    """One row per way of finding the culprit (verification's: what it withdrew)."""
+    if not ctx.methods:
+        return []
+    head = (
+        "<tr><th>method</th><th class=n>reverts</th><th class=n>right</th><th class=n>wrong</th>"
+        "<th class=n>acted on</th><th class=n>build-hours</th></tr>"
+    )
+    rows = []
+    for row in ctx.methods:
+        right = "-" if row.right is None else f"{row.right:,}"
+        wrong = "-" if row.wrong is None else f"{row.wrong:,}"
+        rows.append(
+            f"<tr><td>{text(row.method)}</td><td class=n>{row.proposals:,}</td>"
+            f"<td class=n>{right}</td><td class=n>{wrong}</td><td class=n>{row.acted_on:,}</td>"
+            f"<td class=n>{row.build_hours:,.1f}</td></tr>"
+        )
+    return [
+        "<h2>Culprit-finding methods</h2>",
+        f"<p>{text(ctx.methods_intro)}</p><table id=methods>{head}{''.join(rows)}</table>",
+    ]
 
 
 def _missed(ctx: ReportContext) -> list[str]:

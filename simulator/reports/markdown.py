@@ -161,9 +161,7 @@ def _methods(ctx: ReportContext) -> list[str]:
         "",
         "## Culprit-finding methods",
         "",
-        "Reverts each method proposed first, right and wrong by the labels (verification: "
-        "the reverts it withdrew, negative), the streaks it requested builds for, and the "
-        "hours of builds it requested.",
+        ctx.methods_intro,
         "",
         "| method | reverts | right | wrong | acted on | build-hours |",
         "|---|---:|---:|---:|---:|---:|",

@@ -286,6 +286,15 @@ class ReportContext:
         return any(row.breakages is not None for row in self.guards)
 
     @property
+    def methods_intro(self) -> str:
+        """The sentence above the culprit-finding methods' table (plain text, every format)."""
+        return (
+            "Reverts each method proposed first, right and wrong by the labels (verification: "
+            "the reverts it withdrew, negative), the streaks it requested builds for, and the "
+            "hours of builds it requested."
+        )
+
+    @property
     def guards_intro(self) -> str:
         """The sentence above the guards' table (plain text, for every format)."""
         intro = (

@@ -146,3 +146,34 @@ def test_a_bisection_the_daily_caps_cannot_hold_is_not_begun() -> None:
     result, costs = replayed("S:a F:c1,c2@os F@os F@os S", capped, labelled("breakage", "c2"))
     assert verdict_of(result).reason is Reason.MULTIPLE_CHANGES
     assert costs.build_hours == {}
+
+
+def test_every_report_format_shows_each_method_as_its_own_row(tmp_path) -> None:
+    import json
+    import re
+
+    from click.testing import CliRunner
+
+    from simulator.cli import main
+    from tests.simulator.reports_fixtures import make_history
+
+    history = str(make_history(tmp_path / "h.sqlite"))
+
+    def run(*args: str) -> str:
+        res = CliRunner().invoke(main, ["--history", history, "--bisection", *args])
+        assert res.exit_code == 0, res.output
+        return res.stdout
+
+    rows = json.loads(run("--format", "json"))["methods"]
+    assert {"single-change", "intersection", "bisection"} <= set(rows)
+    markdown = run("--format", "markdown")
+    out = tmp_path / "r.html"
+    run("--format", "html", "--output", str(out))
+    page = out.read_text(encoding="utf-8")
+    table = re.search(r"<table id=methods>(.*?)</table>", page)
+    assert table is not None
+    for method, row in rows.items():
+        shown = f"{row['build_hours']:,.1f}"
+        assert f"| {method} | {row['proposals']} |" in markdown
+        assert f"<tr><td>{method}</td><td class=n>{row['proposals']:,}</td>" in table.group(1)
+        assert shown in table.group(1)

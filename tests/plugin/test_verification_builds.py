@@ -16,14 +16,9 @@ import pytest
 
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
-from tests.plugin import test_reporter_e2e as e2e
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
-
-# The end-to-end tests' fixtures: the GitHub stand-in, and started harnesses.
-github = e2e.github
-masters = e2e.masters
 
 BUILDERS = (BuilderSpec("fast-linux", ("stable", "tier-1")),)
 BOTH = (*BUILDERS, BuilderSpec("fast-macos", ("stable", "tier-2")))

@@ -13,8 +13,13 @@ every guard) and the reporter files it as ``revert-by-bisection``.
 
 Caps: builds per builder and in all in any 24 hours (``per_builder_per_day``,
 ``per_day``); a search that would exceed them is not started, and one that
-runs out of them stops (nothing filed).  They are kept in memory: a restart
-forgets searches in flight and the day's count.
+runs out of them stops (nothing filed).
+
+Searches in flight and the builds requested survive a restart: each search
+is written to the master's database (:mod:`.held`) before its build is
+requested and removed when it ends, and each request is counted there; a
+restarted reporter reads them back, waits for the build already requested
+(its mark finds it) or requests it again, and counts the day's builds.
 """
 
 from __future__ import annotations
@@ -32,9 +37,12 @@ from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import Judgement
 from buildbot_revert.plugin.config import BisectionSettings
-from buildbot_revert.plugin.verification import BuiltRevisions, request_build
+from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
+from buildbot_revert.plugin.verification import AGAIN, BuiltRevisions, request_build
 
 _DAY = 86400.0
+KIND = "bisection"
+_SAVED = ("verdict", "bisection", "builderid", "streak", "mark")
 
 
 @dataclass
@@ -44,6 +52,10 @@ class _Search:
     builderid: int
     streak: str
     mark: str = ""
+
+    @property
+    def key(self) -> str:
+        return key_of(f"bisection of {self.verdict.builder} {self.verdict.first_failing_build}")
 
 
 class Bisector:
@@ -58,6 +70,7 @@ class Bisector:
         build_url: Callable[[str, int], str | None],
         revisions: BuiltRevisions,
         clock: Callable[[], float],
+        store: HeldStore | None = None,
     ) -> None:
         self.master = master
         self.gatherer = gatherer
@@ -66,11 +79,57 @@ class Bisector:
         self.build_url = build_url
         self.revisions = revisions
         self.clock = clock
+        self.store = store
         # mark of the build in flight -> its search
         self._searches: dict[str, _Search] = {}
         # When each requested build was requested: all, and per builder.
         self._requested: deque[float] = deque()
         self._by_builder: dict[str, deque[float]] = {}
+
+    def restore(self, rows: Sequence[HeldRow], requests: Sequence[tuple[str, float]]) -> int:
+        """Take back a previous process's searches and the builds it requested (replacing)."""
+        self._searches.clear()
+        self._requested.clear()
+        self._by_builder.clear()
+        for builder, at in requests:
+            self._requested.append(at)
+            self._by_builder.setdefault(builder, deque()).append(at)
+        restored = 0
+        for row in rows:
+            if row.kind != KIND or not isinstance(row.state, dict):
+                continue
+            if not all(name in row.state for name in _SAVED):
+                continue
+            search = _Search(**{name: row.state[name] for name in _SAVED})
+            if not isinstance(search.bisection, Bisection) or search.bisection.next() is None:
+                continue
+            self._searches[search.mark] = search
+            restored += 1
+        return restored
+
+    @defer.inlineCallbacks
+    def resume(self, since: float) -> Any:
+        """Request again the builds of searches that were never requested (see Verifier)."""
+        if not self._searches:
+            return 0
+        requested = yield self.gatherer.requested_marks(since)
+        again = 0
+        for mark, search in list(self._searches.items()):
+            if mark in requested:
+                continue
+            revision = search.bisection.next()
+            assert revision is not None
+            yield request_build(
+                self.master, self.gatherer, search.builderid, revision, mark, search.streak
+            )
+            again += 1
+        return again
+
+    def _save(self, search: _Search) -> Any:
+        if self.store is None:
+            return defer.succeed(None)
+        state = {name: getattr(search, name) for name in _SAVED}
+        return self.store.put(search.key, KIND, state, self.clock())
 
     def wants(self, verdict: Verdict, suspects: Sequence[Change]) -> bool:
         """Whether this verdict's streak is one to bisect (and the caps allow it)."""
@@ -118,6 +177,8 @@ class Bisector:
         verdict = search.verdict
         if self._room(verdict.builder) < 1:
             log.msg(f"buildbot-revert: bisection on {verdict.builder} stopped: out of builds")
+            if self.store is not None:
+                yield self.store.drop(search.key)
             return
         role = "parent" if revision == search.bisection.parent else "probe"
         search.mark = (
@@ -129,6 +190,11 @@ class Bisector:
         now = self.clock()
         self._requested.append(now)
         self._by_builder.setdefault(verdict.builder, deque()).append(now)
+        # Written before the build is requested: a restart in between
+        # requests it again rather than forgetting the search.
+        yield self._save(search)
+        if self.store is not None:
+            yield self.store.requested(verdict.builder, now)
         yield request_build(
             self.master, self.gatherer, search.builderid, revision, search.mark, search.streak
         )
@@ -141,6 +207,8 @@ class Bisector:
         ``("declined", verdict, judgement)`` when the search ends without
         one, None while it goes on (or when the build is not ours).
         """
+        if build.result in AGAIN:
+            return None  # Buildbot runs the request again: that build counts
         search = self._searches.pop(build.verification or "", None)
         if search is None:
             return None
@@ -148,9 +216,11 @@ class Bisector:
         revision = bisection.next()
         assert revision is not None
         judgement: Judgement | None = bisection.record(revision, build)
+        found = bisection.found
+        if (judgement is not None or found is not None) and self.store is not None:
+            yield self.store.drop(search.key)
         if judgement is not None:
             return ("declined", search.verdict, judgement)
-        found = bisection.found
         if found is not None:
             return ("found", search.verdict, found, bisection.explain())
         yield self._probe(search)

@@ -1,0 +1,163 @@
+"""Held verdicts and bisections in flight, kept in the master's database (SQLite, PostgreSQL).
+
+The store writes the core's own objects and reads them back with the
+core-only unpickler; the verifier and the bisector take back what a
+previous process held (replacing, so a reconfiguration restores once), and
+the requests' times count against the daily caps after a restart.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest_twisted
+import sqlalchemy as sa
+
+from buildbot_revert.core.bisection import Bisection
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.plugin.bisection import Bisector, _Search
+from buildbot_revert.plugin.config import BisectionSettings
+from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
+from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, _Held
+from testkit.databases import engine_runner
+from tests.builds_dsl import builds, change
+from tests.core.test_guards import LOGS
+from tests.plugin import test_ledger
+
+
+def probe(spec: str) -> Build:
+    [build] = builds(spec, logs=LOGS)
+    return build._replace(verification="bisection build")
+
+
+# The ledger's tests' databases: a fresh SQLite file and PostgreSQL database.
+engine = test_ledger.engine
+pg_url = test_ledger.pg_url
+
+
+CHANGES = tuple(Change(f"{i:040x}", "a", f"change {i}", 100.0 + i) for i in range(1, 5))
+VERDICT = Verdict(
+    "B",
+    7,
+    Reason.REVERT,
+    "the first failing build holds one change",
+    200.0,
+    suspect=CHANGES[0],
+    evidence=("test_parser",),
+)
+PARENT_BUILD = Build("B", 9, int(Result.SUCCESS), 300.0, 310.0, verification="parent mark")
+
+
+def held(owner: str = "m1/revert") -> _Held:
+    return _Held(
+        VERDICT,
+        "f" * 40,
+        build_suspect=True,
+        parent_build=PARENT_BUILD,
+        marks=["parent mark", "suspect mark"],
+        revisions=["f" * 40, CHANGES[0].revision],
+        builderid=3,
+        streak="http://master/#/builders/3/builds/7",
+    )
+
+
+def verifier(store: HeldStore) -> Verifier:
+    return Verifier(None, None, {}.get, lambda b, n: None, BuiltRevisions(), store=store)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_held_verdict_is_taken_back_as_it_was_and_forgotten_once_it_ends(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    yield store.create()  # idempotent: every start creates it
+    first = verifier(store)
+    h = held()
+    for mark in h.marks:
+        first._held[mark] = h
+    yield first._save(h)
+    # Another reporter's rows are not this one's.
+    yield HeldStore(engine_runner(engine), "m2/revert").put("k", "verification", {}, 1.0)
+
+    again = verifier(store)
+    assert again.restore((yield store.load())) == 1
+    assert again.restore((yield store.load())) == 1  # replacing: a reconfiguration restores once
+    assert again.waiting == [VERDICT]
+    back = again._held["suspect mark"]
+    assert back is again._held["parent mark"]
+    assert (back.parent_build, back.revisions, back.builderid) == (
+        PARENT_BUILD,
+        h.revisions,
+        3,
+    )
+    # The suspect's build finishes: the verdict is judged and its row removed.
+    suspect_build = Build("B", 10, int(Result.FAILURE), 320.0, 330.0, verification="suspect mark")
+    done = yield again.finished(suspect_build)
+    assert done is not None and done[0] == VERDICT
+    assert [r.kind for r in (yield store.load())] == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_retried_build_keeps_the_verdict_waiting(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    v = verifier(store)
+    h = held()
+    h.parent_build = None
+    for mark in h.marks:
+        v._held[mark] = h
+    retried = Build("B", 9, int(Result.RETRY), 300.0, 310.0, verification="parent mark")
+    assert (yield v.finished(retried)) is None
+    assert v._held["parent mark"].parent_build is None
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_bisection_in_flight_and_the_days_requests_survive_a_restart(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    caps = BisectionSettings(per_builder_per_day=3, per_day=10)
+
+    def bisector() -> Bisector:
+        return Bisector(
+            None, None, caps, {}.get, lambda b, n: None, BuiltRevisions(), lambda: 1000.0, store
+        )
+
+    two = (change("c1", when=100.0), change("c2", when=101.0))
+    search_verdict = VERDICT._replace(reason=Reason.MULTIPLE_CHANGES, suspect=None)
+    bisection = Bisection("green", two, frozenset({"test_os"}))
+    assert bisection.record("green", probe("S")) is None
+    first = bisector()
+    yield first._save(_Search(search_verdict, bisection, 3, "streak", mark="probe mark"))
+    yield store.requested("B", 1000.0 - 90000.0)  # over a day ago: counts for nothing
+    yield store.requested("B", 990.0)
+    yield store.requested("B", 995.0)
+
+    again = bisector()
+    rows = yield store.load()
+    requests = yield store.requests_since(1000.0 - 86400.0)
+    assert again.restore(rows, requests) == 1
+    assert again.restore(rows, requests) == 1  # replacing, caps counted once
+    assert again._room("B") == 1  # 3 a day on the builder, 2 spent
+    back = again._searches["probe mark"]
+    assert back.bisection.parent_checked and back.bisection.next() == "c1"
+    # The probe fails alike: c1 is found and the row removed.
+    outcome = yield again.finished(probe("F@os")._replace(verification="probe mark"))
+    assert outcome is not None and outcome[0] == "found" and outcome[2].revision == "c1"
+    assert (yield store.load()) == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_row_that_names_anything_outside_the_core_is_not_read(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    with engine.begin() as conn:
+        metadata.create_all(conn)
+        conn.execute(
+            held_table.insert().values(
+                owner="m1/revert",
+                key=key_of("x"),
+                kind="verification",
+                state=pickle.dumps({"x": sa.Column}),
+                updated_at=1.0,
+            )
+        )
+    assert (yield store.load()) == []

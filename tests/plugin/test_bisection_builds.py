@@ -16,13 +16,10 @@ import pytest
 
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
-from tests.plugin import test_reporter_e2e as e2e
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
 
-github = e2e.github
-masters = e2e.masters
 
 BUILDERS = (BuilderSpec("stable-linux", ("stable", "tier-1"), tree_stable_timer=2.0),)
 

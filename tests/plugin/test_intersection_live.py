@@ -18,13 +18,10 @@ import pytest
 
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.processes import kill_process_group, venv_script
-from tests.plugin import test_reporter_e2e as e2e
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
 
-github = e2e.github
-masters = e2e.masters
 
 BUILDERS = (BuilderSpec("linux", ("stable", "tier-1")), BuilderSpec("macos", ("stable", "tier-2")))
 # The second worker, and the builder it runs (the harness's worker runs the rest).

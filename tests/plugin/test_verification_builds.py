@@ -16,14 +16,10 @@ import pytest
 
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
-from tests.plugin import test_reporter_e2e as e2e
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
 
-# The end-to-end tests' fixtures: the GitHub stand-in, and started harnesses.
-github = e2e.github
-masters = e2e.masters
 
 BUILDERS = (BuilderSpec("fast-linux", ("stable", "tier-1")),)
 BOTH = (*BUILDERS, BuilderSpec("fast-macos", ("stable", "tier-2")))
@@ -103,4 +99,44 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
         return text if all(f"`{b.name}`" in text for b in BOTH) else ""
 
     wait_for(named, timeout=30, what="both builders named on the revert")
+    assert len(github.revert_pulls()) == 1
+
+
+SLOW = (BuilderSpec("fast-linux", ("stable", "tier-1"), sleep=4.0),)
+
+
+def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes(
+    github, masters, tmp_path
+):
+    # The builder is slow: the verification build is still to run (or
+    # running) when the master stops, right after requesting it.
+    harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
+    _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
+    harness.wait_for_revision(good)
+    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
+    harness.wait_for_revision(bad)
+    for i in (3, 4):
+        _, sha = merged_pr(github, harness, f"gh-{i}: More", {f"more{i}.txt": f"{i}\n"})
+        harness.wait_for_revision(sha)
+    wait_for(
+        lambda: "requested a verification build" in harness.master_log.read_text(),
+        timeout=60,
+        what="the parent's verification build to be requested",
+    )
+    assert github.revert_pulls() == []
+    harness.stop_master()
+    harness.start()
+    wait_for(lambda: github.comments_on(number), timeout=90, what="the revert after the restart")
+    log = harness.master_log.read_text()
+    assert "took back 1 verdict(s) held for verification" in log
+    [revert] = github.revert_pulls()
+    assert "verified: the parent of" in (revert.body or "")
+    # The build requested before the restart is the one waited for (run
+    # again by Buildbot if the stop interrupted it), never requested twice.
+    assert log.count("requested a verification build") == 1
+    checks = verification_builds(harness)
+    assert checks and checks[-1]["results"] == 0
+    assert all(c["results"] in (0, 5) for c in checks)  # passed, or retried
+    assert f"parent {good[:12]} of suspect {bad[:12]}" in checks[-1]["properties"][PROPERTY][0]
+    time.sleep(1.0)
     assert len(github.revert_pulls()) == 1

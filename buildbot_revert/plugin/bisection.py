@@ -20,6 +20,8 @@ is written to the master's database (:mod:`.held`) before its build is
 requested and removed when it ends, and each request is counted there; a
 restarted reporter reads them back, waits for the build already requested
 (its mark finds it) or requests it again, and counts the day's builds.
+A build not finished ``forced_build_timeout`` seconds after it was requested
+never ran: the search is abandoned (``unverified``).
 """
 
 from __future__ import annotations
@@ -35,14 +37,14 @@ from twisted.python import log
 from buildbot_revert.core.bisection import Bisection, builds_needed
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import Judgement
+from buildbot_revert.core.verification import Judgement, never_ran, overdue
 from buildbot_revert.plugin.config import BisectionSettings
 from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
 from buildbot_revert.plugin.verification import AGAIN, BuiltRevisions, request_build
 
 _DAY = 86400.0
 KIND = "bisection"
-_SAVED = ("verdict", "bisection", "builderid", "streak", "mark")
+_SAVED = ("verdict", "bisection", "builderid", "streak", "mark", "requested_at")
 
 
 @dataclass
@@ -52,6 +54,8 @@ class _Search:
     builderid: int
     streak: str
     mark: str = ""
+    # When the build in flight was requested (the forced-build timeout).
+    requested_at: float = 0.0
 
     @property
     def key(self) -> str:
@@ -98,9 +102,9 @@ class Bisector:
         for row in rows:
             if row.kind != KIND or not isinstance(row.state, dict):
                 continue
-            if not all(name in row.state for name in _SAVED):
+            if not all(name in row.state for name in _SAVED[:-1]):
                 continue
-            search = _Search(**{name: row.state[name] for name in _SAVED})
+            search = _Search(**{name: row.state[name] for name in _SAVED if name in row.state})
             if not isinstance(search.bisection, Bisection) or search.bisection.next() is None:
                 continue
             self._searches[search.mark] = search
@@ -119,6 +123,8 @@ class Bisector:
                 continue
             revision = search.bisection.next()
             assert revision is not None
+            search.requested_at = self.clock()
+            yield self._save(search)
             yield request_build(
                 self.master, self.gatherer, search.builderid, revision, mark, search.streak
             )
@@ -188,6 +194,7 @@ class Bisector:
         )
         self._searches[search.mark] = search
         now = self.clock()
+        search.requested_at = now
         self._requested.append(now)
         self._by_builder.setdefault(verdict.builder, deque()).append(now)
         # Written before the build is requested: a restart in between
@@ -198,6 +205,26 @@ class Bisector:
         yield request_build(
             self.master, self.gatherer, search.builderid, revision, search.mark, search.streak
         )
+
+    @defer.inlineCallbacks
+    def overdue(self, now: float, timeout: float) -> Any:
+        """Abandon the searches whose build never ran within ``timeout`` seconds.
+
+        A Deferred of ``[(verdict, judgement), ...]`` (``unverified``).
+        """
+        ended = []
+        for mark, search in list(self._searches.items()):
+            if not overdue(search.requested_at, now, timeout):
+                continue
+            del self._searches[mark]
+            if self.store is not None:
+                yield self.store.drop(search.key)
+            what = mark.split(" of the red streak", 1)[0]
+            log.msg(f"buildbot-revert: bisection on {search.verdict.builder} abandoned: {what}")
+            ended.append(
+                (search.verdict, never_ran(what, search.verdict.builder, now - search.requested_at))
+            )
+        return ended
 
     @defer.inlineCallbacks
     def finished(self, build: Build) -> Any:

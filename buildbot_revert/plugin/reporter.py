@@ -130,6 +130,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # requests, tolerated builders, docs builders).
         self._tags: dict[str, tuple[str, ...]] = {}
         self._pending_loop: task.LoopingCall | None = None
+        # Looks for verification and bisection builds that never ran.
+        self._overdue_loop: task.LoopingCall | None = None
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
         self.memory: Memory | None = None
@@ -264,6 +266,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if self.tracker is not None:
             # A reconfiguration makes new ones: they take back what is held.
             yield self._restore_held()
+            self._schedule_overdue()
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
@@ -367,6 +370,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     def _started(self) -> None:
         self._schedule_pending()
+        self._schedule_overdue()
         # Filing rows the previous process left behind, and grace periods
         # that ended while the master was down (in the background: GitHub
         # may be slow, the master need not wait).
@@ -381,6 +385,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self._consumer = None
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
+        if self._overdue_loop is not None and self._overdue_loop.running:
+            self._overdue_loop.stop()
         # Let the build being handled, and any filing in flight, finish;
         # then remember what the tracker knows.
         yield self._lock.run(lambda: None)
@@ -538,6 +544,39 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop = task.LoopingCall(self._check_pending)
         self._pending_loop.clock = self._reactor()
         self._pending_loop.start(interval, now=False)
+
+    def _schedule_overdue(self) -> None:
+        """Look for forced builds that never ran, a few times per timeout."""
+        settings = self.settings
+        if settings is None or not self.running:
+            return
+        if self._overdue_loop is not None and self._overdue_loop.running:
+            self._overdue_loop.stop()
+        if self.verifier is None and self.bisector is None:
+            return
+        interval = min(60.0, max(1.0, settings.forced_build_timeout / 4))
+        self._overdue_loop = task.LoopingCall(lambda: self._lock.run(self._check_overdue))
+        self._overdue_loop.clock = self._reactor()
+        self._overdue_loop.start(interval, now=False)
+
+    @defer.inlineCallbacks
+    def _check_overdue(self) -> Any:
+        """Decline held verdicts, and abandon bisections, whose builds never ran."""
+        assert self.settings is not None
+        now, timeout = self._reactor().seconds(), self.settings.forced_build_timeout
+        try:
+            ended = []
+            for holder in (self.verifier, self.bisector):
+                if holder is not None:
+                    ended += yield holder.overdue(now, timeout)
+            for verdict, judgement in ended:
+                for event in self._verified(verdict, judgement):
+                    yield self._note(event)
+                    self._log_verdict(event, live=True)
+                    if self.filer is not None:
+                        yield defer.Deferred.fromCoroutine(self.filer.record(event))
+        except Exception as exc:  # the loop must go on
+            _log_failure(exc, "buildbot-revert: checking for forced builds that never ran failed")
 
     @defer.inlineCallbacks
     def _check_pending(self, starting: bool = False) -> Any:

@@ -15,7 +15,10 @@ Held verdicts survive a restart: each is written to the master's database
 (:mod:`.held`) before its builds are requested, rewritten as they finish,
 and removed when it ends; a restarted reporter reads them back, waits for
 the builds already requested (their mark finds them) and requests again
-those that never were.
+those that never were.  A build not finished ``forced_build_timeout``
+seconds after it was requested never ran (no worker took it, its request was
+cancelled): the verdict is declined ``unverified``, saying so
+(:func:`~buildbot_revert.core.verification.never_ran`).
 
 The parent is the revision the builder last built green before the streak
 (for a single change, exactly its parent on a linear branch), or, for a
@@ -35,7 +38,14 @@ from twisted.python import log
 
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX, Judgement, judge
+from buildbot_revert.core.verification import (
+    PROPERTY,
+    REASON_PREFIX,
+    Judgement,
+    judge,
+    never_ran,
+    overdue,
+)
 from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
@@ -58,6 +68,7 @@ _SAVED = (
     "revisions",
     "builderid",
     "streak",
+    "requested_at",
 )
 
 
@@ -77,6 +88,8 @@ class _Held:
     revisions: list[str] = field(default_factory=list)
     builderid: int = 0
     streak: str = ""
+    # When its builds were requested (the forced-build timeout counts from it).
+    requested_at: float = 0.0
     # Other builders that qualified on the same change meanwhile
     # (already-proposed): recorded once the revert is filed.
     joined: list[Verdict] = field(default_factory=list)
@@ -194,19 +207,51 @@ class Verifier:
             return 0
         requested = yield self.gatherer.requested_marks(since)
         again = 0
-        for held in {id(h): h for h in self._held.values()}.values():
+        for held in self._each():
             done = (held.parent_build, held.suspect_build)
-            for i, (mark, revision) in enumerate(zip(held.marks, held.revisions, strict=True)):
-                if done[i] is not None or mark in requested:
-                    continue
+            missing = [
+                (mark, revision)
+                for i, (mark, revision) in enumerate(zip(held.marks, held.revisions, strict=True))
+                if done[i] is None and mark not in requested
+            ]
+            if not missing:
+                continue
+            # The timeout counts from this request: the first never happened.
+            held.requested_at = self.clock()
+            yield self._save(held)
+            for mark, revision in missing:
                 yield self._request(held.builderid, revision, mark, held.streak)
                 again += 1
         return again
 
+    def _each(self) -> list[_Held]:
+        """Each held verdict once (a verdict with two builds has two marks)."""
+        return list({id(h): h for h in self._held.values()}.values())
+
+    @defer.inlineCallbacks
+    def overdue(self, now: float, timeout: float) -> Any:
+        """Decline the held verdicts whose builds never ran within ``timeout`` seconds.
+
+        A Deferred of ``[(verdict, judgement), ...]``; those verdicts are no
+        longer held (and the builders that joined them go with them).
+        """
+        ended = []
+        for held in self._each():
+            if not overdue(held.requested_at, now, timeout):
+                continue
+            waiting = held.marks[0] if held.parent_build is None else held.marks[-1]
+            for m in held.marks:
+                self._held.pop(m, None)
+            yield self._forget(held)
+            what = waiting.split(", for the red streak", 1)[0]
+            judgement = never_ran(what, held.verdict.builder, now - held.requested_at)
+            log.msg(f"buildbot-revert: gave up waiting for the {what}")
+            ended.append((held.verdict, judgement))
+        return ended
+
     @property
     def waiting(self) -> list[Verdict]:
-        # One per held verdict (a verdict with two builds has two marks).
-        return [h.verdict for h in {id(h): h for h in self._held.values()}.values()]
+        return [h.verdict for h in self._each()]
 
     @defer.inlineCallbacks
     def join(self, verdict: Verdict) -> Any:
@@ -253,6 +298,7 @@ class Verifier:
             self._held[mark] = held
         # Written before the builds are requested: a restart in between
         # requests them again rather than forgetting the verdict.
+        held.requested_at = self.clock()
         yield self._save(held)
         for mark, revision in zip(held.marks, held.revisions, strict=True):
             yield self._request(builderid, revision, mark, streak)

@@ -19,7 +19,7 @@ from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.plugin.bisection import Bisector, _Search
 from buildbot_revert.plugin.config import BisectionSettings
 from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
-from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, _Held
+from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, _Held, verified
 from testkit.databases import engine_runner
 from tests.builds_dsl import builds, change
 from tests.core.test_guards import LOGS
@@ -161,3 +161,54 @@ def test_a_row_that_names_anything_outside_the_core_is_not_read(engine):
             )
         )
     assert (yield store.load()) == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_verdict_whose_build_never_ran_is_declined_and_forgotten(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    v = verifier(store)
+    h = held()  # the parent built; the suspect's build never ran
+    h.requested_at = 1000.0
+    for mark in h.marks:
+        v._held[mark] = h
+    yield v._save(h)
+    assert (yield v.overdue(1000.0 + 3599.0, 3600.0)) == []
+    [(verdict, judgement)] = yield v.overdue(1000.0 + 3600.0, 3600.0)
+    assert verdict == VERDICT and judgement.reason is Reason.UNVERIFIED
+    assert judgement.explanation.startswith("the suspect mark, requested on B 1.0 hour(s) ago")
+    assert v.waiting == [] and (yield store.load()) == []
+    ended = verified(verdict, judgement)
+    assert (ended.reason, ended.request) == (Reason.UNVERIFIED, None)
+    assert "never ran" in ended.explanation
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_bisection_whose_build_never_ran_is_abandoned(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    b = Bisector(
+        None, None, BisectionSettings(), {}.get, lambda b, n: None, BuiltRevisions(), time, store
+    )
+    two = (change("c1", when=100.0), change("c2", when=101.0))
+    search = _Search(
+        VERDICT._replace(reason=Reason.MULTIPLE_CHANGES, suspect=None),
+        Bisection("green", two, frozenset({"test_os"})),
+        3,
+        "streak",
+        mark="bisection build (parent) at green of the 2 changes of the red streak of B",
+        requested_at=500.0,
+    )
+    b._searches[search.mark] = search
+    yield b._save(search)
+    [(verdict, judgement)] = yield b.overdue(500.0 + 7200.0, 3600.0)
+    assert verdict.reason is Reason.MULTIPLE_CHANGES and judgement.reason is Reason.UNVERIFIED
+    assert judgement.explanation.startswith(
+        "the bisection build (parent) at green of the 2 changes, requested on B 2.0 hour(s) ago, "
+        "never ran"
+    )
+    assert b._searches == {} and (yield store.load()) == []
+
+
+def time() -> float:
+    return 0.0

@@ -4,12 +4,16 @@ With ``bisection=`` set, a live ``multiple-changes`` verdict of at most
 ``max_changes`` changes, all younger than ``max_age``, on a watched builder
 that was green before, starts a :class:`~buildbot_revert.core.bisection.Bisection`:
 the :class:`Bisector` requests one build at a time (the parent first, then
-the middle of what is left) on that builder, each a buildset at the chosen
-revision marked by the verification property that says why it exists and
-which streak it serves.  The gatherer reads the mark, so the tracker leaves
-these builds out of every streak.  When the search is down to one change,
-the tracker judges it as a single change (``judge_found``: revert, age and
-every guard) and the reporter files it as ``revert-by-bisection``.
+the middle of what is left) on that builder, or, where the builder runs
+several builds at once (several connected workers: :func:`builder_slots`),
+that many at once cutting what is left into as many parts plus one
+(n-section: :meth:`~buildbot_revert.core.bisection.Bisection.batch`), each a
+buildset at the chosen revision marked by the verification property
+that says why it exists and which streak it serves.  The gatherer reads
+the mark, so the tracker leaves these builds out of every streak.  When the
+search is down to one change, the tracker judges it as a single change
+(``judge_found``: revert, age and every guard) and the reporter files it as
+``revert-by-bisection``.
 
 Caps: builds per builder and in all in any 24 hours (``per_builder_per_day``,
 ``per_day``); a search that would exceed them is not started, and one that
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer
@@ -44,7 +48,7 @@ from buildbot_revert.plugin.verification import AGAIN, BuiltRevisions, request_b
 
 _DAY = 86400.0
 KIND = "bisection"
-_SAVED = ("verdict", "bisection", "builderid", "streak", "mark", "requested_at")
+_SAVED = ("verdict", "bisection", "builderid", "streak", "marks", "built", "requested_at")
 
 
 @dataclass
@@ -53,17 +57,42 @@ class _Search:
     bisection: Bisection
     builderid: int
     streak: str
-    mark: str = ""
-    # When the build in flight was requested (the forced-build timeout).
+    # The batch in flight (mark -> revision), and the builds of it finished.
+    marks: dict[str, str] = field(default_factory=dict)
+    built: list[tuple[str, Build]] = field(default_factory=list)
+    # When the batch in flight was requested (the forced-build timeout).
     requested_at: float = 0.0
+
+    @property
+    def waiting(self) -> list[str]:
+        """The marks of the batch whose builds have not finished."""
+        done = {revision for revision, _ in self.built}
+        return [mark for mark, revision in self.marks.items() if revision not in done]
 
     @property
     def key(self) -> str:
         return key_of(f"bisection of {self.verdict.builder} {self.verdict.first_failing_build}")
 
 
+def builder_slots(master: Any, builder: str) -> int:
+    """How many builds ``builder`` can run at once: its connected workers.
+
+    Buildbot runs at most one build of a builder on a worker at a time (one
+    worker-for-builder each), whatever the worker's ``max_builds``: only
+    several workers give a builder several slots.  1 when the master does
+    not say (the halving).
+    """
+    try:
+        names = master.botmaster.builders[builder].config.workernames
+        workers = master.workers.workers
+    except (AttributeError, KeyError):
+        return 1
+    connected = [n for n in names if getattr(workers.get(n), "conn", None) is not None]
+    return max(1, len(connected))
+
+
 class Bisector:
-    """Runs bisections, one build at a time per streak, within the caps."""
+    """Runs bisections, one batch at a time per streak, within the caps."""
 
     def __init__(
         self,
@@ -75,6 +104,7 @@ class Bisector:
         revisions: BuiltRevisions,
         clock: Callable[[], float],
         store: HeldStore | None = None,
+        width: Callable[[str], int] = lambda builder: 1,
     ) -> None:
         self.master = master
         self.gatherer = gatherer
@@ -84,6 +114,9 @@ class Bisector:
         self.revisions = revisions
         self.clock = clock
         self.store = store
+        # How many builds a builder runs at once (its workers' slots): the
+        # width of each batch (n-section; 1: halving).
+        self.width = width
         # mark of the build in flight -> its search
         self._searches: dict[str, _Search] = {}
         # When each requested build was requested: all, and per builder.
@@ -102,12 +135,13 @@ class Bisector:
         for row in rows:
             if row.kind != KIND or not isinstance(row.state, dict):
                 continue
-            if not all(name in row.state for name in _SAVED[:-1]):
+            if not all(name in row.state for name in _SAVED):
                 continue
-            search = _Search(**{name: row.state[name] for name in _SAVED if name in row.state})
-            if not isinstance(search.bisection, Bisection) or search.bisection.next() is None:
+            search = _Search(**{name: row.state[name] for name in _SAVED})
+            if not isinstance(search.bisection, Bisection) or not search.waiting:
                 continue
-            self._searches[search.mark] = search
+            for mark in search.waiting:
+                self._searches[mark] = search
             restored += 1
         return restored
 
@@ -118,18 +152,27 @@ class Bisector:
             return 0
         requested = yield self.gatherer.requested_marks(since)
         again = 0
-        for mark, search in list(self._searches.items()):
-            if mark in requested:
+        for search in self._each():
+            missing = [mark for mark in search.waiting if mark not in requested]
+            if not missing:
                 continue
-            revision = search.bisection.next()
-            assert revision is not None
             search.requested_at = self.clock()
             yield self._save(search)
-            yield request_build(
-                self.master, self.gatherer, search.builderid, revision, mark, search.streak
-            )
-            again += 1
+            for mark in missing:
+                yield request_build(
+                    self.master,
+                    self.gatherer,
+                    search.builderid,
+                    search.marks[mark],
+                    mark,
+                    search.streak,
+                )
+                again += 1
         return again
+
+    def _each(self) -> list[_Search]:
+        """Each search in flight once (a batch has several marks)."""
+        return list({id(s): s for s in self._searches.values()}.values())
 
     def _save(self, search: _Search) -> Any:
         if self.store is None:
@@ -146,7 +189,8 @@ class Bisector:
         oldest = min(c.when for c in suspects)
         if verdict.decided_at - oldest > self.caps.max_age:
             return False
-        return self._room(verdict.builder) >= builds_needed(len(suspects))
+        width = self.width(verdict.builder)
+        return self._room(verdict.builder) >= builds_needed(len(suspects), width)
 
     def _room(self, builder: str) -> int:
         """How many more builds the caps allow now, on ``builder``."""
@@ -178,33 +222,39 @@ class Bisector:
 
     @defer.inlineCallbacks
     def _probe(self, search: _Search) -> Any:
-        revision = search.bisection.next()
-        assert revision is not None
+        """Request the next batch: as many builds as the builder runs at once and the caps allow."""
         verdict = search.verdict
-        if self._room(verdict.builder) < 1:
+        room = min(self._room(verdict.builder), self.width(verdict.builder))
+        if room < 1:
             log.msg(f"buildbot-revert: bisection on {verdict.builder} stopped: out of builds")
             if self.store is not None:
                 yield self.store.drop(search.key)
             return
-        role = "parent" if revision == search.bisection.parent else "probe"
-        search.mark = (
-            f"bisection build ({role}) at {revision[:12]} of the "
-            f"{len(search.bisection.changes)} changes of the red streak of {verdict.builder} "
-            f"from build {verdict.first_failing_build}"
-        )
-        self._searches[search.mark] = search
+        batch = search.bisection.batch(room)
+        assert batch
+        search.marks, search.built = {}, []
+        for revision in batch:
+            role = "parent" if revision == search.bisection.parent else "probe"
+            mark = (
+                f"bisection build ({role}) at {revision[:12]} of the "
+                f"{len(search.bisection.changes)} changes of the red streak of {verdict.builder} "
+                f"from build {verdict.first_failing_build}"
+            )
+            search.marks[mark] = revision
+            self._searches[mark] = search
         now = self.clock()
         search.requested_at = now
-        self._requested.append(now)
-        self._by_builder.setdefault(verdict.builder, deque()).append(now)
-        # Written before the build is requested: a restart in between
-        # requests it again rather than forgetting the search.
+        # Written before the builds are requested: a restart in between
+        # requests them again rather than forgetting the search.
         yield self._save(search)
-        if self.store is not None:
-            yield self.store.requested(verdict.builder, now)
-        yield request_build(
-            self.master, self.gatherer, search.builderid, revision, search.mark, search.streak
-        )
+        for mark, revision in search.marks.items():
+            self._requested.append(now)
+            self._by_builder.setdefault(verdict.builder, deque()).append(now)
+            if self.store is not None:
+                yield self.store.requested(verdict.builder, now)
+            yield request_build(
+                self.master, self.gatherer, search.builderid, revision, mark, search.streak
+            )
 
     @defer.inlineCallbacks
     def overdue(self, now: float, timeout: float) -> Any:
@@ -213,13 +263,15 @@ class Bisector:
         A Deferred of ``[(verdict, judgement), ...]`` (``unverified``).
         """
         ended = []
-        for mark, search in list(self._searches.items()):
+        for search in self._each():
             if not overdue(search.requested_at, now, timeout):
                 continue
-            del self._searches[mark]
+            waiting = search.waiting
+            for mark in search.marks:
+                self._searches.pop(mark, None)
             if self.store is not None:
                 yield self.store.drop(search.key)
-            what = mark.split(" of the red streak", 1)[0]
+            what = waiting[0].split(" of the red streak", 1)[0]
             log.msg(f"buildbot-revert: bisection on {search.verdict.builder} abandoned: {what}")
             ended.append(
                 (search.verdict, never_ran(what, search.verdict.builder, now - search.requested_at))
@@ -236,13 +288,16 @@ class Bisector:
         """
         if build.result in AGAIN:
             return None  # Buildbot runs the request again: that build counts
-        search = self._searches.pop(build.verification or "", None)
+        mark = build.verification or ""
+        search = self._searches.pop(mark, None)
         if search is None:
             return None
+        search.built.append((search.marks[mark], build))
+        if search.waiting:
+            yield self._save(search)  # the rest of the batch is still to finish
+            return None
         bisection = search.bisection
-        revision = bisection.next()
-        assert revision is not None
-        judgement: Judgement | None = bisection.record(revision, build)
+        judgement: Judgement | None = bisection.record_batch(search.built)
         found = bisection.found
         if (judgement is not None or found is not None) and self.store is not None:
             yield self.store.drop(search.key)

@@ -64,7 +64,7 @@ from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.core.verification import Judgement
 from buildbot_revert.github import GitHubClient
-from buildbot_revert.plugin.bisection import Bisector
+from buildbot_revert.plugin.bisection import Bisector, builder_slots
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,
@@ -259,6 +259,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 self._revisions,
                 self._reactor().seconds,
                 store=self.held,
+                width=lambda builder: builder_slots(self.master, builder),
             )
             if settings.bisection is not None
             else None

@@ -9,13 +9,16 @@ the requests' times count against the daily caps after a restart.
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import pytest_twisted
 import sqlalchemy as sa
+from twisted.internet import defer
 
 from buildbot_revert.core.bisection import Bisection
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.bisection import Bisector, _Search
 from buildbot_revert.plugin.config import BisectionSettings
 from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
@@ -127,7 +130,7 @@ def test_a_bisection_in_flight_and_the_days_requests_survive_a_restart(engine):
     bisection = Bisection("green", two, frozenset({"test_os"}))
     assert bisection.record("green", probe("S")) is None
     first = bisector()
-    yield first._save(_Search(search_verdict, bisection, 3, "streak", mark="probe mark"))
+    yield first._save(_Search(search_verdict, bisection, 3, "streak", marks={"probe mark": "c1"}))
     yield store.requested("B", 1000.0 - 90000.0)  # over a day ago: counts for nothing
     yield store.requested("B", 990.0)
     yield store.requested("B", 995.0)
@@ -196,10 +199,13 @@ def test_a_bisection_whose_build_never_ran_is_abandoned(engine):
         Bisection("green", two, frozenset({"test_os"})),
         3,
         "streak",
-        mark="bisection build (parent) at green of the 2 changes of the red streak of B",
+        marks={
+            "bisection build (parent) at green of the 2 changes of the red streak of B": "green"
+        },
         requested_at=500.0,
     )
-    b._searches[search.mark] = search
+    for mark in search.marks:
+        b._searches[mark] = search
     yield b._save(search)
     [(verdict, judgement)] = yield b.overdue(500.0 + 7200.0, 3600.0)
     assert verdict.reason is Reason.MULTIPLE_CHANGES and judgement.reason is Reason.UNVERIFIED
@@ -212,3 +218,60 @@ def test_a_bisection_whose_build_never_ran_is_abandoned(engine):
 
 def time() -> float:
     return 0.0
+
+
+class _Asked:
+    """Records the buildsets asked for (what the master's data API would get)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self.data = self
+        self.updates = self
+
+    def sourcestamp_of(self, revision: str) -> Any:
+        return defer.succeed(None)
+
+    def addBuildset(self, **kwargs: Any) -> Any:
+        [stamp] = kwargs["sourcestamps"]
+        self.asked.append((stamp["revision"], kwargs["properties"][PROPERTY][0]))
+        return defer.succeed(None)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_builder_with_three_slots_is_n_sected_three_builds_at_a_time(engine):
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    master = _Asked()
+    b = Bisector(
+        master,
+        master,
+        BisectionSettings(),
+        {"B": 3}.get,
+        lambda b, n: None,
+        BuiltRevisions(),
+        time,
+        store,
+        width=lambda builder: 3,
+    )
+    b.revisions.remember(probe("S")._replace(builder="B", changes=(change("green", when=1.0),)))
+    seven = tuple(change(f"c{i}", when=100.0 + i) for i in range(1, 8))
+    verdict = VERDICT._replace(
+        reason=Reason.MULTIPLE_CHANGES, suspect=None, evidence=("test_os",), decided_at=200.0
+    )
+    assert (yield b.start(verdict, seven))
+    assert [r for r, _ in master.asked] == ["green"]
+    yield b.finished(probe("S")._replace(verification=master.asked[0][1]))
+    # The seven gaps from green to c7 (known to fail) cut in four: c1, c3, c5.
+    batch = master.asked[1:]
+    assert [r for r, _ in batch] == ["c1", "c3", "c5"]
+    # c1 and c3 pass, c5 fails: c4 is left to build, alone.
+    results = {"c1": "S", "c3": "S", "c5": "F@os"}
+    for revision, mark in batch[:2]:
+        assert (yield b.finished(probe(results[revision])._replace(verification=mark))) is None
+    assert len(master.asked) == 4  # the batch waits for its last build
+    revision, mark = batch[2]
+    assert (yield b.finished(probe(results[revision])._replace(verification=mark))) is None
+    assert [r for r, _ in master.asked[4:]] == ["c4"]
+    outcome = yield b.finished(probe("S")._replace(verification=master.asked[4][1]))
+    assert outcome is not None and outcome[0] == "found" and outcome[2].revision == "c5"
+    assert (yield store.load()) == []

@@ -191,7 +191,7 @@ def test_a_bisection_whose_build_never_ran_is_abandoned(engine):
     store = HeldStore(engine_runner(engine), "m1/revert")
     yield store.create()
     b = Bisector(
-        None, None, BisectionSettings(), {}.get, lambda b, n: None, BuiltRevisions(), time, store
+        None, None, BisectionSettings(), {}.get, lambda b, n: None, BuiltRevisions(), at_zero, store
     )
     two = (change("c1", when=100.0), change("c2", when=101.0))
     search = _Search(
@@ -216,7 +216,7 @@ def test_a_bisection_whose_build_never_ran_is_abandoned(engine):
     assert b._searches == {} and (yield store.load()) == []
 
 
-def time() -> float:
+def at_zero() -> float:
     return 0.0
 
 
@@ -249,7 +249,7 @@ def test_a_builder_with_three_slots_is_n_sected_three_builds_at_a_time(engine):
         {"B": 3}.get,
         lambda b, n: None,
         BuiltRevisions(),
-        time,
+        at_zero,
         store,
         width=lambda builder: 3,
     )

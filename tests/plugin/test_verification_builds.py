@@ -106,12 +106,8 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
 SLOW = (BuilderSpec("fast-linux", ("stable", "tier-1"), sleep=4.0),)
 
 
-def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes(
-    github, masters, tmp_path
-):
-    # The builder is slow: the verification build is still to run (or
-    # running) when the master stops, right after requesting it.
-    harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
+def held_for_verification(github, harness) -> tuple[int, str, str]:
+    """A breaking change qualifies; its parent's build is requested: (PR, parent, change)."""
     _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
     harness.wait_for_revision(good)
     number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
@@ -124,6 +120,16 @@ def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes
         timeout=60,
         what="the parent's verification build to be requested",
     )
+    return number, good, bad
+
+
+def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes(
+    github, masters, tmp_path
+):
+    # The builder is slow: the verification build is still to run (or
+    # running) when the master stops, right after requesting it.
+    harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
+    number, good, bad = held_for_verification(github, harness)
     assert github.revert_pulls() == []
     harness.stop_master()
     harness.start()
@@ -150,18 +156,7 @@ def test_a_verification_build_that_never_runs_declines_the_verdict_after_the_tim
         "verification=True,", "verification=True, forced_build_timeout=5.0,"
     )
     harness = masters(builders=SLOW, extra_config=config)
-    _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
-    harness.wait_for_revision(good)
-    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
-    harness.wait_for_revision(bad)
-    for i in (3, 4):
-        _, sha = merged_pr(github, harness, f"gh-{i}: More", {f"more{i}.txt": f"{i}\n"})
-        harness.wait_for_revision(sha)
-    wait_for(
-        lambda: "requested a verification build" in harness.master_log.read_text(),
-        timeout=60,
-        what="the parent's verification build to be requested",
-    )
+    number, good, bad = held_for_verification(github, harness)
     # The worker goes away: the build is never run (or is lost and retried).
     kill_process_group(harness.worker_proc)
     harness.worker_proc = None

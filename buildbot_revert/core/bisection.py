@@ -12,6 +12,11 @@ alike; anything else (another failure, an exception) ends the search
 (``unverified``).  The change found then meets every check a single change
 meets (:meth:`.tracker.StreakTracker.judge_found`).
 
+Where the builder can run several builds at once (a worker with several
+slots, or several workers), :meth:`Bisection.batch` gives n-section: ``w``
+builds at once cut what is left into ``w + 1`` parts; with ``w == 1`` it is
+the halving above, revision for revision.
+
 The shell requests the builds and feeds back what they did; this module only
 chooses revisions and reads results.  Pure: no I/O, no clock.
 """
@@ -27,13 +32,22 @@ from buildbot_revert.core.verification import Judgement, fails_alike
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 
 
-def builds_needed(changes: int) -> int:
+def builds_needed(changes: int, width: int = 1) -> int:
     """At most how many builds a bisection of ``changes`` changes requests.
 
-    The parent, then one per halving of the changes not yet known to fail
-    (the last is: the first failing build built it).
+    The parent, then (halving, ``width`` 1) one per halving of the changes
+    not yet known to fail (the last is: the first failing build built it);
+    with ``width`` builds at once, ``width`` per round of ``width + 1`` parts.
     """
-    return 1 + (changes - 1).bit_length()
+    if width <= 1:
+        return 1 + (changes - 1).bit_length()
+    builds, unknown = 1, changes - 1
+    while unknown > 0:
+        probes = min(width, unknown)
+        builds += probes
+        # The largest part left after cutting ``unknown + 1`` gaps ``probes`` times.
+        unknown = -(-(unknown + 1) // (probes + 1)) - 1
+    return builds
 
 
 class Bisection:
@@ -52,11 +66,33 @@ class Bisection:
 
     def next(self) -> str | None:
         """The revision to build next; None when the search is over."""
+        batch = self.batch(1)
+        return batch[0] if batch else None
+
+    def batch(self, width: int) -> tuple[str, ...]:
+        """The revisions to build now, at most ``width`` at once; () when the search is over.
+
+        The parent first, alone; then ``width`` revisions cutting the
+        changes not yet known (between the last known to pass and the first
+        known to fail) into ``width + 1`` parts as even as can be.
+        """
         if not self.parent_checked:
-            return self.parent
-        if self.hi - self.lo <= 1:
-            return None
-        return self.changes[(self.lo + self.hi) // 2].revision
+            return (self.parent,)
+        span = self.hi - self.lo
+        if span <= 1:
+            return ()
+        probes = max(1, min(width, span - 1))
+        cuts = sorted({self.lo + (j * span) // (probes + 1) for j in range(1, probes + 1)})
+        return tuple(self.changes[i].revision for i in cuts if self.lo < i < self.hi)
+
+    def record_batch(self, built: Sequence[tuple[str, Build]]) -> Judgement | None:
+        """What the builds of one batch did, read in landing order (as :meth:`record`)."""
+        order = {c.revision: i for i, c in enumerate(self.changes)}
+        for revision, build in sorted(built, key=lambda rb: order.get(rb[0], -1)):
+            judgement = self.record(revision, build)
+            if judgement is not None:
+                return judgement
+        return None
 
     @property
     def found(self) -> Change | None:
@@ -82,6 +118,9 @@ class Bisection:
                 return None
             return _unverified(revision, build)
         index = next(i for i, c in enumerate(self.changes) if c.revision == revision)
+        if not self.lo < index < self.hi:
+            # A batch's probe beyond one that already decided: nothing new.
+            return None
         if alike:
             self.hi = index
         elif build.result in _GREEN:

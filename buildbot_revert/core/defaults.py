@@ -29,3 +29,8 @@ BISECTION_MAX_CHANGES = 8
 BISECTION_MAX_AGE = 2 * 86400.0
 BISECTION_PER_BUILDER_PER_DAY = 6
 BISECTION_PER_DAY = 24
+# A verification or bisection build not finished this many seconds after it
+# was requested never ran (no worker took it, the request was cancelled): the
+# held verdict is declined ``unverified`` and the bisection abandoned.  Long
+# enough for a busy builder's queue, short enough that a revert still helps.
+FORCED_BUILD_TIMEOUT = 6 * 3600.0

@@ -52,6 +52,20 @@ class Judgement(NamedTuple):
         return self.reason is None
 
 
+def overdue(requested_at: float, now: float, timeout: float) -> bool:
+    """Whether a forced build requested at ``requested_at`` and not finished never ran."""
+    return now - requested_at >= timeout
+
+
+def never_ran(build: str, builder: str, waited: float) -> Judgement:
+    """The judgement when ``build`` (what it was for) never ran within the timeout."""
+    return Judgement(
+        Reason.UNVERIFIED,
+        f"the {build}, requested on {builder} {waited / 3600:.1f} hour(s) ago, never ran "
+        "(no worker took it, or its request was cancelled): no proof either way",
+    )
+
+
 def fails_alike(build: Build, failing: Iterable[str]) -> bool:
     """Whether a FAILURE build fails a test module or compile error of ``failing``."""
     if build.result != _FAILURE:

@@ -150,6 +150,9 @@ class Settings:
     # Bisect a first failing build of several changes with verification
     # builds (None: off); its caps.
     bisection: BisectionSettings | None = None
+    # Seconds after which a verification or bisection build that has not
+    # finished is taken to have never run (verdict declined, search abandoned).
+    forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
 
     @property
     def owner(self) -> str:
@@ -189,6 +192,7 @@ def parse_settings(
     webhooks: Any = None,
     verification: Any = False,
     bisection: Any = None,
+    forced_build_timeout: Any = defaults.FORCED_BUILD_TIMEOUT,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -216,6 +220,7 @@ def parse_settings(
     if not isinstance(close_touched, bool):
         raise SettingsError("close_touched must be True or False")
     interval = _positive_number("follow_interval", follow_interval)
+    timeout = _positive_number("forced_build_timeout", forced_build_timeout)
     try:
         hooks = parse_webhooks(webhooks)
     except WebhookError as exc:
@@ -240,6 +245,7 @@ def parse_settings(
         webhooks=hooks,
         verification=verification,
         bisection=_bisection(bisection),
+        forced_build_timeout=timeout,
     )
 
 

@@ -161,6 +161,25 @@ class Gatherer:
 
         return self.master.db.pool.do(thd)
 
+    def requested_marks(self, since: float) -> Any:
+        """The marks of the buildsets buildbot-revert requested since ``since`` (a set).
+
+        What a restarted reporter checks its held verdicts against: a build
+        requested before the restart is waited for, not requested again.
+        """
+        model = self.master.db.model
+
+        def thd(conn: Any) -> set[str]:
+            props, bs = model.buildset_properties, model.buildsets
+            rows = conn.execute(
+                sa.select(props.c.property_value)
+                .select_from(props.join(bs, bs.c.id == props.c.buildsetid))
+                .where(props.c.property_name == PROPERTY, bs.c.submitted_at >= int(since))
+            ).fetchall()
+            return {verification_reason(row.property_value) for row in rows}
+
+        return self.master.db.pool.do(thd)
+
     # -- recent history -------------------------------------------------------
 
     @defer.inlineCallbacks

@@ -174,8 +174,13 @@ def dumps(tracker: StreakTracker) -> bytes:
     return pickle.dumps(tracker, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def load_core(data: bytes) -> Any:
+    """Unpickle ``data`` that may name only the core's types and built-in containers."""
+    return _CoreUnpickler(io.BytesIO(data)).load()
+
+
 def loads(data: bytes) -> StreakTracker:
-    tracker = _CoreUnpickler(io.BytesIO(data)).load()
+    tracker = load_core(data)
     if not isinstance(tracker, StreakTracker):
         raise pickle.UnpicklingError("a tracker snapshot holds no tracker")
     return tracker

@@ -64,7 +64,7 @@ from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.core.verification import Judgement
 from buildbot_revert.github import GitHubClient
-from buildbot_revert.plugin.bisection import Bisector
+from buildbot_revert.plugin.bisection import Bisector, builder_slots
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,
@@ -77,6 +77,7 @@ from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.follow_up import FollowUp
 from buildbot_revert.plugin.gather import Gatherer
+from buildbot_revert.plugin.held import HeldStore
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
 from buildbot_revert.plugin.multimaster import split_streaks_warning
@@ -88,6 +89,11 @@ FINISHED = ("builds", None, "finished")
 # The tracker's memory is saved after this many builds, or this many seconds.
 SAVE_EVERY = 500
 SAVE_AFTER = 600.0
+# The daily caps count the builds requested in the last day.
+DAY = 86400.0
+# A restarted reporter looks this far back for the builds its held verdicts
+# requested before requesting any again.
+RESUME_LOOK_BACK = 7 * DAY
 
 
 # Buildbot ships no type information, so BuildbotService is Any to mypy.
@@ -124,9 +130,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # requests, tolerated builders, docs builders).
         self._tags: dict[str, tuple[str, ...]] = {}
         self._pending_loop: task.LoopingCall | None = None
+        # Looks for verification and bisection builds that never ran.
+        self._overdue_loop: task.LoopingCall | None = None
         self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
         self.memory: Memory | None = None
+        # Held verdicts and bisections in flight, and the builds requested.
+        self.held: HeldStore | None = None
         # Every verdict of a watched builder, for the dashboard (plugin.decisions).
         self.decisions: Decisions | None = None
         # Where the next snapshot's catch-up starts.
@@ -184,6 +194,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self.memory = Memory(self.master.db.pool.do)
         if self.decisions is None:
             self.decisions = Decisions(self.master.db.pool.do)
+        if self.held is None:
+            self.held = HeldStore(self.master.db.pool.do, self._memory_owner())
         client = None
         if settings.mode is Mode.DRY_RUN:
             log.msg(
@@ -226,7 +238,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             )
         self.verifier = (
             Verifier(
-                self.master, self.gatherer, self._builder_ids.get, self._build_url, self._revisions
+                self.master,
+                self.gatherer,
+                self._builder_ids.get,
+                self._build_url,
+                self._revisions,
+                store=self.held,
+                clock=self._reactor().seconds,
             )
             if settings.verification
             else None
@@ -240,10 +258,16 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 self._build_url,
                 self._revisions,
                 self._reactor().seconds,
+                store=self.held,
+                width=lambda builder: builder_slots(self.master, builder),
             )
             if settings.bisection is not None
             else None
         )
+        if self.tracker is not None:
+            # A reconfiguration makes new ones: they take back what is held.
+            yield self._restore_held()
+            self._schedule_overdue()
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
@@ -347,6 +371,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     def _started(self) -> None:
         self._schedule_pending()
+        self._schedule_overdue()
         # Filing rows the previous process left behind, and grace periods
         # that ended while the master was down (in the background: GitHub
         # may be slow, the master need not wait).
@@ -361,6 +386,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self._consumer = None
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
+        if self._overdue_loop is not None and self._overdue_loop.running:
+            self._overdue_loop.stop()
         # Let the build being handled, and any filing in flight, finish;
         # then remember what the tracker knows.
         yield self._lock.run(lambda: None)
@@ -380,6 +407,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             yield self.memory.create()
             if self.decisions is not None:
                 yield self.decisions.create()
+            if self.held is not None:
+                yield self.held.create()
+            # Before the replay: a verification build that finished while
+            # the master was down completes the verdict it was held for.
+            yield self._restore_held()
             proposed = yield self.ledger.revisions()
             snapshot = yield self._load_memory()
             if snapshot is not None:
@@ -414,10 +446,41 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )
             yield self._save_memory()
+            yield self._resume_held()
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
+
+    @defer.inlineCallbacks
+    def _restore_held(self) -> Any:
+        """Take back the held verdicts and bisections a previous process left (:mod:`.held`)."""
+        if self.held is None or (self.verifier is None and self.bisector is None):
+            return
+        try:
+            rows = yield self.held.load()
+            requests = yield self.held.requests_since(self._reactor().seconds() - DAY)
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: could not read the held verdicts")
+            return
+        held = self.verifier.restore(rows) if self.verifier is not None else 0
+        searches = self.bisector.restore(rows, requests) if self.bisector is not None else 0
+        if held or searches:
+            log.msg(
+                f"buildbot-revert: took back {held} verdict(s) held for verification and "
+                f"{searches} bisection(s) in flight"
+            )
+
+    @defer.inlineCallbacks
+    def _resume_held(self) -> Any:
+        """Request again what the held verdicts and searches never had requested."""
+        since = self._reactor().seconds() - RESUME_LOOK_BACK
+        again = 0
+        for holder in (self.verifier, self.bisector):
+            if holder is not None:
+                again += yield holder.resume(since)
+        if again:
+            log.msg(f"buildbot-revert: requested {again} build(s) again that never were")
 
     @defer.inlineCallbacks
     def _load_memory(self) -> Any:
@@ -482,6 +545,39 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop = task.LoopingCall(self._check_pending)
         self._pending_loop.clock = self._reactor()
         self._pending_loop.start(interval, now=False)
+
+    def _schedule_overdue(self) -> None:
+        """Look for forced builds that never ran, a few times per timeout."""
+        settings = self.settings
+        if settings is None or not self.running:
+            return
+        if self._overdue_loop is not None and self._overdue_loop.running:
+            self._overdue_loop.stop()
+        if self.verifier is None and self.bisector is None:
+            return
+        interval = min(60.0, max(1.0, settings.forced_build_timeout / 4))
+        self._overdue_loop = task.LoopingCall(lambda: self._lock.run(self._check_overdue))
+        self._overdue_loop.clock = self._reactor()
+        self._overdue_loop.start(interval, now=False)
+
+    @defer.inlineCallbacks
+    def _check_overdue(self) -> Any:
+        """Decline held verdicts, and abandon bisections, whose builds never ran."""
+        assert self.settings is not None
+        now, timeout = self._reactor().seconds(), self.settings.forced_build_timeout
+        try:
+            ended = []
+            for holder in (self.verifier, self.bisector):
+                if holder is not None:
+                    ended += yield holder.overdue(now, timeout)
+            for verdict, judgement in ended:
+                for event in self._verified(verdict, judgement):
+                    yield self._note(event)
+                    self._log_verdict(event, live=True)
+                    if self.filer is not None:
+                        yield defer.Deferred.fromCoroutine(self.filer.record(event))
+        except Exception as exc:  # the loop must go on
+            _log_failure(exc, "buildbot-revert: checking for forced builds that never ran failed")
 
     @defer.inlineCallbacks
     def _check_pending(self, starting: bool = False) -> Any:
@@ -580,7 +676,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                     verifier is not None
                     and act
                     and build.verification is None
-                    and ((yield self._hold(verifier, event)) or verifier.join(event))
+                    and ((yield self._hold(verifier, event)) or (yield verifier.join(event)))
                 ):
                     continue
                 if act and build.verification is None:
@@ -620,7 +716,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     def _requested_build_finished(self, build: Build) -> Any:
         """One of our builds finished: the verdicts it completes (held, or found)."""
         if self.verifier is not None:
-            done = self.verifier.finished(build)
+            done = yield self.verifier.finished(build)
             if done is not None:
                 verdict, judgement, joined = done
                 ended = self._verified(verdict, judgement)

@@ -11,6 +11,15 @@ finish, :func:`buildbot_revert.core.verification.judge` decides: file the
 held verdict (its sentence saying what was verified), or decline it
 (``environment``: the parent fails the same way; ``unverified``).
 
+Held verdicts survive a restart: each is written to the master's database
+(:mod:`.held`) before its builds are requested, rewritten as they finish,
+and removed when it ends; a restarted reporter reads them back, waits for
+the builds already requested (their mark finds them) and requests again
+those that never were.  A build not finished ``forced_build_timeout``
+seconds after it was requested never ran (no worker took it, its request was
+cancelled): the verdict is declined ``unverified``, saying so
+(:func:`~buildbot_revert.core.verification.never_ran`).
+
 The parent is the revision the builder last built green before the streak
 (for a single change, exactly its parent on a linear branch), or, for a
 change found among several, the change before it in the first failing
@@ -29,12 +38,38 @@ from twisted.python import log
 
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX, Judgement, judge
+from buildbot_revert.core.verification import (
+    PROPERTY,
+    REASON_PREFIX,
+    Judgement,
+    judge,
+    never_ran,
+    overdue,
+)
+from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
+# A build the master stopped (a restart, a lost worker) that Buildbot runs
+# again: the request's next build is the one that counts.
+AGAIN = frozenset({int(Result.RETRY)})
 # The property linking a verification build to the streak it serves.
 STREAK_PROPERTY = "buildbot_revert_streak"
 SCHEDULER = "buildbot-revert"
+KIND = "verification"
+# The fields of a _Held kept in the database (core objects and plain values).
+_SAVED = (
+    "verdict",
+    "parent",
+    "build_suspect",
+    "parent_build",
+    "suspect_build",
+    "marks",
+    "joined",
+    "revisions",
+    "builderid",
+    "streak",
+    "requested_at",
+)
 
 
 @dataclass
@@ -48,6 +83,13 @@ class _Held:
     parent_build: Build | None = None
     suspect_build: Build | None = None
     marks: list[str] = field(default_factory=list)
+    # The revision each mark builds, the builder's id and the streak's link:
+    # what a restarted reporter needs to request a build again.
+    revisions: list[str] = field(default_factory=list)
+    builderid: int = 0
+    streak: str = ""
+    # When its builds were requested (the forced-build timeout counts from it).
+    requested_at: float = 0.0
     # Other builders that qualified on the same change meanwhile
     # (already-proposed): recorded once the revert is filed.
     joined: list[Verdict] = field(default_factory=list)
@@ -115,26 +157,111 @@ class Verifier:
         builder_id: Callable[[str], int | None],
         build_url: Callable[[str, int], str | None],
         revisions: BuiltRevisions,
+        store: HeldStore | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.master = master
         self.gatherer = gatherer
         self.builder_id = builder_id
         self.build_url = build_url
         self.revisions = revisions
+        self.store = store
+        self.clock = clock
         # mark (the property's value) -> the verdict it serves
         self._held: dict[str, _Held] = {}
 
+    def _save(self, held: _Held) -> Any:
+        if self.store is None:
+            return defer.succeed(None)
+        state = {name: getattr(held, name) for name in _SAVED}
+        return self.store.put(key_of(held.marks[0]), KIND, state, self.clock())
+
+    def _forget(self, held: _Held) -> Any:
+        if self.store is None:
+            return defer.succeed(None)
+        return self.store.drop(key_of(held.marks[0]))
+
+    def restore(self, rows: Sequence[HeldRow]) -> int:
+        """Take back the verdicts a previous process held (rows of :mod:`.held`; replacing)."""
+        self._held.clear()
+        restored = 0
+        for row in rows:
+            if row.kind != KIND or not isinstance(row.state, dict):
+                continue
+            held = _Held(**{name: row.state[name] for name in _SAVED if name in row.state})
+            if not held.marks or len(held.revisions) != len(held.marks):
+                continue
+            for mark in held.marks:
+                self._held[mark] = held
+            restored += 1
+        return restored
+
+    @defer.inlineCallbacks
+    def resume(self, since: float) -> Any:
+        """Request again the builds of held verdicts that were never requested.
+
+        ``since``: when the oldest held verdict may have been requested; a
+        build requested then (its mark is on a buildset) is waited for.
+        """
+        if not self._held:
+            return 0
+        requested = yield self.gatherer.requested_marks(since)
+        again = 0
+        for held in self._each():
+            done = (held.parent_build, held.suspect_build)
+            missing = [
+                (mark, revision)
+                for i, (mark, revision) in enumerate(zip(held.marks, held.revisions, strict=True))
+                if done[i] is None and mark not in requested
+            ]
+            if not missing:
+                continue
+            # The timeout counts from this request: the first never happened.
+            held.requested_at = self.clock()
+            yield self._save(held)
+            for mark, revision in missing:
+                yield self._request(held.builderid, revision, mark, held.streak)
+                again += 1
+        return again
+
+    def _each(self) -> list[_Held]:
+        """Each held verdict once (a verdict with two builds has two marks)."""
+        return list({id(h): h for h in self._held.values()}.values())
+
+    @defer.inlineCallbacks
+    def overdue(self, now: float, timeout: float) -> Any:
+        """Decline the held verdicts whose builds never ran within ``timeout`` seconds.
+
+        A Deferred of ``[(verdict, judgement), ...]``; those verdicts are no
+        longer held (and the builders that joined them go with them).
+        """
+        ended = []
+        for held in self._each():
+            if not overdue(held.requested_at, now, timeout):
+                continue
+            waiting = held.marks[0] if held.parent_build is None else held.marks[-1]
+            for m in held.marks:
+                self._held.pop(m, None)
+            yield self._forget(held)
+            what = waiting.split(", for the red streak", 1)[0]
+            judgement = never_ran(what, held.verdict.builder, now - held.requested_at)
+            log.msg(f"buildbot-revert: gave up waiting for the {what}")
+            ended.append((held.verdict, judgement))
+        return ended
+
     @property
     def waiting(self) -> list[Verdict]:
-        return [h.verdict for h in self._held.values()]
+        return [h.verdict for h in self._each()]
 
-    def join(self, verdict: Verdict) -> bool:
+    @defer.inlineCallbacks
+    def join(self, verdict: Verdict) -> Any:
         """Keep another builder's qualification on a held change; False if none is held."""
         if verdict.reason is not Reason.ALREADY_PROPOSED or verdict.suspect is None:
             return False
         for held in self._held.values():
             if held.verdict.suspect == verdict.suspect:
                 held.joined.append(verdict)
+                yield self._save(held)
                 return True
         return False
 
@@ -151,9 +278,11 @@ class Verifier:
                 "its parent revision is unknown"
             )
             return False
-        held = _Held(verdict, parent, build_suspect=len(suspects) > 1)
         streak = self.build_url(verdict.builder, verdict.first_failing_build) or (
             f"{verdict.builder} build {verdict.first_failing_build}"
+        )
+        held = _Held(
+            verdict, parent, build_suspect=len(suspects) > 1, builderid=builderid, streak=streak
         )
         wanted = [("parent", parent)]
         if held.build_suspect:
@@ -165,27 +294,40 @@ class Verifier:
                 f"{verdict.first_failing_build} ({verdict.reason.value})"
             )
             held.marks.append(mark)
+            held.revisions.append(revision)
             self._held[mark] = held
+        # Written before the builds are requested: a restart in between
+        # requests them again rather than forgetting the verdict.
+        held.requested_at = self.clock()
+        yield self._save(held)
+        for mark, revision in zip(held.marks, held.revisions, strict=True):
             yield self._request(builderid, revision, mark, streak)
         return True
 
     def _request(self, builderid: int, revision: str, mark: str, streak: str) -> Any:
         return request_build(self.master, self.gatherer, builderid, revision, mark, streak)
 
-    def finished(self, build: Build) -> tuple[Verdict, Judgement, list[Verdict]] | None:
-        """A verification build finished: the held verdict, its judgement and who joined it."""
+    @defer.inlineCallbacks
+    def finished(self, build: Build) -> Any:
+        """A verification build finished: the held verdict, its judgement and who joined it.
+
+        (A Deferred of ``(verdict, judgement, joined)``, or of None while
+        the verdict waits for its other build, or when the build is not ours.)
+        """
         mark = build.verification
         held = self._held.get(mark or "")
-        if held is None:
+        if held is None or build.result in AGAIN:
             return None
         if mark == held.marks[0]:
             held.parent_build = build
         else:
             held.suspect_build = build
         if held.parent_build is None or (held.build_suspect and held.suspect_build is None):
+            yield self._save(held)
             return None
         for m in held.marks:
             self._held.pop(m, None)
+        yield self._forget(held)
         verdict = held.verdict
         assert verdict.suspect is not None
         judgement = judge(

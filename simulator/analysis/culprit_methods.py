@@ -80,6 +80,10 @@ class Methods:
     max_age: float = defaults.BISECTION_MAX_AGE
     per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
     per_day: int = defaults.BISECTION_PER_DAY
+    # Builds each builder runs at once: above 1, bisection is n-section
+    # (core.bisection.Bisection.batch), as the plugin does on a builder
+    # with several slots; the builds counted are the builds it requests.
+    width: int = 1
 
     @property
     def any(self) -> bool:
@@ -327,7 +331,7 @@ def methods_tracker(
                 or self._builders[verdict.builder].tolerated
             ):
                 return verdict
-            needed = builds_needed(len(suspects))
+            needed = builds_needed(len(suspects), methods.width)
             if room(verdict.builder, verdict.decided_at) < needed:
                 return verdict
             fails_from = truth.fails_from(failing[0], suspects)
@@ -341,11 +345,16 @@ def methods_tracker(
             search = Bisection("parent", suspects, frozenset(verdict.evidence))
             judgement: Judgement | None = None
             probes = 0
-            while judgement is None and (revision := search.next()) is not None:
-                probes += 1
-                index = next((i for i, c in enumerate(suspects) if c.revision == revision), -1)
-                build = self._forced(failing[0], fails_from, index, f"probe {probes}", revision)
-                judgement = search.record(revision, build)
+            while judgement is None and (batch := search.batch(methods.width)):
+                built = []
+                for revision in batch:
+                    probes += 1
+                    index = next((i for i, c in enumerate(suspects) if c.revision == revision), -1)
+                    role = f"probe {probes}"
+                    built.append(
+                        (revision, self._forced(failing[0], fails_from, index, role, revision))
+                    )
+                judgement = search.record_batch(built)
             costs.spend("bisection", hours * probes)
             requested.extend([verdict.decided_at] * probes)
             by_builder[verdict.builder].extend([verdict.decided_at] * probes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildbot_revert.core.bisection import Bisection
+from buildbot_revert.core.bisection import Bisection, builds_needed
 from buildbot_revert.core.model import Build
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
@@ -86,3 +86,49 @@ def test_a_found_revert_is_declined() -> None:
     found = tracker.judge_found("B", revert, "bisection found it")
     assert found is not None and found.reason is Reason.CULPRIT_IS_REVERT
     assert found.request is None
+
+
+def n_section(
+    culprit: int, width: int, changes: int = 7
+) -> tuple[Bisection, list[tuple[str, ...]]]:
+    """``run`` with ``width`` builds at once: the batches built."""
+    search = Bisection("green", CHANGES[:changes], frozenset({"test_os"}))
+    batches = []
+    while batch := search.batch(width):
+        batches.append(batch)
+        built = []
+        for revision in batch:
+            index = -1 if revision == "green" else int(revision[1:])
+            built.append((revision, probe("F@os" if index >= culprit else "S")))
+        assert search.record_batch(built) is None
+    return search, batches
+
+
+def test_n_section_cuts_what_is_left_into_width_plus_one_parts() -> None:
+    search, batches = n_section(culprit=5, width=2)
+    # The parent alone; then the seven gaps from the parent to c7 (known to
+    # fail) cut in three: c2, c4 (both pass); then c4..c7 in three: c5, c6.
+    assert batches == [("green",), ("c2", "c4"), ("c5", "c6")]
+    assert search.found is not None and search.found.revision == "c5"
+
+
+def test_n_section_finds_every_culprit_within_its_builds_needed() -> None:
+    for changes in range(2, 8):
+        for width in (1, 2, 3, 4):
+            for culprit in range(1, changes + 1):
+                search, batches = n_section(culprit, width, changes)
+                assert search.found is not None and search.found.revision == f"c{culprit}"
+                assert all(len(b) <= width for b in batches)
+                assert sum(len(b) for b in batches) <= builds_needed(changes, width)
+
+
+def test_one_build_at_a_time_is_the_halving() -> None:
+    for culprit in range(1, 8):
+        _, built = run(culprit)
+        _, batches = n_section(culprit, width=1)
+        assert [r for b in batches for r in b] == built
+
+
+def test_builds_needed_grows_with_the_width_as_the_rounds_shrink() -> None:
+    assert [builds_needed(n) for n in (2, 3, 5, 8, 9)] == [2, 3, 4, 4, 5]
+    assert [builds_needed(n, 2) for n in (2, 3, 4, 8, 9)] == [2, 3, 4, 5, 5]

@@ -6,7 +6,7 @@ from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import judge
+from buildbot_revert.core.verification import judge, never_ran, overdue
 from tests.builds_dsl import builds
 from tests.core.test_guards import LOGS
 
@@ -58,3 +58,13 @@ def test_verification_builds_never_extend_nor_end_a_streak() -> None:
     [verdict] = [e for e in events if isinstance(e, Verdict)]
     assert verdict.reason is Reason.REVERT
     assert verdict.failing_builds == (2, 3, 4)
+
+
+def test_a_forced_build_not_finished_within_the_timeout_never_ran() -> None:
+    assert not overdue(1000.0, 1000.0 + 3599.0, 3600.0)
+    assert overdue(1000.0, 1000.0 + 3600.0, 3600.0)
+    judgement = never_ran("verification build of the parent abc", "B", 7200.0)
+    assert judgement.reason is Reason.UNVERIFIED and not judgement.confirmed
+    assert judgement.explanation.startswith(
+        "the verification build of the parent abc, requested on B 2.0 hour(s) ago, never ran"
+    )

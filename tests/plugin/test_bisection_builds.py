@@ -20,6 +20,7 @@ from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
 
+
 BUILDERS = (BuilderSpec("stable-linux", ("stable", "tier-1"), tree_stable_timer=2.0),)
 
 

@@ -127,6 +127,7 @@ def test_the_token_never_shows_in_the_settings_repr():
         ({"bisection": {"k": 2}}, "bisection has unknown settings: k"),
         ({"bisection": {"max_changes": 1}}, "bisection max_changes must be at least 2"),
         ({"bisection": {"per_day": 0}}, "bisection per_day must be a whole number of at least 1"),
+        ({"forced_build_timeout": 0}, "forced_build_timeout must be positive"),
         ({"policy_options": {"intersection": 1}}, "policy: intersection is True or False"),
         ({"policy_options": {"nope": 1}}, "policy_options has unknown settings: nope"),
         ({"policy_options": {"guards": frozenset({"x"})}}, "policy: unknown guard"),

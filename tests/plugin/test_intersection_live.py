@@ -22,6 +22,7 @@ from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
 
+
 BUILDERS = (BuilderSpec("linux", ("stable", "tier-1")), BuilderSpec("macos", ("stable", "tier-2")))
 # The second worker, and the builder it runs (the harness's worker runs the rest).
 SECOND = """

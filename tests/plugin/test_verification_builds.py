@@ -16,9 +16,11 @@ import pytest
 
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
+from testkit.processes import kill_process_group
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
 
 pytestmark = pytest.mark.live
+
 
 BUILDERS = (BuilderSpec("fast-linux", ("stable", "tier-1")),)
 BOTH = (*BUILDERS, BuilderSpec("fast-macos", ("stable", "tier-2")))
@@ -99,3 +101,74 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
 
     wait_for(named, timeout=30, what="both builders named on the revert")
     assert len(github.revert_pulls()) == 1
+
+
+SLOW = (BuilderSpec("fast-linux", ("stable", "tier-1"), sleep=4.0),)
+
+
+def held_for_verification(github, harness) -> tuple[int, str, str]:
+    """A breaking change qualifies; its parent's build is requested: (PR, parent, change)."""
+    _, good = merged_pr(github, harness, "gh-1: Document things", {"docs.txt": "docs\n"})
+    harness.wait_for_revision(good)
+    number, bad = merged_pr(github, harness, "gh-2: Tweak the parser", {"parser.py": "BREAK\n"})
+    harness.wait_for_revision(bad)
+    for i in (3, 4):
+        _, sha = merged_pr(github, harness, f"gh-{i}: More", {f"more{i}.txt": f"{i}\n"})
+        harness.wait_for_revision(sha)
+    wait_for(
+        lambda: "requested a verification build" in harness.master_log.read_text(),
+        timeout=60,
+        what="the parent's verification build to be requested",
+    )
+    return number, good, bad
+
+
+def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes(
+    github, masters, tmp_path
+):
+    # The builder is slow: the verification build is still to run (or
+    # running) when the master stops, right after requesting it.
+    harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
+    number, good, bad = held_for_verification(github, harness)
+    assert github.revert_pulls() == []
+    harness.stop_master()
+    harness.start()
+    wait_for(lambda: github.comments_on(number), timeout=90, what="the revert after the restart")
+    log = harness.master_log.read_text()
+    assert "took back 1 verdict(s) held for verification" in log
+    [revert] = github.revert_pulls()
+    assert "verified: the parent of" in (revert.body or "")
+    # The build requested before the restart is the one waited for (run
+    # again by Buildbot if the stop interrupted it), never requested twice.
+    assert log.count("requested a verification build") == 1
+    checks = verification_builds(harness)
+    assert checks and checks[-1]["results"] == 0
+    assert all(c["results"] in (0, 5) for c in checks)  # passed, or retried
+    assert f"parent {good[:12]} of suspect {bad[:12]}" in checks[-1]["properties"][PROPERTY][0]
+    time.sleep(1.0)
+    assert len(github.revert_pulls()) == 1
+
+
+def test_a_verification_build_that_never_runs_declines_the_verdict_after_the_timeout(
+    github, masters, tmp_path
+):
+    config = verifying(github, tmp_path).replace(
+        "verification=True,", "verification=True, forced_build_timeout=5.0,"
+    )
+    harness = masters(builders=SLOW, extra_config=config)
+    number, good, bad = held_for_verification(github, harness)
+    # The worker goes away: the build is never run (or is lost and retried).
+    kill_process_group(harness.worker_proc)
+    harness.worker_proc = None
+    wait_for(
+        lambda: "verification on fast-linux: unverified" in harness.master_log.read_text(),
+        timeout=60,
+        what="the held verdict to be declined",
+    )
+    log = harness.master_log.read_text()
+    assert f"the verification build of the parent {good[:12]} of suspect {bad[:12]}" in log
+    assert "never ran (no worker took it, or its request was cancelled)" in log
+    assert all(c["results"] == 5 for c in verification_builds(harness))  # none ran to the end
+    time.sleep(1.0)
+    assert github.revert_pulls() == []
+    assert github.comments_on(number) == []

@@ -18,12 +18,13 @@ from tests.core.test_guards import LOGS
 
 START = 1_700_000_000.0
 C1, C2 = change("c1", when=START + 500), change("c2", when=START + 501)
+C3, C4 = change("c3", when=START + 502), change("c4", when=START + 503)
 # Builds are ten minutes apart and take five: each forced build costs 1/12 h.
 BUILD_HOURS = 300.0 / 3600
 
 
 def history(spec: str) -> list[Build]:
-    return builds(spec, start=START, logs=LOGS, changes={"c1": C1, "c2": C2})
+    return builds(spec, start=START, logs=LOGS, changes={"c1": C1, "c2": C2, "c3": C3, "c4": C4})
 
 
 def labelled(cause: str, culprit: str | None = None) -> Labels:
@@ -62,6 +63,23 @@ def test_bisection_finds_the_labelled_culprit_and_says_what_it_cost() -> None:
     # The parent, then c1: two forced builds.
     assert rows["bisection"].build_hours == 2 * BUILD_HOURS
     assert rows["bisection"].acted_on == 1
+
+
+def test_n_section_counts_the_builds_the_plugin_requests() -> None:
+    spec = "S:a F:c1,c2,c3,c4@os F@os F@os S"
+    labels = labelled("breakage", "c3")
+    for width, batches in (
+        (1, [["parent"], ["c2"], ["c3"]]),
+        (3, [["parent"], ["c1", "c2", "c3"]]),
+    ):
+        result, costs = replayed(spec, Methods(bisection=True, width=width), labels)
+        verdict = verdict_of(result)
+        assert verdict.reason is Reason.REVERT_BY_BISECTION and verdict.suspect == C3
+        rows = {r.method: r for r in method_table(result, None, costs)}
+        # Every build of every batch, as core.bisection.Bisection.batch gives them.
+        builds_ = sum(len(b) for b in batches)
+        assert rows["bisection"].build_hours == builds_ * BUILD_HOURS
+        assert f"{builds_} verification build(s)" in verdict.explanation
 
 
 def test_bisection_over_a_world_change_declines_it_as_the_environment() -> None:

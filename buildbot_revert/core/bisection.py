@@ -23,13 +23,77 @@ chooses revisions and reads results.  Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.verdicts import Reason
+from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import Judgement, fails_alike
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
+_DAY = 86400.0
+
+
+def worth_bisecting(
+    verdict: Verdict,
+    suspects: Sequence[Change],
+    *,
+    max_changes: int,
+    max_age: float,
+    tolerated: bool,
+) -> bool:
+    """Whether bisection takes up this streak (both shells ask; the caps come after).
+
+    A ``multiple-changes`` verdict whose first failing build held 2 to
+    ``max_changes`` changes, all at most ``max_age`` seconds old when it was
+    decided, whose failing builds failed something in common (what a probe
+    must fail alike), on a builder not allowed to fail (a tolerated builder
+    would never propose what it found).
+    """
+    return (
+        verdict.reason is Reason.MULTIPLE_CHANGES
+        and 1 < len(suspects) <= max_changes
+        and bool(verdict.evidence)
+        and verdict.decided_at - min(c.when for c in suspects) <= max_age
+        and not tolerated
+    )
+
+
+class DailyCaps:
+    """Bisection's daily caps: the builds requested in any 24 hours, in all and per builder.
+
+    The shell says when it requested builds (:meth:`spend`) and asks how
+    many more the caps allow now (:meth:`room`); times are the shell's
+    clock, passed in.
+    """
+
+    def __init__(self, per_day: int, per_builder_per_day: int) -> None:
+        self.per_day = per_day
+        self.per_builder_per_day = per_builder_per_day
+        self._all: deque[float] = deque()
+        self._by_builder: dict[str, deque[float]] = {}
+
+    def reset(self, requests: Iterable[tuple[str, float]] = ()) -> None:
+        """Forget every request, then count these ``(builder, requested_at)``."""
+        self._all.clear()
+        self._by_builder.clear()
+        for builder, at in requests:
+            self.spend(builder, at)
+
+    def spend(self, builder: str, at: float, count: int = 1) -> None:
+        """``count`` builds requested on ``builder`` at ``at``."""
+        mine = self._by_builder.setdefault(builder, deque())
+        for _ in range(count):
+            self._all.append(at)
+            mine.append(at)
+
+    def room(self, builder: str, now: float) -> int:
+        """How many more builds the caps allow on ``builder`` at ``now``."""
+        mine = self._by_builder.setdefault(builder, deque())
+        for times in (self._all, mine):
+            while times and times[0] <= now - _DAY:
+                times.popleft()
+        return min(self.per_day - len(self._all), self.per_builder_per_day - len(mine))
 
 
 def builds_needed(changes: int, width: int = 1) -> int:

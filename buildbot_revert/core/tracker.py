@@ -413,6 +413,14 @@ class StreakTracker:
             return ()
         return tuple(state.streak.failing)
 
+    def is_tolerated(self, builder: str) -> bool:
+        """Whether the builder is allowed to fail (a ``Policy.tolerated_tags`` tag)."""
+        state = self._builders.get(builder)
+        if state is None:
+            tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
+            return not self.policy.tolerated_tags.isdisjoint(tags)
+        return bool(state.tolerated)
+
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""
         state = self._builders.get(builder)

@@ -67,6 +67,10 @@ class Reason(StrEnum):
 
 # The reasons that propose a revert (a RevertRequest comes with them).
 PROPOSING = frozenset({Reason.REVERT, Reason.REVERT_BY_INTERSECTION, Reason.REVERT_BY_BISECTION})
+# The reasons that answered a streak with a revert, its own or another
+# builder's; every other reason declined it (a blind spot, in the
+# simulator's report and on the dashboard alike).
+ANSWERED = PROPOSING | {Reason.ALREADY_PROPOSED}
 
 
 class Decision(StrEnum):

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from buildbot_revert.core.guards import common_tests, signature_of
 from buildbot_revert.core.model import Build, Result
-from buildbot_revert.core.verdicts import Reason
+from buildbot_revert.core.verdicts import PROPOSING, Reason, Verdict
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 _FAILURE = int(Result.FAILURE)
@@ -50,6 +50,11 @@ class Judgement(NamedTuple):
     @property
     def confirmed(self) -> bool:
         return self.reason is None
+
+
+def wants_verification(verdict: Verdict) -> bool:
+    """Whether a verdict is one to verify before filing: it proposes a revert of one change."""
+    return verdict.reason in PROPOSING and verdict.suspect is not None
 
 
 def overdue(requested_at: float, now: float, timeout: float) -> bool:

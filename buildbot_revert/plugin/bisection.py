@@ -30,7 +30,6 @@ never ran: the search is abandoned (``unverified``).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,15 +37,14 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python import log
 
-from buildbot_revert.core.bisection import Bisection, builds_needed
+from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verdicts import Verdict
 from buildbot_revert.core.verification import Judgement, never_ran, overdue
 from buildbot_revert.plugin.config import BisectionSettings
 from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
 from buildbot_revert.plugin.verification import AGAIN, BuiltRevisions, request_build
 
-_DAY = 86400.0
 KIND = "bisection"
 _SAVED = ("verdict", "bisection", "builderid", "streak", "marks", "built", "requested_at")
 
@@ -119,18 +117,13 @@ class Bisector:
         self.width = width
         # mark of the build in flight -> its search
         self._searches: dict[str, _Search] = {}
-        # When each requested build was requested: all, and per builder.
-        self._requested: deque[float] = deque()
-        self._by_builder: dict[str, deque[float]] = {}
+        # The builds requested in the last day, in all and per builder.
+        self._spent = DailyCaps(caps.per_day, caps.per_builder_per_day)
 
     def restore(self, rows: Sequence[HeldRow], requests: Sequence[tuple[str, float]]) -> int:
         """Take back a previous process's searches and the builds it requested (replacing)."""
         self._searches.clear()
-        self._requested.clear()
-        self._by_builder.clear()
-        for builder, at in requests:
-            self._requested.append(at)
-            self._by_builder.setdefault(builder, deque()).append(at)
+        self._spent.reset(requests)
         restored = 0
         for row in rows:
             if row.kind != KIND or not isinstance(row.state, dict):
@@ -180,28 +173,23 @@ class Bisector:
         state = {name: getattr(search, name) for name in _SAVED}
         return self.store.put(search.key, KIND, state, self.clock())
 
-    def wants(self, verdict: Verdict, suspects: Sequence[Change]) -> bool:
-        """Whether this verdict's streak is one to bisect (and the caps allow it)."""
-        if verdict.reason is not Reason.MULTIPLE_CHANGES:
-            return False
-        if not 1 < len(suspects) <= self.caps.max_changes or not verdict.evidence:
-            return False
-        oldest = min(c.when for c in suspects)
-        if verdict.decided_at - oldest > self.caps.max_age:
+    def wants(self, verdict: Verdict, suspects: Sequence[Change], *, tolerated: bool) -> bool:
+        """Whether the core's rule takes up this streak, and the caps allow it now."""
+        caps = self.caps
+        if not worth_bisecting(
+            verdict,
+            suspects,
+            max_changes=caps.max_changes,
+            max_age=caps.max_age,
+            tolerated=tolerated,
+        ):
             return False
         width = self.width(verdict.builder)
         return self._room(verdict.builder) >= builds_needed(len(suspects), width)
 
     def _room(self, builder: str) -> int:
         """How many more builds the caps allow now, on ``builder``."""
-        now = self.clock()
-        for times in (self._requested, self._by_builder.setdefault(builder, deque())):
-            while times and times[0] <= now - _DAY:
-                times.popleft()
-        return min(
-            self.caps.per_day - len(self._requested),
-            self.caps.per_builder_per_day - len(self._by_builder[builder]),
-        )
+        return self._spent.room(builder, self.clock())
 
     @defer.inlineCallbacks
     def start(self, verdict: Verdict, suspects: Sequence[Change]) -> Any:
@@ -248,8 +236,7 @@ class Bisector:
         # requests them again rather than forgetting the search.
         yield self._save(search)
         for mark, revision in search.marks.items():
-            self._requested.append(now)
-            self._by_builder.setdefault(verdict.builder, deque()).append(now)
+            self._spent.spend(verdict.builder, now)
             if self.store is not None:
                 yield self.store.requested(verdict.builder, now)
             yield request_build(

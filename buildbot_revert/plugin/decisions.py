@@ -22,16 +22,18 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
+from twisted.internet import defer
 
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core import verdicts
+from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.plugin.ledger import Runner, create_tables
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.
 KEEP = 40 * 86400.0
-# The reasons that answered a streak with a revert; every other one declined
-# (the simulator's blind spots count the same way).
-ANSWERED = (Reason.REVERT.value, Reason.ALREADY_PROPOSED.value)
+# The reasons that answered a streak with a revert (the core's, as the
+# simulator's blind spots count them); every other one declined.
+ANSWERED = tuple(sorted(reason.value for reason in verdicts.ANSWERED))
 
 metadata = sa.MetaData()
 verdicts_table = sa.Table(
@@ -99,7 +101,7 @@ class Decisions:
         """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""
         if isinstance(event, Streak):
             if event.ended_at is None:
-                return self._run(lambda conn: None)
+                return defer.succeed(None)  # nothing to keep: no database round trip
             return self._ended(event.builder, event.first_failing_build, event.ended_at)
         suspect = event.suspect
         values = {

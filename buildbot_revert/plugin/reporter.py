@@ -62,7 +62,7 @@ from buildbot_revert.core.model import Build
 from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
-from buildbot_revert.core.verification import Judgement
+from buildbot_revert.core.verification import Judgement, wants_verification
 from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.bisection import Bisector, builder_slots
 from buildbot_revert.plugin.config import (
@@ -692,7 +692,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     @defer.inlineCallbacks
     def _hold(self, verifier: Verifier, verdict: Verdict) -> Any:
         """Hold a proposing verdict for its verification builds; False if not held."""
-        if verdict.reason not in PROPOSING or verdict.suspect is None or self.tracker is None:
+        if not wants_verification(verdict) or verdict.suspect is None or self.tracker is None:
             return False
         suspects = self.tracker.suspects_of(verdict.builder) or (verdict.suspect,)
         held = yield verifier.hold(verdict, suspects)
@@ -701,13 +701,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     @defer.inlineCallbacks
     def _bisect(self, verdict: Verdict) -> Any:
         """Start bisecting a several-change streak, when bisection is on and may."""
-        bisector = self.bisector
-        if bisector is None or self.tracker is None:
+        bisector, tracker = self.bisector, self.tracker
+        if bisector is None or tracker is None:
             return
-        if not self.tracker.policy.tolerated_tags.isdisjoint(self._tags.get(verdict.builder, ())):
-            return  # allowed to fail: it would never propose what it found
-        suspects = self.tracker.suspects_of(verdict.builder)
-        if bisector.wants(verdict, suspects):
+        suspects = tracker.suspects_of(verdict.builder)
+        if bisector.wants(verdict, suspects, tolerated=tracker.is_tolerated(verdict.builder)):
             started = yield bisector.start(verdict, suspects)
             if not started:
                 log.msg(f"buildbot-revert: cannot bisect {verdict.builder}: no green revision")

@@ -16,13 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from buildbot_revert.core.verdicts import Reason, Streak
+from buildbot_revert.core.verdicts import ANSWERED, Streak
 from simulator.analysis.replay import ReplayResult
 from simulator.formatting import iso
 
 _HOUR = 3600.0
-# The reasons that answered a streak with a revert: every other one declined.
-_ANSWERED = (Reason.REVERT, Reason.REVERT_BY_INTERSECTION, Reason.ALREADY_PROPOSED)
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ class BlindSpots:
     def caught_at_end(self) -> int:
         """Builders red at the end whose culprit did get a revert proposal
         (from this builder, or from another one first)."""
-        caught = {reason.value for reason in _ANSWERED}
+        caught = {reason.value for reason in ANSWERED}
         return sum(1 for r in self.red_at_end if r.reason in caught)
 
     def as_json(self) -> dict[str, Any]:
@@ -124,7 +122,7 @@ def by_reason(streaks: Iterable[Streak], window_end: float) -> list[StreakGroup]
 def blind_spots(result: ReplayResult) -> BlindSpots:
     """Group the declined streaks and list the builders red at the end."""
     end = result.window_end or 0.0
-    declined = by_reason((s for s in result.streaks if s.verdict.reason not in _ANSWERED), end)
+    declined = by_reason((s for s in result.streaks if s.verdict.reason not in ANSWERED), end)
     declined.sort(key=lambda g: (-g.red_hours, g.reason))
     red = [
         RedAtEnd(

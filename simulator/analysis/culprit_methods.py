@@ -41,23 +41,21 @@ negative numbers) and what it cost.
 from __future__ import annotations
 
 import hashlib
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from buildbot_revert.core import defaults
-from buildbot_revert.core.bisection import Bisection, builds_needed
+from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.tracker import Event, StreakTracker
-from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
-from buildbot_revert.core.verification import Judgement, judge
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core.verification import Judgement, judge, wants_verification
 from simulator.analysis.evaluation import Evaluation
 from simulator.analysis.replay import ReplayResult
 from simulator.history.labels import Labels
 
 _HOUR = 3600.0
-_DAY = 86400.0
 _SUCCESS = int(Result.SUCCESS)
 _FAILURE = int(Result.FAILURE)
 
@@ -227,17 +225,8 @@ def methods_tracker(
 ) -> type[StreakTracker]:
     """A tracker class that also plays out verification and bisection (see the module)."""
     truth = _Truth(labels)
-    # When each forced bisection build was requested: in all, and per builder.
-    requested: deque[float] = deque()
-    by_builder: dict[str, deque[float]] = {}
-
-    def room(builder: str, now: float) -> int:
-        """How many more builds bisection's daily caps allow at ``now``."""
-        mine = by_builder.setdefault(builder, deque())
-        for times in (requested, mine):
-            while times and times[0] <= now - _DAY:
-                times.popleft()
-        return min(methods.per_day - len(requested), methods.per_builder_per_day - len(mine))
+    # The forced bisection builds requested in the last day, as the plugin counts them.
+    spent = DailyCaps(methods.per_day, methods.per_builder_per_day)
 
     class MethodsTracker(StreakTracker):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -275,7 +264,7 @@ def methods_tracker(
             return tuple(out)
 
         def _play(self, verdict: Verdict) -> Verdict:
-            if methods.verification and verdict.reason in PROPOSING and verdict.suspect:
+            if methods.verification and wants_verification(verdict):
                 return self._verify(verdict)
             if methods.bisection and verdict.reason is Reason.MULTIPLE_CHANGES:
                 return self._bisect(verdict)
@@ -323,24 +312,26 @@ def methods_tracker(
             suspects = tuple(sorted(self.suspects_of(verdict.builder), key=lambda c: c.when))
             failing = self.failing_of(verdict.builder)
             if (
-                not 1 < len(suspects) <= methods.max_changes
-                or not failing
-                or not verdict.evidence
-                or verdict.decided_at - suspects[0].when > methods.max_age
+                not failing
                 or (self._watched is not None and not self._watched(verdict.builder))
-                or self._builders[verdict.builder].tolerated
+                or not worth_bisecting(
+                    verdict,
+                    suspects,
+                    max_changes=methods.max_changes,
+                    max_age=methods.max_age,
+                    tolerated=self.is_tolerated(verdict.builder),
+                )
             ):
                 return verdict
             needed = builds_needed(len(suspects), methods.width)
-            if room(verdict.builder, verdict.decided_at) < needed:
+            if spent.room(verdict.builder, verdict.decided_at) < needed:
                 return verdict
             fails_from = truth.fails_from(failing[0], suspects)
             hours = self._hours(verdict.builder)
             if fails_from is None:
                 # Unlabelled: what it would cost, at most.
                 costs.spend("bisection", hours * needed)
-                requested.extend([verdict.decided_at] * needed)
-                by_builder[verdict.builder].extend([verdict.decided_at] * needed)
+                spent.spend(verdict.builder, verdict.decided_at, needed)
                 return verdict
             search = Bisection("parent", suspects, frozenset(verdict.evidence))
             judgement: Judgement | None = None
@@ -356,8 +347,7 @@ def methods_tracker(
                     )
                 judgement = search.record_batch(built)
             costs.spend("bisection", hours * probes)
-            requested.extend([verdict.decided_at] * probes)
-            by_builder[verdict.builder].extend([verdict.decided_at] * probes)
+            spent.spend(verdict.builder, verdict.decided_at, probes)
             found = search.found
             if judgement is not None or found is None:
                 assert judgement is not None

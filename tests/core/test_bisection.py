@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildbot_revert.core.bisection import Bisection, builds_needed
+from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
 from buildbot_revert.core.model import Build
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
@@ -132,3 +132,39 @@ def test_one_build_at_a_time_is_the_halving() -> None:
 def test_builds_needed_grows_with_the_width_as_the_rounds_shrink() -> None:
     assert [builds_needed(n) for n in (2, 3, 5, 8, 9)] == [2, 3, 4, 4, 5]
     assert [builds_needed(n, 2) for n in (2, 3, 4, 8, 9)] == [2, 3, 4, 5, 5]
+
+
+def several(**changed: object) -> Verdict:
+    """A multiple-changes verdict over c1..c3, decided a day after c1 landed."""
+    verdict = Verdict(
+        "B", 2, Reason.MULTIPLE_CHANGES, "", CHANGES[0].when + 86400.0, evidence=("test_os",)
+    )
+    return verdict._replace(**changed)
+
+
+def test_which_streaks_bisection_takes_up() -> None:
+    caps = {"max_changes": 3, "max_age": 2 * 86400.0}
+    assert worth_bisecting(several(), CHANGES[:3], **caps, tolerated=False)
+    # Another reason, one change or too many, nothing failed in common,
+    # a change too old, a builder allowed to fail: not taken up.
+    assert not worth_bisecting(several(reason=Reason.REVERT), CHANGES[:3], **caps, tolerated=False)
+    assert not worth_bisecting(several(), CHANGES[:1], **caps, tolerated=False)
+    assert not worth_bisecting(several(), CHANGES[:4], **caps, tolerated=False)
+    assert not worth_bisecting(several(evidence=()), CHANGES[:3], **caps, tolerated=False)
+    late = several(decided_at=CHANGES[0].when + 3 * 86400.0)
+    assert not worth_bisecting(late, CHANGES[:3], **caps, tolerated=False)
+    assert not worth_bisecting(several(), CHANGES[:3], **caps, tolerated=True)
+
+
+def test_the_daily_caps_count_the_last_24_hours_in_all_and_per_builder() -> None:
+    caps = DailyCaps(per_day=5, per_builder_per_day=3)
+    caps.spend("A", 0.0, 2)
+    caps.spend("B", 3600.0, 2)
+    assert caps.room("A", 7200.0) == 1  # A's own cap
+    assert caps.room("C", 7200.0) == 1  # the cap in all
+    # A day after A's builds they no longer count; B's still do.
+    assert caps.room("A", 86400.0) == 3
+    assert caps.room("C", 86400.0) == 3
+    caps.reset([("A", 86400.0)] * 3)
+    assert caps.room("A", 86400.0) == 0
+    assert caps.room("B", 86400.0) == 2

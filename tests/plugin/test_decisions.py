@@ -73,6 +73,27 @@ def test_blind_spots_count_declined_streaks_by_reason_in_the_window(engine):
 
 
 @pytest_twisted.inlineCallbacks
+def test_every_reason_that_answered_with_a_revert_is_no_blind_spot(engine):
+    # The core's ANSWERED, as the simulator's blind spots read it: a revert
+    # found by intersection or bisection answered its streak too.
+    decisions = Decisions(engine_runner(engine))
+    yield decisions.create()
+    now = 100 * 86400.0
+    for i, reason in enumerate(
+        (
+            Reason.REVERT,
+            Reason.REVERT_BY_INTERSECTION,
+            Reason.REVERT_BY_BISECTION,
+            Reason.ALREADY_PROPOSED,
+            Reason.INFRA,
+        )
+    ):
+        yield decisions.note(verdict(f"b{i}", 1, reason, now - HOUR))
+    spots = yield decisions.declined_by_reason(now - 86400.0, now)
+    assert [s.reason for s in spots] == ["infra"]
+
+
+@pytest_twisted.inlineCallbacks
 def test_old_rows_are_pruned_as_new_ones_arrive(engine):
     decisions = Decisions(engine_runner(engine))
     yield decisions.create()

@@ -26,7 +26,7 @@ from twisted.internet import defer
 
 from buildbot_revert.core import verdicts
 from buildbot_revert.core.verdicts import Streak, Verdict
-from buildbot_revert.plugin.ledger import Runner, create_tables
+from buildbot_revert.plugin.ledger import TableSet
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.
@@ -83,19 +83,10 @@ class ReasonCount(NamedTuple):
     example: str
 
 
-class Decisions:
+class Decisions(TableSet):
     """The verdicts table, reached through ``run(callable) -> Deferred``."""
 
-    def __init__(self, run: Runner) -> None:
-        self._run = run
-
-    def create(self) -> Any:
-        """Create the table if it is missing (safe on every start, on every master)."""
-
-        def thd(conn: sa.Connection) -> None:
-            create_tables(conn, metadata)
-
-        return self._run(thd)
+    tables = metadata
 
     def note(self, event: Verdict | Streak) -> Any:
         """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""

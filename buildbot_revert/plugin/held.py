@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from buildbot_revert.plugin.ledger import Runner, create_tables
+from buildbot_revert.plugin.ledger import Runner, TableSet
 from buildbot_revert.plugin.memory import load_core
 
 HELD_TABLE = "buildbot_revert_held"
@@ -64,18 +64,14 @@ class HeldRow(NamedTuple):
     state: Any
 
 
-class HeldStore:
+class HeldStore(TableSet):
     """The two tables of one owner, reached through ``run(callable) -> Deferred``."""
 
+    tables = metadata
+
     def __init__(self, run: Runner, owner: str) -> None:
-        self._run = run
+        super().__init__(run)
         self.owner = owner
-
-    def create(self) -> Any:
-        def thd(conn: sa.Connection) -> None:
-            create_tables(conn, metadata)
-
-        return self._run(thd)
 
     def put(self, key: str, kind: str, state: Any, now: float) -> Any:
         """Write (or replace) one held verdict or search."""

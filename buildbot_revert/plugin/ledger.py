@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -758,6 +758,25 @@ class RevertBuildRow(NamedTuple):
     result: int
     url: str | None
     completed_at: float
+
+
+class TableSet:
+    """Some of the plugin's tables in the master's database, reached through ``run``.
+
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (``master.db.pool.do``); each subclass names
+    its tables' ``MetaData``.
+    """
+
+    tables: ClassVar[sa.MetaData]
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def create(self) -> Any:
+        """Create the tables if they are missing (safe on every start, on every master)."""
+        tables = self.tables
+        return self._run(lambda conn: create_tables(conn, tables))
 
 
 def create_tables(conn: sa.Connection, tables: sa.MetaData) -> None:

@@ -42,7 +42,7 @@ import sqlalchemy as sa
 import buildbot_revert.core
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.plugin.ledger import Runner, create_tables
+from buildbot_revert.plugin.ledger import TableSet
 
 TABLE = "buildbot_revert_memory"
 # Builds fed this many seconds before the last one are read again on restore.
@@ -186,19 +186,10 @@ def loads(data: bytes) -> StreakTracker:
     return tracker
 
 
-class Memory:
+class Memory(TableSet):
     """The snapshot table, reached through ``run(callable) -> Deferred`` as the ledger is."""
 
-    def __init__(self, run: Runner) -> None:
-        self._run = run
-
-    def create(self) -> Any:
-        """Create the table if it is missing (safe on every start, on every master)."""
-
-        def thd(conn: sa.Connection) -> None:
-            create_tables(conn, metadata)
-
-        return self._run(thd)
+    tables = metadata
 
     def save(self, owner: str, policy: Policy, state: bytes, catch_up: CatchUp, now: float) -> Any:
         """Replace ``owner``'s snapshot with ``state`` (from :func:`dumps`)."""

@@ -386,14 +386,9 @@ class StreakTracker:
         if streak is None or change not in streak.suspects or streak.verdict is None:
             return None
         last = streak.failing[-1]
-        judged: tuple[Reason, str] | None
-        if is_revert(change):
-            judged = Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert"
-        else:
-            judged = self._too_old(change, last) or self._guard(streak, change, last)
-        if judged is None:
-            judged = self._propose(change, last, how, Reason.REVERT_BY_BISECTION)
-        reason, explanation = judged
+        reason, explanation = self._pinned(
+            streak, change, last, how, how, Reason.REVERT_BY_BISECTION
+        )
         request = None
         if reason in PROPOSING:
             numbers = tuple(b.number for b in streak.failing)
@@ -638,23 +633,30 @@ class StreakTracker:
                 f"{declined[1]}; {outcome(found)} ({who})",
                 None,
             )
-        if is_revert(change):
-            return (
-                Reason.CULPRIT_IS_REVERT,
-                f"{outcome(found)} ({who}), and that change is itself a revert",
-                change,
-            )
-        too_old = self._too_old(change, last)
-        if too_old is not None:
-            return (*too_old, change)
-        guarded = self._guard(streak, change, last)
-        if guarded is not None:
-            return (*guarded, change)
         why = (
             f"{self.policy.failures} consecutive failing builds after a green build; the first "
             f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
         )
-        return (*self._propose(change, last, why, Reason.REVERT_BY_INTERSECTION), change)
+        how = f"{outcome(found)} ({who})"
+        judged = self._pinned(streak, change, last, how, why, Reason.REVERT_BY_INTERSECTION)
+        return (*judged, change)
+
+    def _pinned(
+        self, streak: _OpenStreak, change: Change, last: Build, how: str, why: str, reason: Reason
+    ) -> tuple[Reason, str]:
+        """A change pinned among several (``how``): the checks a single change meets.
+
+        Not a revert, not too old, no evidence guard objecting (no
+        corroboration: the agreement is what pinned it); then it proposes as
+        ``reason``, explained by ``why``.
+        """
+        if is_revert(change):
+            return Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert"
+        return (
+            self._too_old(change, last)
+            or self._guard(streak, change, last)
+            or self._propose(change, last, why, reason)
+        )
 
     def _blamelist(self, streak: _OpenStreak) -> Blamelist:
         """A streak, as the intersection sees it: its suspects and what it fails."""

@@ -191,8 +191,16 @@ class Memory(TableSet):
 
     tables = metadata
 
-    def save(self, owner: str, policy: Policy, state: bytes, catch_up: CatchUp, now: float) -> Any:
-        """Replace ``owner``'s snapshot with ``state`` (from :func:`dumps`)."""
+    def save(
+        self, owner: str, policy: Policy, tracker: StreakTracker, catch_up: CatchUp, now: float
+    ) -> Any:
+        """Replace ``owner``'s snapshot with ``tracker``'s state.
+
+        The tracker is pickled in the database's thread, not the reactor's:
+        its state grows with the builders and the guards' windows, and the
+        master's reactor must not wait on it.  So nothing may feed the
+        tracker until the Deferred fires (the reporter holds its lock).
+        """
         last_complete_at, recent = catch_up.point(now)
         builds = catch_up.builds
         values = {
@@ -205,7 +213,7 @@ class Memory(TableSet):
         }
 
         def thd(conn: sa.Connection) -> int:
-            packed = zlib.compress(state, 1)
+            packed = zlib.compress(dumps(tracker), 1)
             t = memory_table
             with conn.begin():
                 conn.execute(t.delete().where(t.c.owner == owner))

@@ -194,30 +194,32 @@ class Memory(TableSet):
     def save(
         self, owner: str, policy: Policy, tracker: StreakTracker, catch_up: CatchUp, now: float
     ) -> Any:
-        """Replace ``owner``'s snapshot with ``tracker``'s state.
+        """Replace ``owner``'s snapshot with ``tracker``'s state and ``catch_up``'s point.
 
-        The tracker is pickled in the database's thread, not the reactor's:
-        its state grows with the builders and the guards' windows, and the
-        master's reactor must not wait on it.  So nothing may feed the
-        tracker until the Deferred fires (the reporter holds its lock).
+        All of it is serialised in the database's thread, not the reactor's:
+        the tracker's state grows with the builders and the guards' windows,
+        the catch-up's ids with the builds of its overlap, and the master's
+        reactor must not wait on them.  So nothing may feed the tracker or
+        note a build until the Deferred fires (the reporter holds its lock).
         """
-        last_complete_at, recent = catch_up.point(now)
-        builds = catch_up.builds
-        values = {
-            "owner": owner,
-            "fingerprint": fingerprint(policy),
-            "last_complete_at": last_complete_at,
-            "recent": json.dumps(sorted(recent)),
-            "builds": builds,
-            "saved_at": now,
-        }
 
         def thd(conn: sa.Connection) -> int:
+            last_complete_at, recent = catch_up.point(now)
             packed = zlib.compress(dumps(tracker), 1)
             t = memory_table
             with conn.begin():
                 conn.execute(t.delete().where(t.c.owner == owner))
-                conn.execute(t.insert().values(state=packed, **values))
+                conn.execute(
+                    t.insert().values(
+                        owner=owner,
+                        fingerprint=fingerprint(policy),
+                        state=packed,
+                        last_complete_at=last_complete_at,
+                        recent=json.dumps(sorted(recent)),
+                        builds=catch_up.builds,
+                        saved_at=now,
+                    )
+                )
             return len(packed)
 
         return self._run(thd)

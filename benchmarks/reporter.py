@@ -14,9 +14,10 @@ dry-run, GitHub excluded) and prints:
   resumption of its ``inlineCallbacks`` generators and coroutines timed, not
   only their first step.  What the reporter alone holds the reactor for,
   an upper bound of its longest uninterrupted run.  The longest is given in
-  wall time (the target), without the garbage collections within it, and
-  with its CPU time: the reactor thread's own, and how long the whole
-  process was off the CPU meanwhile (the machine's other load);
+  wall time, without the garbage collections within it, and *on the CPU*:
+  the same less the time the whole process was off the CPU meanwhile (the
+  OS running the machine's other load; the time a database thread held the
+  GIL stays in); and the most CPU time of the reactor's thread in a slice;
 - the longest *stall* of the whole process: how late a 5 ms ``LoopingCall``
   heartbeat came, whoever held the reactor (the master's own work, its
   garbage collections, the reporter), also without the collections in it.
@@ -35,7 +36,7 @@ reactor's thread) for ``python -m pstats``.  SIGINT or SIGTERM stops the
 builds, stops the master and removes its directory.
 
 Targets (issue 19): median <= 1 ms per build, no slice of the reporter over
-20 ms; the reporter changes nothing of the host process (its garbage
+20 ms (in wall time, and on the CPU); the reporter changes nothing of the host process (its garbage
 collector included) to get there.  The whole process's stall is printed
 against the same 20 ms, for the record: the control shows the master alone
 stalls longer.
@@ -367,7 +368,7 @@ def run(
             outside_gc=outside_gc(heartbeat, gc_timer),
             gc=gc_timer,
             feed_times=feed_times,
-            slices=run_slices or [Slice(0.0, 0.0, 0.0, 0.0, ())],
+            slices=run_slices,
         )
     )
 
@@ -403,12 +404,14 @@ def report(m: Measured) -> None:
     print(f"per build, median:     {median:.2f} ms   (target <= {MEDIAN_TARGET_MS:g} ms)")
     print(f"per build, p99:        {percentile(ms, 0.99):.2f} ms")
     print(f"per build, max:        {max(ms):.2f} ms")
-    seconds = [s.seconds for s in m.slices]
-    longest = max(m.slices, key=lambda s: s.seconds)
+    # The control's reporter is deaf: no slice (figures of 0).
+    slices = m.slices or [Slice(0.0, 0.0, 0.0, 0.0, ())]
+    seconds = [s.seconds for s in slices]
+    longest = max(slices, key=lambda s: s.seconds)
     slice_ms = longest.seconds * 1000
-    outside_gc_ms = max(s.seconds - s.gc_seconds for s in m.slices) * 1000
+    outside_gc_ms = max(s.seconds - s.gc_seconds for s in slices) * 1000
     print(
-        f"reporter's slices:     {len(seconds)} turns of the reactor ran the reporter's code; "
+        f"reporter's slices:     {len(m.slices)} turns of the reactor ran the reporter's code; "
         f"median {statistics.median(seconds) * 1000:.2f} ms, "
         f"p99 {percentile(seconds, 0.99) * 1000:.2f} ms"
     )
@@ -417,10 +420,13 @@ def report(m: Measured) -> None:
         f"{longest.gc_seconds * 1000:.1f} ms of it GC)"
     )
     print(f"  without the GC in it: {outside_gc_ms:.1f} ms")
-    cpu_ms = max(s.cpu_seconds for s in m.slices) * 1000
+    # Off the CPU: the time the OS ran other processes instead (the machine's load).
+    on_cpu_ms = max(min(s.seconds, s.process_seconds) for s in slices) * 1000
+    print(f"  while on the CPU:     {on_cpu_ms:.1f} ms   (target <= {STALL_TARGET_MS:g} ms)")
+    cpu_ms = max(s.cpu_seconds for s in slices) * 1000
     print(f"  most CPU in a slice:  {cpu_ms:.1f} ms   (the reactor thread's own)")
-    longest_wall = sorted(m.slices, key=lambda s: -s.seconds)[:3]
-    longest_cpu = sorted(m.slices, key=lambda s: -s.cpu_seconds)[:3]
+    longest_wall = sorted(slices, key=lambda s: -s.seconds)[:3]
+    longest_cpu = sorted(slices, key=lambda s: -s.cpu_seconds)[:3]
     for notable in dict.fromkeys(longest_wall + longest_cpu):
         if notable.entries:
             print(
@@ -439,7 +445,7 @@ def report(m: Measured) -> None:
     startup_gc = max(m.gc.startup_pauses) * 1000
     print(f"longest GC at start:   {startup_gc:.1f} ms   (master start, not measured)")
     print(f"longest tracker.feed:  {max(m.feed_times) * 1000:.2f} ms   (the core, synchronous)")
-    figures = {
+    figures: dict[str, Any] = {
         "builds": len(ms) if m.with_reporter else 0,
         "builders": m.builders,
         "db_url": m.db_url,
@@ -450,6 +456,7 @@ def report(m: Measured) -> None:
         "longest_slice_ms": round(slice_ms, 1),
         "longest_slice_outside_gc_ms": round(outside_gc_ms, 1),
         "p99_slice_ms": round(percentile(seconds, 0.99) * 1000, 3),
+        "longest_slice_on_cpu_ms": round(on_cpu_ms, 1),
         "most_slice_cpu_ms": round(cpu_ms, 1),
         "longest_stall_ms": round(stall, 1),
         "longest_stall_outside_gc_ms": round(m.outside_gc * 1000, 1),
@@ -458,19 +465,26 @@ def report(m: Measured) -> None:
         "full_collection_ms": [round(p * 1000, 1) for p in m.gc.full_pauses],
         "startup_gc_ms": round(startup_gc, 1),
         "longest_feed_ms": round(max(m.feed_times) * 1000, 3),
-        "targets": targets(median, slice_ms, stall),
     }
+    figures["targets"] = targets(figures)
     print(json.dumps(figures), flush=True)
 
 
-def targets(median_ms: float, slice_ms: float, stall_ms: float) -> dict[str, bool]:
-    """Which target each figure meets: the reporter's (median, slice), and the whole process's."""
-    return {
-        f"median_ms <= {MEDIAN_TARGET_MS:g}": median_ms <= MEDIAN_TARGET_MS,
-        f"longest_slice_ms <= {STALL_TARGET_MS:g}": slice_ms <= STALL_TARGET_MS,
-        # The heartbeat's: the master's own stalls in it too (see the control).
-        f"longest_stall_ms <= {STALL_TARGET_MS:g}": stall_ms <= STALL_TARGET_MS,
-    }
+# Each target: the figure and its bound.  The reporter's: the median, its
+# longest slice (wall time, and the same while the process was on the CPU:
+# a loaded machine's other processes are not the reporter's); the whole
+# process's stall, for the record (the master's own stalls are in it too).
+TARGETS = (
+    ("median_ms", MEDIAN_TARGET_MS),
+    ("longest_slice_ms", STALL_TARGET_MS),
+    ("longest_slice_on_cpu_ms", STALL_TARGET_MS),
+    ("longest_stall_ms", STALL_TARGET_MS),
+)
+
+
+def targets(figures: dict[str, float]) -> dict[str, bool]:
+    """Which target each figure meets (see :data:`TARGETS`)."""
+    return {f"{key} <= {bound:g}": figures[key] <= bound for key, bound in TARGETS}
 
 
 # The figures --runs summarises (min and median over the runs).
@@ -481,6 +495,8 @@ SUMMARISED = (
     "longest_slice_ms",
     "longest_slice_outside_gc_ms",
     "p99_slice_ms",
+    "longest_slice_on_cpu_ms",
+    "most_slice_cpu_ms",
     "longest_stall_ms",
     "longest_stall_outside_gc_ms",
     "longest_gc_ms",
@@ -538,11 +554,7 @@ def several_runs(args: argparse.Namespace) -> int:
         summary["with_reporter" if with_reporter else "control"] = part
     if True in runs:
         mine = summary["with_reporter"]
-        summary["targets"] = targets(
-            mine["median_ms"]["median"],
-            mine["longest_slice_ms"]["median"],
-            mine["longest_stall_ms"]["median"],
-        )
+        summary["targets"] = targets({key: mine[key]["median"] for key, _ in TARGETS})
         if False in runs:
             added = (
                 mine["longest_stall_ms"]["median"]
@@ -559,7 +571,7 @@ def summarise(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, di
     return {
         key: {
             "min": min(r[key] for r in runs),
-            "median": statistics.median(r[key] for r in runs),
+            "median": round(statistics.median(r[key] for r in runs), 3),
         }
         for key in keys
     }

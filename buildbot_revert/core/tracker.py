@@ -139,6 +139,7 @@ class _OpenStreak:
         "verdict",
         "evidence",
         "green_at",
+        "blamelist",
     )
 
     def __init__(
@@ -161,6 +162,10 @@ class _OpenStreak:
         self.verdict: Verdict | None = None
         # What the evidence builds fail in common, once decided.
         self.evidence: frozenset[str] = frozenset()
+        # The streak as an intersection sees it (StreakTracker._blamelist),
+        # once its evidence is complete: it is asked again at every other
+        # builder's decision while this one stays red.
+        self.blamelist: Blamelist | None = None
 
 
 class _BuilderState:
@@ -660,18 +665,24 @@ class StreakTracker:
 
     def _blamelist(self, streak: _OpenStreak) -> Blamelist:
         """A streak, as the intersection sees it: its suspects and what it fails."""
+        if streak.blamelist is not None:
+            return streak.blamelist
         named = [
             s
             for s, infra in zip(streak.signatures, streak.infra, strict=True)
             if s is not None and not infra and not s.generic
         ]
         first = streak.first
-        return Blamelist(
+        blamelist = Blamelist(
             first.builder,
             first.worker or first.builder,
             streak.suspects,
             common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
         )
+        if streak.count >= self.policy.failures:
+            # Past the evidence, nothing of it changes (see _failed).
+            streak.blamelist = blamelist
+        return blamelist
 
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
         """Every other builder that may take part in an intersection, as it stands now."""

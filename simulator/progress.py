@@ -71,13 +71,18 @@ def replay_with_progress(
 ) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection, policy)
+    # A tracker of its own plays out culprit finding, which copies failing
+    # builds with their logs: it is fed them.
+    builders, builds, evidence = select_builds(
+        store, selection, policy, steps=tracker_class is not None
+    )
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"),
         policy,
         selection,
         builders,
         tracker_class,
+        evidence=evidence,
     )
 
 
@@ -124,7 +129,8 @@ def sweep_with_progress(
     """Sweep the selection in its one pass over the history, with a bar."""
     combos = combinations(axes, base)
     selection = selection.of_history(store.builders())
-    builders, lazy = select_builds(store, selection, base)
+    steps = any(combo.methods.any for combo in combos)
+    builders, lazy, evidence = select_builds(store, selection, base, steps=steps)
     builds = counted(lazy, store.count_builds(), "Sweeping")
     labels = store.labels() if store.has_labels() else None
-    return run_sweep(builds, builders, selection, combos, labels)
+    return run_sweep(builds, builders, selection, combos, labels, evidence=evidence)

@@ -4,12 +4,19 @@ The tracker needs two facts of each failing build it weighs: its failure
 signature (:mod:`.signatures`) and whether it failed for an infrastructure
 reason (:func:`.guards.is_infra`).  Both depend on the failed steps alone
 (names, results, log tails), and reading them is most of what the decision
-costs, so a shell that feeds one build to several trackers (the simulator's
-sweep, one tracker per policy) hands them one :class:`EvidenceCache`: each
-build's steps are read once, whichever tracker asks first.  The plugin's
-tracker, fed each build once, reads with :func:`read_evidence` directly:
-the same code, without the cache.  Once read, a build is kept without
-its log tails (:func:`read_off`).
+costs, so the tracker asks for them only where they can matter (the first
+N failing builds of a streak, see :meth:`.tracker.StreakTracker.feed`)
+through an :data:`EvidenceReader` that its shell hands it.
+
+The plugin's tracker reads with :func:`read_evidence`: each build arrives
+with its failed steps and is fed once.  The simulator streams a history's
+builds without their failed steps and hands its trackers a reader that
+fetches a build's steps from the history file when (and only when) the
+tracker asks, once for all the trackers of a sweep
+(:mod:`simulator.analysis.evidence`); it answers with this module's
+:func:`read_evidence`, so both shells read evidence with the same code.
+Either way the tracker keeps the build without its log tails
+(:func:`read_off`): what it answers besides the evidence.
 """
 
 from __future__ import annotations
@@ -18,23 +25,19 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from buildbot_revert.core.guards import is_infra, signature_of
-from buildbot_revert.core.model import Build, FailedStep
+from buildbot_revert.core.model import Build
 from buildbot_revert.core.signatures import Signature
 
 # A failing build's signature, and whether it failed for an infrastructure reason.
 Evidence: TypeAlias = tuple[Signature, bool]
-# What a tracker calls to read a failing build's evidence.
-EvidenceReader: TypeAlias = Callable[[Build], Evidence]
-
-# How many builds' evidence a cache keeps.  Trackers fed in lockstep ask for
-# the same build one after the other: a handful would do; the margin costs
-# little (signatures are small, and log tails are not kept).
-CACHE_SIZE = 256
+# What a tracker calls to read a failing build's evidence: the evidence, and
+# the build as the tracker keeps it (its failed steps, without log tails).
+EvidenceReader: TypeAlias = Callable[[Build], tuple[Evidence, Build]]
 
 
-def read_evidence(build: Build) -> Evidence:
-    """``build``'s signature and whether it failed for an infrastructure reason."""
-    return signature_of(build), is_infra(build)
+def read_evidence(build: Build) -> tuple[Evidence, Build]:
+    """``build``'s signature and infrastructure flag, and ``build`` read off."""
+    return (signature_of(build), is_infra(build)), read_off(build)
 
 
 def read_off(build: Build) -> Build:
@@ -48,32 +51,3 @@ def read_off(build: Build) -> Build:
     if not any(step.log_tail is not None for step in steps):
         return build
     return build._replace(failed_steps=tuple(step._replace(log_tail=None) for step in steps))
-
-
-class EvidenceCache:
-    """:func:`read_evidence`, once per distinct set of failed steps.
-
-    Keyed by the failed steps themselves (what the evidence is read from),
-    so that an answer can never be another build's; only the newest
-    :data:`CACHE_SIZE` are kept, whatever the history's length.
-    """
-
-    __slots__ = ("_known", "reads")
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[FailedStep, ...], Evidence] = {}
-        # How many builds were actually read (the rest came from the cache).
-        self.reads = 0
-
-    def __call__(self, build: Build) -> Evidence:
-        steps = build.failed_steps
-        known = self._known.get(steps)
-        if known is not None:
-            return known
-        self.reads += 1
-        evidence = read_evidence(build)
-        if len(self._known) >= CACHE_SIZE:
-            # Dicts keep insertion order: drop the oldest.
-            del self._known[next(iter(self._known))]
-        self._known[steps] = evidence
-        return evidence

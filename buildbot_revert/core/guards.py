@@ -284,14 +284,15 @@ def origin_of(change: Change) -> str:
 class Landings:
     """When each commit landed on each branch, as the builds show it."""
 
-    __slots__ = ("_seen", "_by_origin")
+    __slots__ = ("seen", "_by_origin")
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
+        # The revisions noted: a caller may skip noting one already here.
+        self.seen: set[str] = set()
         self._by_origin: dict[str, dict[str, float]] = {}
 
     def note(self, changes: Sequence[Change]) -> None:
-        seen = self._seen
+        seen = self.seen
         # Called for every build: most hold one change, seen before.
         if len(changes) == 1 and changes[0].revision in seen:
             return

@@ -228,7 +228,8 @@ class StreakTracker:
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         self._builders: dict[str, _BuilderState] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
-        self._branches: set[str] = set()
+        # (None, a build of no known branch, is any branch's.)
+        self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
         self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
@@ -253,19 +254,30 @@ class StreakTracker:
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
-        if not self._is_branch_evidence(build, state):
+        # Most builds are of a branch already seen, on a builder that does
+        # not build pull requests: no call (this runs for every build).
+        if state.pull_requests or (
+            build.branch not in self._branches and not self._is_branch_evidence(build, state)
+        ):
             return _NO_EVENTS
         result = build.result
         streak = state.streak
         state.builds += 1
         changes = build.changes
         if changes:
-            # Blamelists are not guaranteed to be in landing order.
-            newest = changes[0].when if len(changes) == 1 else max(map(_WHEN, changes))
+            first = changes[0]
+            if len(changes) == 1:
+                newest = first.when
+                # Most builds hold one change that other builders built first.
+                if first.revision not in self._landings.seen:
+                    self._landings.note(changes)
+            else:
+                # Blamelists are not guaranteed to be in landing order.
+                newest = max(map(_WHEN, changes))
+                self._landings.note(changes)
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
-            state.line = changes[0].branch or ""
-            self._landings.note(changes)
+            state.line = first.branch or ""
         if result in self._green:
             state.green_at = build.completed_at
             if state.untested:
@@ -308,10 +320,9 @@ class StreakTracker:
                     streak.evidence, build.completed_at, state.built_upto, state.line
                 )
             return _NO_EVENTS
-        signature, infra = self._evidence(build, state)
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
-        build = read_off(build)
+        signature, infra, build = self._evidence(build, state)
         if streak is None:
             suspects = (*state.untested, *build.changes) if state.untested else build.changes
             state.untested = []
@@ -457,16 +468,19 @@ class StreakTracker:
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool]:
-        """Read a failing build's signature and remember what it fails."""
+    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool, Build]:
+        """Read a failing build's signature and remember what it fails.
+
+        Also the build as the streak keeps it (see :mod:`.evidence`).
+        """
         if not self._guards:
-            return None, False
-        signature, infra = self._read(build)
+            return None, False, read_off(build)
+        (signature, infra), kept = self._read(build)
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
             )
-        return signature, infra
+        return signature, infra, kept
 
     # -- deciding -----------------------------------------------------------
 

@@ -18,6 +18,7 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from simulator.analysis.evidence import StoredEvidence
 from simulator.history.store import HistoryStore
 
 
@@ -160,19 +161,23 @@ class ReplayResult:
 
 
 def select_builds(
-    store: HistoryStore, selection: Selection, policy: Policy
-) -> tuple[list[Builder], Iterator[Build]]:
-    """The builders the selection keeps, and their builds in completion order.
+    store: HistoryStore, selection: Selection, policy: Policy, *, steps: bool = False
+) -> tuple[list[Builder], Iterator[Build], StoredEvidence]:
+    """The builders the selection keeps, their builds in completion order, and their evidence.
 
     The builds start the policy's ``memory_horizon`` before
     ``selection.since`` (the same horizon a plugin starting afresh replays):
-    see :func:`replay_builds`.
+    see :func:`replay_builds`.  They come without their failed steps,
+    which the trackers read through the evidence reader returned, unless
+    ``steps`` (a tracker that plays out verification and bisection builds
+    copies failing builds with their logs).
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
     since = None if selection.since is None else selection.since - policy.memory_horizon
     # Every builder's builds: the ones not selected are evidence for the
     # guards (what fails where, which workers agree), as in the plugin.
-    return builders, store.iter_builds(since, selection.until)
+    builds = store.iter_builds(since, selection.until, steps=steps)
+    return builders, builds, StoredEvidence(store)
 
 
 def replay_builds(
@@ -207,7 +212,7 @@ class Replayer:
 
     Several replayers fed the same builds in turn are a sweep's one pass
     over the history; handed one
-    :class:`~buildbot_revert.core.evidence.EvidenceCache` as ``evidence``,
+    :class:`~simulator.analysis.evidence.StoredEvidence` as ``evidence``,
     they read each failing build's logs once between them.  ``feed`` is a
     closure over locals rather than a method: it runs once per build per
     replay, and attribute lookups were a third of a sweep's own time.
@@ -279,8 +284,8 @@ class Replayer:
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection, policy)
-    return replay_builds(builds, policy, selection, builders)
+    builders, builds, evidence = select_builds(store, selection, policy)
+    return replay_builds(builds, policy, selection, builders, evidence=evidence)
 
 
 def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:

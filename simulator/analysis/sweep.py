@@ -6,8 +6,8 @@ replay, because the grace period does not change which streaks qualify,
 only whether a qualified revert is finally filed (see
 :mod:`simulator.analysis.grace`).  The distinct replays run in one pass
 over the history: each build is read once and fed to every replay in turn,
-and a failing build's logs are read once for all of them (an
-:class:`~buildbot_revert.core.evidence.EvidenceCache`), so a sweep costs one
+and a failing build's logs are read once for all of them (a
+:class:`~simulator.analysis.evidence.StoredEvidence`), so a sweep costs one
 read and one signature extraction plus the trackers' own bookkeeping, and
 holds no more of the history than a single replay does.
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from buildbot_revert.core.evidence import EvidenceCache
+from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
@@ -269,21 +269,23 @@ def run_sweep(
     combos: Sequence[Combination],
     labels: Labels | None,
     *,
+    evidence: EvidenceReader,
     on_done: Callable[[int], None] | None = None,
 ) -> SweepResult:
     """Replay each distinct policy in one pass over ``builds``, and score every combination.
 
     One :class:`~simulator.analysis.replay.Replayer` per distinct policy,
     each fed every build in turn, all reading failing builds' logs through
-    one :class:`~buildbot_revert.core.evidence.EvidenceCache`: the history
-    is read once and each failing build's signature taken once, however
-    many policies.  ``on_done(n)`` is told, once the pass is over, how many
+    ``evidence`` (:func:`~.replay.select_builds` gives one that fetches a
+    build's logs when asked, once for all; builds that carry their failed
+    steps may be read with :func:`~buildbot_revert.core.evidence.read_evidence`):
+    the history is read once and each failing build's signature taken
+    once, however many policies.  ``on_done(n)`` is told, once the pass is over, how many
     combinations each replay settled (for a progress bar).
     """
     by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
     for i, combo in enumerate(combos):
         by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
-    evidence = EvidenceCache()
     replayers: list[Replayer] = []
     costs_of: list[MethodCosts | None] = []
     for policy, methods in by_policy:

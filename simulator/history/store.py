@@ -39,6 +39,15 @@ _INSERT_FAILED_STEP = (
 )
 
 
+# One build's failed steps (HistoryStore.failed_steps_of), off the
+# builders' name, the builds' (builder_id, number) and failed_steps' primary
+# key indexes.
+_FAILED_STEPS_OF = (
+    "SELECT f.name, f.result, f.log_tail FROM builders r"
+    " JOIN builds b ON b.builder_id = r.id JOIN failed_steps f ON f.build_id = b.id"
+    " WHERE r.name = ? AND b.number = ? ORDER BY f.step_number"
+)
+
 # How many distinct blamelists iter_builds keeps made: builders build the
 # same recent changes, so a small window finds nearly every repeat, and
 # memory stays flat however long the history.
@@ -429,6 +438,8 @@ class HistoryStore:
         since: float | None = None,
         until: float | None = None,
         builder_names: Iterable[str] | None = None,
+        *,
+        steps: bool = True,
     ) -> Iterator[Build]:
         """Yield the stored builds as core records, in completion order.
 
@@ -436,6 +447,10 @@ class HistoryStore:
         the failing ones, are two cursors in the same order, merged as they go,
         so what is held at any time is one build's rows (and the changes,
         which every build may name), whatever the history's length.
+
+        ``steps=False`` leaves every build's failed steps out (a replay
+        reads the few it needs with :meth:`failed_steps_of`, through
+        :mod:`simulator.analysis.evidence`).
         """
         names = self._builder_names()
         ids = None
@@ -449,8 +464,8 @@ class HistoryStore:
         # The failed steps' next row, or None at their end.  Ids of builds
         # with no failed step never appear in it, so a build takes its rows
         # only when the ids agree.
-        steps = self.conn.execute(steps_sql, params)
-        next_step = steps.fetchone()
+        cursor = self.conn.execute(steps_sql, params) if steps else None
+        next_step = cursor.fetchone() if cursor is not None else None
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
@@ -483,7 +498,7 @@ class HistoryStore:
                 found = []
                 while next_step is not None and next_step[0] == bid:
                     found.append(new(FailedStep, next_step[1:]))
-                    next_step = steps.fetchone()
+                    next_step = cursor.fetchone()  # type: ignore[union-attr]
                 failed = tuple(found)
             builder = names[builder_id]
             yield new(
@@ -502,6 +517,11 @@ class HistoryStore:
                     None,
                 ),
             )
+
+    def failed_steps_of(self, builder: str, number: int) -> tuple[FailedStep, ...]:
+        """One build's failed steps, with their log tails, in step order."""
+        rows = self.conn.execute(_FAILED_STEPS_OF, (builder, number))
+        return tuple(FailedStep(*row) for row in rows)
 
     def labels(self) -> Labels:
         names = self._builder_names()

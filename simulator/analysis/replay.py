@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from buildbot_revert.core.evidence import EvidenceReader
-from buildbot_revert.core.model import Build, Builder
+from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
@@ -241,7 +241,7 @@ class Replayer:
         tracker_feed = self.tracker.feed
         kept = self.kept
         result = self.result
-        verdicts, streaks = result.verdicts, result.streaks
+        keep = self._keep = _Keeper(result.verdicts, result.streaks)
         # No window start: every build and event is in the window.
         since = result.selection.since
         start = float("-inf") if since is None else since
@@ -264,7 +264,7 @@ class Replayer:
             if events:
                 for event in events:
                     if event.started_at >= start:
-                        _keep(event, verdicts, streaks)
+                        keep(event)
 
         def tally() -> None:
             result.builds, result.first_build_at, result.last_build_at = count, first, last
@@ -278,7 +278,7 @@ class Replayer:
         since = result.selection.since
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
-                _keep(event, result.verdicts, result.streaks)
+                self._keep(event)
         return result
 
 
@@ -288,27 +288,94 @@ def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayR
     return replay_builds(builds, policy, selection, builders, evidence=evidence)
 
 
-def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
-    """File a tracker event under verdicts or streak openings.
+class _Keeper:
+    """Files the tracker's events under a result's verdicts and streaks, compactly.
 
-    A streak's failing builds are kept as bare records (see :func:`bare`):
-    the tracker has read what it needed of them, the reports and the
-    evaluation only name them, and a year's worth of their blamelists and
-    log tails would otherwise stay in memory to the end of the replay.
+    A replay keeps every streak of the window, and a year holds thousands:
+    what it keeps of each must not hold the history's text.  So a streak's
+    failing builds are kept as bare records (:meth:`_bare`: the tracker has
+    read what it needed of them, the reports and the evaluation only name
+    them), its changes and its verdict's suspect without their messages and
+    file lists (:func:`_slim`: the reports name a change by revision, title
+    and author; a proposal's own request keeps the whole change), one
+    record per revision, and each distinct explanation, worker and branch
+    name once (a year's thousands of streaks have about a hundred
+    explanations).
     """
-    if isinstance(event, Verdict):
-        verdicts.append(event)
-    else:
+
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_changes", "_open")
+
+    def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
+        self._verdicts = verdicts
+        self._streaks = streaks
+        self._texts: dict[str, str] = {}
+        self._changes: dict[str, Change] = {}
+        # The verdicts kept, by the identity of the tracker's own, until
+        # their streak is reported with the same verdict: the tracker holds
+        # its verdict until then, so the identity cannot be reused.
+        self._open: dict[int, Verdict] = {}
+
+    def __call__(self, event: Verdict | Streak) -> None:
+        if isinstance(event, Verdict):
+            kept = self._verdict(event)
+            self._open[id(event)] = kept
+            self._verdicts.append(kept)
+            return
+        verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
+        change = self._change
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
-        streaks.append(_new(Streak, (*event[:-1], tuple(map(bare, event.failing)))))
+        self._streaks.append(
+            _new(
+                Streak,
+                (
+                    *event[:5],
+                    tuple(map(change, event.blamelist)),
+                    verdict,
+                    tuple(map(self._bare, event.failing)),
+                ),
+            )
+        )
+
+    def _bare(self, build: Build) -> Build:
+        """``build`` without its blamelist and failed steps: which build it was, and its result.
+
+        Its worker and branch names are held once (each row read brings its own).
+        """
+        texts = self._texts
+        worker, branch = build.worker, build.branch
+        return _new(
+            Build,
+            (
+                *build[:5],
+                (),
+                (),
+                worker if worker is None else texts.setdefault(worker, worker),
+                branch if branch is None else texts.setdefault(branch, branch),
+                *build[9:],
+            ),
+        )
+
+    def _verdict(self, verdict: Verdict) -> Verdict:
+        text = self._texts.setdefault(verdict.explanation, verdict.explanation)
+        suspect = verdict.suspect
+        return verdict._replace(
+            explanation=text, suspect=None if suspect is None else self._change(suspect)
+        )
+
+    def _change(self, change: Change) -> Change:
+        # A history holds each revision once (its changes' unique index).
+        kept = self._changes.get(change.revision)
+        if kept is None:
+            kept = self._changes[change.revision] = _slim(change)
+        return kept
 
 
-def bare(build: Build) -> Build:
-    """``build`` without its blamelist and failed steps: which build it was, and its result."""
-    if not build.failed_steps and not build.changes:
-        return build
-    return _new(Build, (*build[:5], (), (), *build[7:]))
+def _slim(change: Change) -> Change:
+    """``change`` without its message and files: which change it was."""
+    if not change.message and not change.files:
+        return change
+    return _new(Change, (*change[:5], "", (), *change[7:]))
 
 
 _new = tuple.__new__

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,12 @@ _FAILED_STEPS_OF = (
     " JOIN builds b ON b.builder_id = r.id JOIN failed_steps f ON f.build_id = b.id"
     " WHERE r.name = ? AND b.number = ? ORDER BY f.step_number"
 )
+
+# iter_builds reads changes by chunks of this many ids, keeping the last few
+# chunks read: about three months of CPython's changes, whatever the
+# history's length.
+_CHUNK = 256
+_CHUNKS_KEPT = 6
 
 # How many distinct blamelists iter_builds keeps made: builders build the
 # same recent changes, so a small window finds nearly every repeat, and
@@ -334,10 +340,15 @@ class HistoryStore:
         return self.conn.execute("SELECT 1 FROM label_breakages LIMIT 1").fetchone() is not None
 
     def changes_by_id(self) -> dict[int, Change]:
+        """Every stored change, by id."""
+        return self._changes("")
+
+    def _changes(self, where: str, *params: int) -> dict[int, Change]:
         out: dict[int, Change] = {}
         for cid, rev, author, title, message, when, pr, files, branch in self.conn.execute(
             "SELECT id, revision, author, title, message, when_ts, pr_number, files, branch"
-            " FROM changes"
+            f" FROM changes {where}",
+            params,
         ):
             out[cid] = Change(
                 rev,
@@ -350,6 +361,31 @@ class HistoryStore:
                 branch,
             )
         return out
+
+    def _change_lookup(self) -> Callable[[int], Change]:
+        """A change by id, read a chunk of ids at a time, the recent chunks kept.
+
+        A stream of builds names the changes that landed lately: holding
+        every change of the history (messages, file lists) would grow with
+        its length, so only the last :data:`_CHUNKS_KEPT` chunks of
+        :data:`_CHUNK` ids are kept, and a chunk dropped is read again if
+        an old change is named (a builder back after weeks away).
+        """
+        chunks: dict[int, dict[int, Change]] = {}
+
+        def change(cid: int) -> Change:
+            chunk = chunks.get(cid // _CHUNK)
+            if chunk is None:
+                if len(chunks) >= _CHUNKS_KEPT:
+                    # Dicts keep insertion order: drop the chunk read first.
+                    del chunks[next(iter(chunks))]
+                low = cid - cid % _CHUNK
+                chunk = chunks[cid // _CHUNK] = self._changes(
+                    "WHERE id >= ? AND id < ?", low, low + _CHUNK
+                )
+            return chunk[cid]
+
+        return change
 
     def _where(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
@@ -457,7 +493,7 @@ class HistoryStore:
         if builder_names is not None:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
-        changes = self.changes_by_id()
+        change = self._change_lookup()
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
         empty: tuple[FailedStep, ...] = ()
@@ -491,7 +527,7 @@ class HistoryStore:
                 # group_concat promises no order: sort the ids here, once
                 # per distinct list.
                 blamed = blamed_by[blame] = tuple(
-                    changes[cid] for cid in sorted(map(int, blame.split(",")))
+                    change(cid) for cid in sorted(map(int, blame.split(",")))
                 )
             failed = empty
             if result == failure and next_step is not None and next_step[0] == bid:

@@ -281,15 +281,32 @@ def origin_of(change: Change) -> str:
     return change.revision
 
 
+# Landings looks for commits to forget after this many new ones.
+_FORGET_EVERY = 1024
+
+
 class Landings:
-    """When each commit landed on each branch, as the builds show it."""
+    """When each commit landed on each branch, as the builds show it.
 
-    __slots__ = ("seen", "_by_origin")
+    Commits that landed more than ``horizon`` before the newest one noted
+    are forgotten (the failure memory forgets failures as old, so no
+    failure it still holds is older than them): a tracker that runs for
+    months, in a master or over a long history, holds a bounded number.
+    A backport whose original was forgotten counts as on ``main`` before
+    anything remembered, as one whose original was never seen.
+    """
 
-    def __init__(self) -> None:
-        # The revisions noted: a caller may skip noting one already here.
-        self.seen: set[str] = set()
+    __slots__ = ("seen", "_by_origin", "_horizon", "_newest", "_noted")
+
+    def __init__(self, horizon: float = float("inf")) -> None:
+        # The revisions noted, with when they landed: a caller may skip
+        # noting one already here.
+        self.seen: dict[str, float] = {}
         self._by_origin: dict[str, dict[str, float]] = {}
+        self._horizon = horizon
+        self._newest = float("-inf")
+        # Revisions noted since the last time old ones were forgotten.
+        self._noted = 0
 
     def note(self, changes: Sequence[Change]) -> None:
         seen = self.seen
@@ -298,9 +315,26 @@ class Landings:
             return
         for change in changes:
             if change.revision not in seen:
-                seen.add(change.revision)
+                when = change.when
+                seen[change.revision] = when
                 lines = self._by_origin.setdefault(origin_of(change), {})
-                lines[change.branch or ""] = change.when
+                lines[change.branch or ""] = when
+                if when > self._newest:
+                    self._newest = when
+                self._noted += 1
+        if self._noted >= _FORGET_EVERY:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the commits that landed more than the horizon before the newest."""
+        self._noted = 0
+        cut = self._newest - self._horizon
+        if cut == float("-inf"):
+            return
+        self.seen = {r: w for r, w in self.seen.items() if w >= cut}
+        self._by_origin = {
+            o: lines for o, lines in self._by_origin.items() if max(lines.values()) >= cut
+        }
 
     def family(self, change: Change) -> dict[str, float]:
         """Branch -> when ``change`` (or its original, or a sibling backport) landed.

@@ -232,8 +232,9 @@ class StreakTracker:
         self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
-        self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
-        self._landings = Landings()
+        horizon = self.policy.failing_before_window + 31 * 86400.0
+        self._failures = FailureMemory(horizon)
+        self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
         # revision -> worker -> what its streak failed, for every worker whose
         # builder's streak points at the revision alone (see _check).

@@ -295,21 +295,24 @@ class _Keeper:
     what it keeps of each must not hold the history's text.  So a streak's
     failing builds are kept as bare records (:meth:`_bare`: the tracker has
     read what it needed of them, the reports and the evaluation only name
-    them), its changes and its verdict's suspect without their messages and
-    file lists (:func:`_slim`: the reports name a change by revision, title
-    and author; a proposal's own request keeps the whole change), one
-    record per revision, and each distinct explanation, worker and branch
+    them), its verdict's suspect and a blamelist of one change without their
+    messages and file lists (:func:`_slim`: the reports name such a change by
+    revision, title and author; a proposal's own request keeps the whole
+    change), the changes of a longer blamelist by revision, landing time and
+    branch alone (the reports and the evaluation count them), one record
+    per revision and kind, and each distinct explanation, worker and branch
     name once (a year's thousands of streaks have about a hundred
     explanations).
     """
 
-    __slots__ = ("_verdicts", "_streaks", "_texts", "_changes", "_open")
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_changes", "_revisions", "_open")
 
     def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
         self._verdicts = verdicts
         self._streaks = streaks
         self._texts: dict[str, str] = {}
         self._changes: dict[str, Change] = {}
+        self._revisions: dict[str, Change] = {}
         # The verdicts kept, by the identity of the tracker's own, until
         # their streak is reported with the same verdict: the tracker holds
         # its verdict until then, so the identity cannot be reused.
@@ -322,7 +325,8 @@ class _Keeper:
             self._verdicts.append(kept)
             return
         verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
-        change = self._change
+        blamelist = event.blamelist
+        change = self._change if len(blamelist) == 1 else self._revision
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
         self._streaks.append(
@@ -330,7 +334,7 @@ class _Keeper:
                 Streak,
                 (
                     *event[:5],
-                    tuple(map(change, event.blamelist)),
+                    tuple(map(change, blamelist)),
                     verdict,
                     tuple(map(self._bare, event.failing)),
                 ),
@@ -369,6 +373,17 @@ class _Keeper:
         if kept is None:
             kept = self._changes[change.revision] = _slim(change)
         return kept
+
+    def _revision(self, change: Change) -> Change:
+        kept = self._revisions.get(change.revision)
+        if kept is None:
+            kept = self._revisions[change.revision] = _revision_only(change)
+        return kept
+
+
+def _revision_only(change: Change) -> Change:
+    """``change`` as a revision that landed on a branch at a time."""
+    return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
 
 
 def _slim(change: Change) -> Change:

@@ -35,10 +35,12 @@ class StoredEvidence:
     ``steps=True``, as the culprit-finding replays need) is read as it is.
     """
 
-    __slots__ = ("_store", "_known", "reads")
+    __slots__ = ("_store", "_ids", "_known", "reads")
 
     def __init__(self, store: HistoryStore) -> None:
         self._store = store
+        # A replay adds no builder: their ids are read once.
+        self._ids = store.builder_ids()
         self._known: dict[tuple[str, int], tuple[Evidence, Build]] = {}
         # How many builds were actually read (the rest came from the cache).
         self.reads = 0
@@ -50,7 +52,8 @@ class StoredEvidence:
             return known
         self.reads += 1
         if not build.failed_steps and build.result == _FAILURE:
-            build = build._replace(failed_steps=self._store.failed_steps_of(*key))
+            steps = self._store.failed_steps_of(self._ids[build.builder], build.number)
+            build = build._replace(failed_steps=steps)
         answer = read_evidence(build)
         if len(self._known) >= KEPT:
             # Dicts keep insertion order: drop the oldest.

@@ -39,13 +39,11 @@ _INSERT_FAILED_STEP = (
 )
 
 
-# One build's failed steps (HistoryStore.failed_steps_of), off the
-# builders' name, the builds' (builder_id, number) and failed_steps' primary
-# key indexes.
+# One build's failed steps (HistoryStore.failed_steps_of), off the builds'
+# (builder_id, number) and failed_steps' primary key indexes.
 _FAILED_STEPS_OF = (
-    "SELECT f.name, f.result, f.log_tail FROM builders r"
-    " JOIN builds b ON b.builder_id = r.id JOIN failed_steps f ON f.build_id = b.id"
-    " WHERE r.name = ? AND b.number = ? ORDER BY f.step_number"
+    "SELECT f.name, f.result, f.log_tail FROM builds b JOIN failed_steps f ON f.build_id = b.id"
+    " WHERE b.builder_id = ? AND b.number = ? ORDER BY f.step_number"
 )
 
 # iter_builds reads changes by chunks of this many ids, keeping the last few
@@ -554,9 +552,12 @@ class HistoryStore:
                 ),
             )
 
-    def failed_steps_of(self, builder: str, number: int) -> tuple[FailedStep, ...]:
-        """One build's failed steps, with their log tails, in step order."""
-        rows = self.conn.execute(_FAILED_STEPS_OF, (builder, number))
+    def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
+        """One build's failed steps, with their log tails, in step order.
+
+        ``builder_id`` is the builder's id in this file (:meth:`builder_ids`).
+        """
+        rows = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
         return tuple(FailedStep(*row) for row in rows)
 
     def labels(self) -> Labels:

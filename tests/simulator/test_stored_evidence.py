@@ -41,10 +41,11 @@ def test_the_stream_leaves_failed_steps_out_and_the_store_gives_them_by_build(
     failing = [b for b in lazy if b.result == FAILURE]
     assert failing and all(not b.failed_steps for b in lazy)
     assert any(eager[(b.builder, b.number)].failed_steps for b in failing)
+    ids = store.builder_ids()
     for b in failing:
         stored = eager[(b.builder, b.number)].failed_steps
-        assert store.failed_steps_of(b.builder, b.number) == stored
-    assert store.failed_steps_of("no such builder", 1) == ()
+        assert store.failed_steps_of(ids[b.builder], b.number) == stored
+    assert store.failed_steps_of(max(ids.values()) + 1, 1) == ()
 
 
 @pytest.mark.parametrize("failures", [1, 2, 3])
@@ -77,7 +78,8 @@ def test_the_reader_keeps_a_bounded_number_of_answers(store: HistoryStore) -> No
     failing = [b for b in store.iter_builds(steps=False) if b.result == FAILURE]
     for build in failing:
         (signature, infra), kept = evidence(build)
-        full = build._replace(failed_steps=store.failed_steps_of(build.builder, build.number))
+        steps = store.failed_steps_of(store.builder_ids()[build.builder], build.number)
+        full = build._replace(failed_steps=steps)
         assert ((signature, infra), kept) == read_evidence(full)
         assert all(step.log_tail is None for step in kept.failed_steps)
     assert evidence.reads == len(failing)

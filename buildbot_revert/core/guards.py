@@ -363,7 +363,7 @@ class FailureMemory:
     the very commit a backport carries does not.
     """
 
-    __slots__ = ("_times", "_upto", "_lines", "_horizon")
+    __slots__ = ("_times", "_upto", "_lines", "_horizon", "_recorded")
 
     def __init__(self, horizon: float = float("inf")) -> None:
         # Times live in arrays of doubles: a plugin keeps this memory for
@@ -372,12 +372,18 @@ class FailureMemory:
         self._times: dict[str, array[float]] = {}
         self._upto: dict[str, array[float]] = {}
         self._lines: dict[str, list[str]] = {}
-        # Failures older than this (seconds before the newest) are forgotten.
+        # Failures older than this (seconds before the newest) are forgotten:
+        # a test failing often as it is recorded, every test now and then
+        # (the ones that failed a few times long ago would stay forever).
         self._horizon = horizon
+        self._recorded = 0
 
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
         # Builds arrive in completion order, so each array stays sorted.
         times, upto, lines = self._times, self._upto, self._lines
+        self._recorded += 1
+        if self._recorded >= _FORGET_EVERY * 4:
+            self._forget(at - self._horizon)
         for test in failing:
             seen = times.get(test)
             if seen is None:
@@ -391,6 +397,19 @@ class FailureMemory:
             if len(seen) > 256 and seen[0] < at - self._horizon:
                 cut = bisect_left(seen, at - self._horizon)
                 del seen[:cut], upto[test][:cut], lines[test][:cut]
+
+    def _forget(self, cut: float) -> None:
+        """Drop every failure recorded before ``cut``, and the tests left with none."""
+        self._recorded = 0
+        if cut == float("-inf"):
+            return
+        times, upto, lines = self._times, self._upto, self._lines
+        for test, seen in list(times.items()):
+            if seen[-1] < cut:
+                del times[test], upto[test], lines[test]
+            elif seen[0] < cut:
+                n = bisect_left(seen, cut)
+                del seen[:n], upto[test][:n], lines[test][:n]
 
     def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
         """Whether ``test`` failed, since ``since``, in a build without the change.

@@ -1,8 +1,8 @@
-"""Landings: when each commit reached each branch, forgetting what no failure still held can use."""
+"""Landings and the failure memory: what they remember, and forget past their horizon."""
 
 from __future__ import annotations
 
-from buildbot_revert.core.guards import Landings
+from buildbot_revert.core.guards import FailureMemory, Landings
 from buildbot_revert.core.model import Change
 
 DAY = 86400.0
@@ -43,3 +43,16 @@ def test_without_a_horizon_nothing_is_forgotten() -> None:
     for i in range(3000):
         landings.note([change(f"r{i}", i * DAY)])
     assert len(landings.seen) == 3000
+
+
+def test_the_failure_memory_forgets_tests_that_failed_only_long_ago() -> None:
+    memory = FailureMemory(horizon=10 * DAY)
+    memory.record(["test_rare"], 0.0, 0.0, "main")
+    # A test failing in every build for a long time after it.
+    for i in range(5000):
+        memory.record(["test_often"], DAY + i * 600.0, DAY, "main")
+    newest = DAY + 4999 * 600.0
+    assert not memory.failed_without("test_rare", {"main": float("inf")}, float("-inf"))
+    assert memory.failed_without("test_often", {"main": float("inf")}, newest - DAY)
+    # What is within the horizon is all still there.
+    assert memory.failed_without("test_often", {"main": float("inf")}, newest - 9 * DAY)

@@ -295,23 +295,21 @@ class _Keeper:
     what it keeps of each must not hold the history's text.  So a streak's
     failing builds are kept as bare records (:meth:`_bare`: the tracker has
     read what it needed of them, the reports and the evaluation only name
-    them), its verdict's suspect and a blamelist of one change without their
-    messages and file lists (:func:`_slim`: the reports name such a change by
-    revision, title and author; a proposal's own request keeps the whole
-    change), the changes of a longer blamelist by revision, landing time and
-    branch alone (the reports and the evaluation count them), one record
-    per revision and kind, and each distinct explanation, worker and branch
+    them), and the changes of a blamelist of several by revision, landing
+    time and branch alone (the reports and the evaluation count them; one
+    record per revision), and each distinct explanation, worker and branch
     name once (a year's thousands of streaks have about a hundred
-    explanations).
+    explanations).  Verdicts are kept as the tracker gave them (the parity
+    tests compare them with the plugin's), and so is a blamelist of one
+    change: the verdict's suspect, kept whole with it.
     """
 
-    __slots__ = ("_verdicts", "_streaks", "_texts", "_changes", "_revisions", "_open")
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_revisions", "_open")
 
     def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
         self._verdicts = verdicts
         self._streaks = streaks
         self._texts: dict[str, str] = {}
-        self._changes: dict[str, Change] = {}
         self._revisions: dict[str, Change] = {}
         # The verdicts kept, by the identity of the tracker's own, until
         # their streak is reported with the same verdict: the tracker holds
@@ -326,7 +324,9 @@ class _Keeper:
             return
         verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
         blamelist = event.blamelist
-        change = self._change if len(blamelist) == 1 else self._revision
+        # A blamelist of one change: the verdict's suspect, which the verdict
+        # keeps whole anyway.
+        change = _same if len(blamelist) == 1 else self._revision
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
         self._streaks.append(
@@ -361,18 +361,10 @@ class _Keeper:
         )
 
     def _verdict(self, verdict: Verdict) -> Verdict:
+        # The verdict as the tracker gave it (the parity tests compare it
+        # with the plugin's), its explanation held once.
         text = self._texts.setdefault(verdict.explanation, verdict.explanation)
-        suspect = verdict.suspect
-        return verdict._replace(
-            explanation=text, suspect=None if suspect is None else self._change(suspect)
-        )
-
-    def _change(self, change: Change) -> Change:
-        # A history holds each revision once (its changes' unique index).
-        kept = self._changes.get(change.revision)
-        if kept is None:
-            kept = self._changes[change.revision] = _slim(change)
-        return kept
+        return verdict if text is verdict.explanation else verdict._replace(explanation=text)
 
     def _revision(self, change: Change) -> Change:
         kept = self._revisions.get(change.revision)
@@ -386,11 +378,8 @@ def _revision_only(change: Change) -> Change:
     return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
 
 
-def _slim(change: Change) -> Change:
-    """``change`` without its message and files: which change it was."""
-    if not change.message and not change.files:
-        return change
-    return _new(Change, (*change[:5], "", (), *change[7:]))
+def _same(change: Change) -> Change:
+    return change
 
 
 _new = tuple.__new__

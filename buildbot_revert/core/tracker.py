@@ -77,7 +77,7 @@ proposes one twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 
 from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
@@ -174,7 +174,9 @@ class _BuilderState:
     __slots__ = (
         "green_at",
         "untested",
-        "streak",
+        "red",
+        "opening",
+        "ended",
         "built_upto",
         "builds",
         "line",
@@ -198,7 +200,12 @@ class _BuilderState:
         self.line = ""
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
-        self.streak: _OpenStreak | None = None
+        # A streak is open (whatever the policy's N: a streak opens at a
+        # FAILURE and ends at a green build); the suspects of the streak
+        # the last FAILURE opened; whether the last build ended a streak.
+        self.red = False
+        self.opening: tuple[Change, ...] = ()
+        self.ended = False
 
 
 class StreakTracker:
@@ -226,7 +233,11 @@ class StreakTracker:
         self._tags_of = tags_of
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
+        # What every builder's builds say whatever the policy's N (shared
+        # by the trackers of a TrackerGroup: see _note), and each builder's
+        # open streak, this tracker's own.
         self._builders: dict[str, _BuilderState] = {}
+        self._streaks: dict[str, _OpenStreak] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
         # (None, a build of no known branch, is any branch's.)
         self._branches: set[str | None] = {None}
@@ -247,11 +258,24 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
+        state = self._note(build)
+        if state is None:
+            return _NO_EVENTS
+        return self._judge(build, state)
+
+    def _note(self, build: Build) -> _BuilderState | None:
+        """The bookkeeping of a build that no policy's N changes; its builder's state.
+
+        None for a build that is no evidence.  What it notes is the same for
+        every tracker whose policy agrees on what is green, what is a pull
+        request's and what is tolerated: a :class:`TrackerGroup` notes each
+        build once for all of them and judges it in each (:meth:`_judge`).
+        """
         if build.verification is not None:
             # A build buildbot-revert requested at a chosen revision: the
             # shell judges it (.verification); it neither extends nor ends
             # the builder's streak, nor counts among its builds.
-            return _NO_EVENTS
+            return None
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
@@ -260,9 +284,8 @@ class StreakTracker:
         if state.pull_requests or (
             build.branch not in self._branches and not self._is_branch_evidence(build, state)
         ):
-            return _NO_EVENTS
+            return None
         result = build.result
-        streak = state.streak
         state.builds += 1
         changes = build.changes
         if changes:
@@ -283,16 +306,33 @@ class StreakTracker:
             state.green_at = build.completed_at
             if state.untested:
                 state.untested = []
-            if streak is None:
-                return _NO_EVENTS
-            state.streak = None
-            return self._close(streak, build.completed_at)
+            state.ended = state.red
+            state.red = False
+        elif result == _FAILURE:
+            state.ended = False
+            if not state.red:
+                # A streak opens: its suspects are the changes no green
+                # build tested, this build's last.
+                state.opening = (*state.untested, *changes) if state.untested else changes
+                state.untested = []
+                state.red = True
+        else:
+            state.ended = False
+            # Neutral: proves nothing either way.  Its changes were not
+            # tested, so they join the suspects of a streak that starts later.
+            if not state.red and changes:
+                state.untested.extend(changes)
+        return state
+
+    def _judge(self, build: Build, state: _BuilderState) -> tuple[Event, ...]:
+        """What a build :meth:`_note` took means to this tracker's streaks."""
+        result = build.result
         if result == _FAILURE:
-            return self._failed(build, state, streak)
-        # Neutral: proves nothing either way.  Its changes were not tested,
-        # so they join the suspects of a streak that starts later.
-        if streak is None and build.changes:
-            state.untested.extend(build.changes)
+            return self._failed(build, state, self._streaks.get(build.builder))
+        if state.ended:
+            streak = self._streaks.pop(build.builder, None)
+            if streak is not None:
+                return self._close(streak, build.completed_at)
         return _NO_EVENTS
 
     def _is_branch_evidence(self, build: Build, state: _BuilderState) -> bool:
@@ -325,11 +365,11 @@ class StreakTracker:
         # worker), not for its logs: what they show is read now.
         signature, infra, build = self._evidence(build, state)
         if streak is None:
-            suspects = (*state.untested, *build.changes) if state.untested else build.changes
-            state.untested = []
-            state.streak = _OpenStreak(build, suspects, state.green_at, signature, infra)
+            streak = self._streaks[build.builder] = _OpenStreak(
+                build, state.opening, state.green_at, signature, infra
+            )
             if self.policy.failures == 1:
-                return (self._decide(state.streak, build),)
+                return (self._decide(streak, build),)
             return _NO_EVENTS
         streak.count += 1
         streak.failing.append(build)
@@ -348,11 +388,10 @@ class StreakTracker:
     def finish(self, at: float) -> tuple[Event, ...]:
         """End of history at time ``at``: report the streaks still open."""
         events: list[Event] = []
-        for name in sorted(self._builders):
-            state = self._builders[name]
-            if state.streak is not None:
-                events.extend(self._close(state.streak, None, at))
-                state.streak = None
+        for name in sorted(self._streaks):
+            events.extend(self._close(self._streaks[name], None, at))
+            self._builders[name].red = False
+        self._streaks.clear()
         return tuple(events)
 
     @property
@@ -398,8 +437,7 @@ class StreakTracker:
         ``revert-by-bisection``.  None when the builder's streak is over or
         no longer holds the change: what was found is then moot.
         """
-        state = self._builders.get(builder)
-        streak = state.streak if state is not None else None
+        streak = self._streaks.get(builder)
         if streak is None or change not in streak.suspects or streak.verdict is None:
             return None
         last = streak.failing[-1]
@@ -420,10 +458,8 @@ class StreakTracker:
 
     def failing_of(self, builder: str) -> tuple[Build, ...]:
         """The first N failing builds of the builder's open streak (empty when not red)."""
-        state = self._builders.get(builder)
-        if state is None or state.streak is None:
-            return ()
-        return tuple(state.streak.failing)
+        streak = self._streaks.get(builder)
+        return () if streak is None else tuple(streak.failing)
 
     def is_tolerated(self, builder: str) -> bool:
         """Whether the builder is allowed to fail (a ``Policy.tolerated_tags`` tag)."""
@@ -435,21 +471,18 @@ class StreakTracker:
 
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""
-        state = self._builders.get(builder)
-        if state is None or state.streak is None:
-            return ()
-        return state.streak.suspects
+        streak = self._streaks.get(builder)
+        return () if streak is None else streak.suspects
 
     def red_builders(self) -> list[str]:
-        return sorted(n for n, s in self._builders.items() if s.streak is not None)
+        return sorted(self._streaks)
 
     def red_streaks(self) -> list[RedStreak]:
         """Every streak open now, by builder name (a read: the tracker is not changed)."""
         out = []
         for name in self.red_builders():
             state = self._builders[name]
-            streak = state.streak
-            assert streak is not None
+            streak = self._streaks[name]
             out.append(
                 RedStreak(
                     name,
@@ -703,8 +736,11 @@ class StreakTracker:
         """Every other builder that may take part in an intersection, as it stands now."""
         n = self.policy.failures
         out = []
+        streaks = self._streaks
+        # In the order the builders were first seen (the intersection's
+        # explanation names them in it).
         for name, state in self._builders.items():
-            streak = state.streak
+            streak = streaks.get(name)
             if (
                 name == deciding
                 or streak is None
@@ -924,11 +960,78 @@ class StreakTracker:
 # What a saved tracker holds: everything ``__init__`` sets but the shell's
 # callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
 # attaches to an instance (a benchmark's timing wrapper) is not saved.
+def _book_key(policy: Policy) -> tuple[object, ...]:
+    """What a policy changes of :meth:`StreakTracker._note`'s bookkeeping.
+
+    Trackers whose policies agree on it note the same for every build.
+    """
+    return (
+        policy.green,
+        policy.pull_request_tags,
+        policy.pull_request_branches,
+        policy.tolerated_tags,
+        policy.failing_before_window,
+    )
+
+
+class TrackerGroup:
+    """Several trackers fed the same builds, each build noted once for all of them.
+
+    A sweep replays one history under several policies.  Most of what a
+    build tells a tracker does not depend on the policy's N or its guards
+    (which builder it is, what it built, whether a streak opens or ends:
+    :meth:`StreakTracker._note`), and most builds tell nothing else (a green
+    build on a green builder, a neutral one).  So the trackers whose
+    policies agree on that bookkeeping share it: one of them notes each
+    build, and each judges only the FAILURE builds and the green builds
+    that end a streak (:meth:`StreakTracker._judge`).  Each tracker answers
+    what it answers fed alone (tests/core/test_tracker_group.py).
+    """
+
+    __slots__ = ("_books", "_size")
+
+    def __init__(self, trackers: Sequence[StreakTracker]) -> None:
+        by_key: dict[tuple[object, ...], list[int]] = {}
+        for i, tracker in enumerate(trackers):
+            if tracker._builders or tracker._streaks:
+                raise ValueError("a tracker joins a group before it is fed")
+            by_key.setdefault(_book_key(tracker.policy), []).append(i)
+        self._books: list[
+            tuple[
+                Callable[[Build], _BuilderState | None],
+                list[tuple[int, Callable[[Build, _BuilderState], tuple[Event, ...]]]],
+            ]
+        ] = []
+        for members in by_key.values():
+            lead = trackers[members[0]]
+            for i in members[1:]:
+                tracker = trackers[i]
+                tracker._builders = lead._builders
+                tracker._landings = lead._landings
+                tracker._branches = lead._branches
+            self._books.append((lead._note, [(i, trackers[i]._judge) for i in members]))
+        self._size = len(trackers)
+
+    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
+        """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
+        out: list[tuple[Event, ...]] | None = None
+        for note, judges in self._books:
+            state = note(build)
+            if state is None or (build.result != _FAILURE and not state.ended):
+                continue
+            if out is None:
+                out = [_NO_EVENTS] * self._size
+            for i, judge in judges:
+                out[i] = judge(build, state)
+        return out
+
+
 _STATE = (
     "policy",
     "_green",
     "_guards",
     "_builders",
+    "_streaks",
     "_branches",
     "_failures",
     "_landings",

@@ -9,14 +9,14 @@ decides anything; it only selects builds and gathers events.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.evidence import StoredEvidence
 from simulator.history.store import HistoryStore
@@ -213,9 +213,11 @@ class Replayer:
     Several replayers fed the same builds in turn are a sweep's one pass
     over the history; handed one
     :class:`~simulator.analysis.evidence.StoredEvidence` as ``evidence``,
-    they read each failing build's logs once between them.  ``feed`` is a
-    closure over locals rather than a method: it runs once per build per
-    replay, and attribute lookups were a third of a sweep's own time.
+    they read each failing build's logs once between them, and fed through
+    :func:`feed_together`, their trackers note each build once between
+    them.  ``feed`` is a closure over locals rather than a method: it runs
+    once per build per replay, and attribute lookups were a third of a
+    sweep's own time.
     """
 
     def __init__(
@@ -235,51 +237,106 @@ class Replayer:
             evidence=evidence,
         )
         self.result = ReplayResult(policy, selection, builders=builders)
-        self.feed, self._tally = self._feeder()
-
-    def _feeder(self) -> tuple[Callable[[Build], None], Callable[[], None]]:
-        tracker_feed = self.tracker.feed
-        kept = self.kept
-        result = self.result
-        keep = self._keep = _Keeper(result.verdicts, result.streaks)
+        self._keep = _Keeper(self.result.verdicts, self.result.streaks)
+        since = selection.since
         # No window start: every build and event is in the window.
-        since = result.selection.since
-        start = float("-inf") if since is None else since
-        count = 0
-        first: float | None = None
-        last: float | None = None
+        self._start = float("-inf") if since is None else since
+        self._counts, self._counted = _window(self._start, self.kept)
+        self.feed = self._feeder()
+
+    def _feeder(self) -> Callable[[Build], None]:
+        tracker_feed = self.tracker.feed
+        counts = self._counts
+        take = self.take
 
         def feed(build: Build) -> None:
-            nonlocal count, first, last
             events = tracker_feed(build)
-            at = build.completed_at
-            # Before the window: the warm-up, whose decisions are not
-            # reported (every event of a warm-up build began before it).
-            if at < start or build.builder not in kept:
-                return
-            if first is None:
-                first = at
-            last = at
-            count += 1
-            if events:
-                for event in events:
-                    if event.started_at >= start:
-                        keep(event)
+            if counts(build) and events:
+                take(events)
 
-        def tally() -> None:
-            result.builds, result.first_build_at, result.last_build_at = count, first, last
+        return feed
 
-        return feed, tally
+    def take(self, events: Iterable[Verdict | Streak]) -> None:
+        """Keep a window build's events that began in the window."""
+        start, keep = self._start, self._keep
+        for event in events:
+            if event.started_at >= start:
+                keep(event)
 
     def finish(self) -> ReplayResult:
         """The end of the history: the streaks still open are reported; the result."""
-        self._tally()
         result = self.result
+        result.builds, result.first_build_at, result.last_build_at = self._counted()
         since = result.selection.since
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
                 self._keep(event)
         return result
+
+
+def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
+    """One feed for replayers of one selection: each build noted once for all.
+
+    A sweep's replays (one per policy) are fed the same builds: a
+    :class:`~buildbot_revert.core.tracker.TrackerGroup` notes each build
+    once for every tracker whose policy keeps the same books, and asks each
+    to judge only the builds that can change its streaks; the window's
+    builds are counted once.  Each replayer's result is what it gives fed
+    alone.  Trackers of their own class (culprit finding) are fed alone.
+    """
+    if any(type(r.tracker) is not StreakTracker for r in replayers):
+        feeds = [r.feed for r in replayers]
+
+        def each(build: Build) -> None:
+            for feed in feeds:
+                feed(build)
+
+        return each
+    group_feed = TrackerGroup([r.tracker for r in replayers]).feed
+    counts = replayers[0]._counts
+    for replayer in replayers[1:]:
+        replayer._counted = replayers[0]._counted
+    takes = [r.take for r in replayers]
+
+    def feed(build: Build) -> None:
+        answers = group_feed(build)
+        if counts(build) and answers is not None:
+            for take, events in zip(takes, answers, strict=True):
+                if events:
+                    take(events)
+
+    return feed
+
+
+def _window(
+    start: float, kept: frozenset[str]
+) -> tuple[Callable[[Build], bool], Callable[[], tuple[int, float | None, float | None]]]:
+    """Count a window's builds: whether a build is in it, and (count, first, last) at the end.
+
+    Builds before ``start`` are the warm-up, whose decisions are not
+    reported (every event of a warm-up build began before it); builds of
+    builders outside ``kept`` are evidence only.  Closures over locals: this
+    runs for every build.
+    """
+    count = 0
+    first: float | None = None
+    last: float | None = None
+
+    def counts(build: Build) -> bool:
+        nonlocal count, first, last
+        at = build.completed_at
+        if at < start or build.builder not in kept:
+            return False
+        if first is None:
+            first = at
+        last = at
+        count += 1
+        return True
+
+    def counted() -> tuple[int, float | None, float | None]:
+        return count, first, last
+
+    return counts, counted
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:

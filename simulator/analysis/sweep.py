@@ -32,7 +32,7 @@ from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.grace import apply_grace
-from simulator.analysis.replay import Replayer, ReplayResult, Selection
+from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
 
@@ -294,10 +294,9 @@ def run_sweep(
         tracker_class = None if costs is None else methods_tracker(methods, labels, costs)
         replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
         costs_of.append(costs)
-    feeds = [r.feed for r in replayers]
+    feed = feed_together(replayers)
     for build in builds:
-        for feed in feeds:
-            feed(build)
+        feed(build)
     rows: list[SweepRow | None] = [None] * len(combos)
     first: ReplayResult | None = None
     for replayer, costs, settled in zip(replayers, costs_of, by_policy.values(), strict=True):

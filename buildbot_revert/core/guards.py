@@ -363,15 +363,16 @@ class FailureMemory:
     the very commit a backport carries does not.
     """
 
-    __slots__ = ("_times", "_upto", "_lines", "_horizon", "_recorded")
+    __slots__ = ("_tests", "_horizon", "_recorded")
 
     def __init__(self, horizon: float = float("inf")) -> None:
-        # Times live in arrays of doubles: a plugin keeps this memory for
-        # months, and the garbage collector does not walk arrays as it walks
-        # lists of float objects.
-        self._times: dict[str, array[float]] = {}
-        self._upto: dict[str, array[float]] = {}
-        self._lines: dict[str, list[str]] = {}
+        # Test -> when each failure completed, the newest change its build
+        # had built, and its branch, in completion order.  Times live in
+        # arrays of doubles: a plugin keeps this memory for months, and the
+        # garbage collector does not walk arrays as it walks lists of float
+        # objects.  One dict, one lookup per test recorded: a red builder
+        # records its failures again with every build.
+        self._tests: dict[str, tuple[array[float], array[float], list[str]]] = {}
         # Failures older than this (seconds before the newest) are forgotten:
         # a test failing often as it is recorded, every test now and then
         # (the ones that failed a few times long ago would stay forever).
@@ -380,36 +381,35 @@ class FailureMemory:
 
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
         # Builds arrive in completion order, so each array stays sorted.
-        times, upto, lines = self._times, self._upto, self._lines
+        tests = self._tests
         self._recorded += 1
         if self._recorded >= _FORGET_EVERY * 4:
             self._forget(at - self._horizon)
         for test in failing:
-            seen = times.get(test)
-            if seen is None:
-                times[test] = array("d", (at,))
-                upto[test] = array("d", (built_upto,))
-                lines[test] = [line]
+            known = tests.get(test)
+            if known is None:
+                tests[test] = (array("d", (at,)), array("d", (built_upto,)), [line])
                 continue
+            seen, upto, lines = known
             seen.append(at)
-            upto[test].append(built_upto)
-            lines[test].append(line)
+            upto.append(built_upto)
+            lines.append(line)
             if len(seen) > 256 and seen[0] < at - self._horizon:
                 cut = bisect_left(seen, at - self._horizon)
-                del seen[:cut], upto[test][:cut], lines[test][:cut]
+                del seen[:cut], upto[:cut], lines[:cut]
 
     def _forget(self, cut: float) -> None:
         """Drop every failure recorded before ``cut``, and the tests left with none."""
         self._recorded = 0
         if cut == float("-inf"):
             return
-        times, upto, lines = self._times, self._upto, self._lines
-        for test, seen in list(times.items()):
+        tests = self._tests
+        for test, (seen, upto, lines) in list(tests.items()):
             if seen[-1] < cut:
-                del times[test], upto[test], lines[test]
+                del tests[test]
             elif seen[0] < cut:
                 n = bisect_left(seen, cut)
-                del seen[:n], upto[test][:n], lines[test][:n]
+                del seen[:n], upto[:n], lines[:n]
 
     def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
         """Whether ``test`` failed, since ``since``, in a build without the change.
@@ -417,10 +417,10 @@ class FailureMemory:
         ``family`` maps each branch the change reached to when it landed
         there (see :meth:`Landings.family`).
         """
-        seen = self._times.get(test)
-        if not seen:
+        known = self._tests.get(test)
+        if known is None:
             return False
-        upto, lines = self._upto[test], self._lines[test]
+        seen, upto, lines = known
         for i in range(bisect_left(seen, since), len(seen)):
             landed = family.get(lines[i])
             if landed is None or seen[i] < landed or upto[i] < landed:

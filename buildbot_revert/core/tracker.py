@@ -177,6 +177,7 @@ class _BuilderState:
         "red",
         "opening",
         "ended",
+        "order",
         "built_upto",
         "builds",
         "line",
@@ -206,6 +207,8 @@ class _BuilderState:
         self.red = False
         self.opening: tuple[Change, ...] = ()
         self.ended = False
+        # Its place among the builders, in the order they were first seen.
+        self.order = 0
 
 
 class StreakTracker:
@@ -498,7 +501,9 @@ class StreakTracker:
 
     def _new_state(self, builder: str) -> _BuilderState:
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
-        return _BuilderState(tags, self.policy)
+        state = _BuilderState(tags, self.policy)
+        state.order = len(self._builders)
+        return state
 
     # -- evidence -----------------------------------------------------------
 
@@ -736,14 +741,15 @@ class StreakTracker:
         """Every other builder that may take part in an intersection, as it stands now."""
         n = self.policy.failures
         out = []
-        streaks = self._streaks
-        # In the order the builders were first seen (the intersection's
-        # explanation names them in it).
-        for name, state in self._builders.items():
-            streak = streaks.get(name)
+        builders = self._builders
+        # The red builders (a few dozen of a fleet's hundreds), in the order
+        # the builders were first seen: the intersection's explanation
+        # names them in it.
+        red = sorted(self._streaks.items(), key=lambda item: builders[item[0]].order)
+        for name, streak in red:
+            state = builders[name]
             if (
                 name == deciding
-                or streak is None
                 or streak.count < n
                 or streak.green_at is None
                 or state.tolerated

@@ -184,6 +184,7 @@ def pull_twice(url: str, store: HistoryStore, concurrency: int, page_size: int) 
         stats = pull(api, store, page_size=page_size)
         full = time.perf_counter() - t1
         slowest = sorted(api.seconds_by_path.items(), key=lambda kv: -kv[1])[:5]
+        print("  requests by path:", sorted(api.requests_by_path.items(), key=lambda kv: -kv[1]))
         failures = list(api.failures)
         t2 = time.perf_counter()
         again = pull(api, store, page_size=page_size)

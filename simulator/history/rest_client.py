@@ -51,8 +51,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Filters that name many ids go in the query string; keep URLs well under the
-# 16 KiB request line that Twisted's web server accepts.
-MAX_IDS_PER_REQUEST = 100
+# 16 KiB request line that Twisted's web server accepts: 250 build request
+# ids of 10 digits are 6.5 KB, and a page of builds needs one request.
+MAX_IDS_PER_REQUEST = 250
 # Revisions are 40 hex digits: 50 of them keep the URL short.
 MAX_REVISIONS_PER_REQUEST = 50
 
@@ -135,8 +136,10 @@ class BuildbotAPI:
         self.retries = retries
         self.backoff = backoff
         self.requests = 0
-        # Time spent waiting for answers, by path shape ("/builds/{id}/steps").
+        # Time spent waiting for answers, and answers, by path shape
+        # ("/builds/{id}/steps"): where a pull's requests go.
         self.seconds_by_path: dict[str, float] = {}
+        self.requests_by_path: dict[str, int] = {}
         # Attempts that failed and were retried (or given up), for diagnosis.
         self.failures: list[str] = []
         self._answered = False
@@ -227,6 +230,7 @@ class BuildbotAPI:
             self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
                 time.perf_counter() - began
             )
+            self.requests_by_path[kind] = self.requests_by_path.get(kind, 0) + 1
         if resp.will_close:
             self._drop_connection()
         return resp.status, body
@@ -409,17 +413,20 @@ class BuildbotAPI:
         ):
             yield from (parse_change(d) for d in rows)
 
-    def buildset_sourcestamps(self, bsids: Iterable[int]) -> dict[int, list[SourceStampInfo]]:
-        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "sourcestamps"))
+    def buildsets(self, bsids: Iterable[int]) -> dict[int, tuple[list[SourceStampInfo], bool]]:
+        """Each buildset's sourcestamps, and whether buildbot-revert requested it (its reason).
+
+        One query for both: the requested ones (verification, bisection) are
+        known by their reason.
+        """
+        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "sourcestamps", "reason"))
         return {
-            int(d["bsid"]): [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()]
+            int(d["bsid"]): (
+                [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()],
+                is_requested(d.get("reason")),
+            )
             for d in rows
         }
-
-    def requested_buildsets(self, bsids: Iterable[int]) -> set[int]:
-        """The buildsets buildbot-revert requested (verification, bisection), by reason."""
-        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "reason"))
-        return {int(d["bsid"]) for d in rows if is_requested(d.get("reason"))}
 
     def buildrequest_buildsets(self, brids: Iterable[int]) -> dict[int, int]:
         rows = self.by_ids(

@@ -54,8 +54,9 @@ R = TypeVar("R")
 # 16 KiB request line that Twisted's web server accepts: 250 build request
 # ids of 10 digits are 6.5 KB, and a page of builds needs one request.
 MAX_IDS_PER_REQUEST = 250
-# Revisions are 40 hex digits: 50 of them keep the URL short.
-MAX_REVISIONS_PER_REQUEST = 50
+# Revisions are 40 hex digits, "revision=<40>&" 50 characters: 150 of them
+# are 7.5 KB, a page's new tips in one request.
+MAX_REVISIONS_PER_REQUEST = 150
 
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0

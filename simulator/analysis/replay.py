@@ -18,6 +18,7 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 
 
@@ -166,10 +167,15 @@ def select_builds(
 
     The builds start the policy's ``memory_horizon`` before
     ``selection.since`` (the same horizon a plugin starting afresh replays):
-    see :func:`replay_builds`.
+    see :func:`replay_builds`.  A history pulled with the logs of each red
+    streak's first failing builds only (``import.evidence_depth``) is read
+    from its first build: counted from anywhere later, a streak under way
+    would start at a build whose logs were not fetched.
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
     since = None if selection.since is None else selection.since - policy.memory_horizon
+    if store.get_meta(META_IMPORT_EVIDENCE_DEPTH) is not None:
+        since = None
     # Every builder's builds: the ones not selected are evidence for the
     # guards (what fails where, which workers agree), as in the plugin.
     return builders, store.iter_builds(since, selection.until)

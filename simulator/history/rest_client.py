@@ -106,6 +106,7 @@ class BuildbotAPI:
     ``timeout`` seconds per attempt and up to ``retries`` retries, with
     exponential backoff from ``backoff`` seconds, on 5xx and 429 answers,
     timeouts and dropped connections.  ``requests`` counts the HTTP requests made.
+    ``keepalive=False`` opens a connection per request.
     """
 
     def __init__(
@@ -117,6 +118,7 @@ class BuildbotAPI:
         retries: int = 4,
         backoff: float = 0.5,
         user_agent: str = "buildbot-revert-simulator",
+        keepalive: bool = True,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -127,6 +129,12 @@ class BuildbotAPI:
         self._port = parts.port
         self._prefix = parts.path
         self._headers = {"Accept": "application/json", "User-Agent": user_agent}
+        self.keepalive = keepalive
+        if not keepalive:
+            # A connection per request.  Against a Buildbot master serving
+            # HTTP itself, a request on a kept-alive connection now and then
+            # gets no answer until its timeout (the master logs it answered).
+            self._headers["Connection"] = "close"
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
             self._headers["Authorization"] = "Basic " + base64.b64encode(creds.encode()).decode()
@@ -232,7 +240,7 @@ class BuildbotAPI:
                 time.perf_counter() - began
             )
             self.requests_by_path[kind] = self.requests_by_path.get(kind, 0) + 1
-        if resp.will_close:
+        if resp.will_close or not self.keepalive:
             self._drop_connection()
         return resp.status, body
 

@@ -205,3 +205,12 @@ def test_buildsets_keep_their_branch_and_say_which_were_requested(serve) -> None
     assert len(server.seen) == 1
     path, query = server.seen[-1]
     assert path == "/api/v2/buildsets" and sorted(v for k, v in query if k == "bsid") == ["7", "8"]
+
+
+def test_without_keepalive_no_connection_outlives_its_request(serve) -> None:
+    server = serve(lambda path, query: (200, b"{}"))
+    for keepalive in (True, False):
+        with BuildbotAPI(server.url, keepalive=keepalive) as api:
+            assert api.get("/builders") == {}
+            # The server closed the connection it was asked to: nothing to reuse.
+            assert (getattr(api._local, "conn", None) is not None) is keepalive

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, EvidenceNotFetched
 from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
-from simulator.analysis.replay import ReplayResult, Selection, replay
+from simulator.analysis.replay import ReplayResult, Selection, replay, replay_builds
 from simulator.cli import main
 from simulator.history.importer import PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
@@ -146,3 +146,30 @@ def test_a_policy_waiting_longer_than_the_logs_fetched_is_refused(pulled: Pulled
     ]
     # The fully pulled history serves it.
     assert replayed(pulled.full, Policy(failures=EVIDENCE_DEPTH + 1)).streaks
+
+
+def test_a_window_opening_in_the_middle_of_a_streak_is_replayed_from_the_first_build(
+    pulled: Pulled,
+) -> None:
+    """Counted from the window's warm-up, a long streak would start at a build without logs."""
+    policy = Policy(memory_horizon=86400.0)
+    lazy_store, full_store = HistoryStore(pulled.lazy), HistoryStore(pulled.full)
+    try:
+        first = min(b.completed_at for b in full_store.iter_builds())
+        selection = Selection(since=first + 7 * 86400.0).of_history(full_store.builders())
+        builders = full_store.builders()
+        warm_up = selection.since - policy.memory_horizon  # type: ignore[operator]
+        with pytest.raises(EvidenceNotFetched):
+            replay_builds(lazy_store.iter_builds(warm_up), policy, selection, builders)
+        lazy = replay(lazy_store, policy, selection)
+        # The fully pulled history read from its first build decides alike.
+        full = replay_builds(full_store.iter_builds(), policy, selection, builders)
+    finally:
+        lazy_store.close()
+        full_store.close()
+    assert full.verdicts
+    assert (lazy.verdicts, lazy.streaks, lazy.proposals()) == (
+        full.verdicts,
+        full.streaks,
+        full.proposals(),
+    )

@@ -390,14 +390,14 @@ def benchmark(args: argparse.Namespace) -> int:
                 harness.close()
 
     evidence = (
-        "every failing build" if args.all_evidence else f"first {EVIDENCE_DEPTH} of each streak"
+        "every failing build" if args.all_evidence else f"the first {EVIDENCE_DEPTH} of each streak"
     )
     print(f"mix {args.mix}: {shape}")
     per_build = min_median([r.per_build for r in runs])
     speed = min_median([r.builds_per_second for r in runs])
     print(
         f"full pull, {len(runs)} runs (concurrency {args.concurrency}, pages of "
-        f"{args.page_size}, logs of the {evidence}): requests/build min {per_build['min']:.3f} "
+        f"{args.page_size}, logs of {evidence}): requests/build min {per_build['min']:.3f} "
         f"median {per_build['median']:.3f}; builds/s min {speed['min']:.0f} "
         f"median {speed['median']:.0f}"
     )

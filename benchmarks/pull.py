@@ -33,7 +33,7 @@ red streak (what a tracker reads); ``--all-evidence`` fetches all.
 
     python benchmarks/pull.py [--mix shipped|random] [--runs 3] [--builders 12]
         [--days 30] [--changes 1000] [--concurrency 4] [--page-size 500]
-        [--all-evidence] [--no-keepalive]
+        [--all-evidence] [--keepalive]
 """
 
 from __future__ import annotations
@@ -284,7 +284,9 @@ def pull_once(url: str, path: Path, args: argparse.Namespace) -> Run:
     store = HistoryStore(path, create=not path.exists())
     depth = None if args.all_evidence else EVIDENCE_DEPTH
     try:
-        with BuildbotAPI(url, concurrency=args.concurrency, keepalive=not args.no_keepalive) as api:
+        with BuildbotAPI(
+            url, concurrency=args.concurrency, keepalive=args.keepalive or None
+        ) as api:
             started = time.perf_counter()
             stats = pull(api, store, page_size=args.page_size, evidence_depth=depth)
             seconds = time.perf_counter() - started
@@ -350,7 +352,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument(
-        "--no-keepalive", action="store_true", help="a connection per request (see rest_client)"
+        "--keepalive",
+        action="store_true",
+        help="keep connections open, as over HTTPS (see rest_client)",
     )
     parser.add_argument(
         "--all-evidence", action="store_true", help="fetch every failing build's logs"

@@ -11,7 +11,12 @@ history store: that is :mod:`simulator.history.importer`.
 It uses the standard library (``http.client`` with one persistent connection
 per thread, and a bounded thread pool) rather than Twisted: the importer is
 a synchronous batch job, and keep-alive connections matter more to its speed
-over HTTPS than an event loop would.
+over HTTPS than an event loop would.  Over plain HTTP (a master on the
+machine or the LAN, which serves HTTP itself) it opens a connection per
+request instead: there a kept-alive connection now and then gets no answer
+to a request the master logs as answered, until the 30 s timeout (seen in
+about every other pull of ``benchmarks/pull.py``, never with a connection
+per request), and a connection costs a round trip only.
 """
 
 from __future__ import annotations
@@ -106,7 +111,8 @@ class BuildbotAPI:
     ``timeout`` seconds per attempt and up to ``retries`` retries, with
     exponential backoff from ``backoff`` seconds, on 5xx and 429 answers,
     timeouts and dropped connections.  ``requests`` counts the HTTP requests made.
-    ``keepalive=False`` opens a connection per request.
+    ``keepalive`` keeps connections open (default: over HTTPS only; see
+    the module docstring).
     """
 
     def __init__(
@@ -118,7 +124,7 @@ class BuildbotAPI:
         retries: int = 4,
         backoff: float = 0.5,
         user_agent: str = "buildbot-revert-simulator",
-        keepalive: bool = True,
+        keepalive: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -129,11 +135,8 @@ class BuildbotAPI:
         self._port = parts.port
         self._prefix = parts.path
         self._headers = {"Accept": "application/json", "User-Agent": user_agent}
-        self.keepalive = keepalive
-        if not keepalive:
-            # A connection per request.  Against a Buildbot master serving
-            # HTTP itself, a request on a kept-alive connection now and then
-            # gets no answer until its timeout (the master logs it answered).
+        self.keepalive = self._https if keepalive is None else keepalive
+        if not self.keepalive:
             self._headers["Connection"] = "close"
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}"

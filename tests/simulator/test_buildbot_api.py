@@ -208,7 +208,10 @@ def test_buildsets_keep_their_branch_and_say_which_were_requested(serve) -> None
 
 
 def test_without_keepalive_no_connection_outlives_its_request(serve) -> None:
+    """Connections are kept open over HTTPS only, unless told."""
     server = serve(lambda path, query: (200, b"{}"))
+    assert not BuildbotAPI(server.url).keepalive
+    assert BuildbotAPI("https://buildbot.python.org/all").keepalive
     for keepalive in (True, False):
         with BuildbotAPI(server.url, keepalive=keepalive) as api:
             assert api.get("/builders") == {}

@@ -13,10 +13,12 @@ per thread, and a bounded thread pool) rather than Twisted: the importer is
 a synchronous batch job, and keep-alive connections matter more to its speed
 over HTTPS than an event loop would.  Over plain HTTP (a master on the
 machine or the LAN, which serves HTTP itself) it opens a connection per
-request instead: there a kept-alive connection now and then gets no answer
-to a request the master logs as answered, until the 30 s timeout (seen in
-about every other pull of ``benchmarks/pull.py``, never with a connection
-per request), and a connection costs a round trip only.
+request instead, which costs a round trip only.  Buildbot 4.3's own HTTP
+server now and then sends an answer short of its ``Content-Length`` (the
+master logs it answered): on a kept-alive connection the client waits for
+the rest until the 30 s timeout (in about every other pull of
+``benchmarks/pull.py``), on a connection the master closes the short answer
+shows at once (``IncompleteRead``) and is asked again.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
@@ -87,7 +88,11 @@ def replay_with_progress(
 
 
 def pull_with_progress(
-    url: str, history: Path | None, selection: Selection, concurrency: int
+    url: str,
+    history: Path | None,
+    selection: Selection,
+    concurrency: int,
+    evidence_depth: int | None = EVIDENCE_DEPTH,
 ) -> tuple[Path, PullStats]:
     """:func:`~simulator.history.importer.pull_into`, with a bar on a terminal.
 
@@ -113,6 +118,7 @@ def pull_with_progress(
             since=selection.since,
             selection=selection.watched,
             concurrency=concurrency,
+            evidence_depth=evidence_depth,
             progress=advance if wanted() else None,
         )
     finally:

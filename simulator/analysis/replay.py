@@ -19,6 +19,7 @@ from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.evidence import StoredEvidence
+from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 
 
@@ -170,10 +171,15 @@ def select_builds(
     see :func:`replay_builds`.  They come without their failed steps,
     which the trackers read through the evidence reader returned, unless
     ``steps`` (a tracker that plays out verification and bisection builds
-    copies failing builds with their logs).
+    copies failing builds with their logs).  A history pulled with the logs
+    of each red streak's first failing builds only (``import.evidence_depth``)
+    is read from its first build: counted from anywhere later, a streak
+    under way would start at a build whose logs were not fetched.
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
     since = None if selection.since is None else selection.since - policy.memory_horizon
+    if store.get_meta(META_IMPORT_EVIDENCE_DEPTH) is not None:
+        since = None
     # Every builder's builds: the ones not selected are evidence for the
     # guards (what fails where, which workers agree), as in the plugin.
     builds = store.iter_builds(since, selection.until, steps=steps)

@@ -636,6 +636,23 @@ class HistoryStore:
             (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
         )
 
+    def trailing_failures(self, builder_id: int) -> list[tuple[int, str | None]]:
+        """(result, branch) of the builder's last builds from its last non-FAILURE one, in order.
+
+        What a pull needs to go on counting the builder's open red streak.
+        """
+        branch = "branch" if self.schema_version >= 3 else "NULL"
+        failure = int(Result.FAILURE)
+        return [
+            (int(result), branch)
+            for result, branch in self.conn.execute(
+                f"SELECT result, {branch} FROM builds WHERE builder_id = ? AND completed_at >="
+                f" coalesce((SELECT max(completed_at) FROM builds WHERE builder_id = ?"
+                f" AND result != {failure}), -1e300) ORDER BY completed_at, id",
+                (builder_id, builder_id),
+            )
+        ]
+
     def import_builder_tips(self) -> dict[str, dict[str, int]]:
         """Builder name -> line -> newest master change id its imported builds covered."""
         out: dict[str, dict[str, int]] = {}

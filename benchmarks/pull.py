@@ -1,20 +1,39 @@
 """Benchmark: pull a local Buildbot master holding thousands of builds.
 
-Running 5,000 real builds through a worker would take far too long on a
-small machine, so the history is written into a real master's database
-*through Buildbot's own db API* (``master.db.changes.addChange``,
+Running thousands of real builds through a worker would take far too long
+on a small machine, so the history is written into a real master's
+database, and the REST API then serves those rows exactly as it serves
+rows a worker produced.  Two mixes of builds (``--mix``):
+
+``shipped`` (the default) follows the shipped year's measured structure:
+a history made by the simulator's generator (calibrated on CPython's 2024,
+whose 552,672 builds are 31% FAILURE in 15,229 red streaks: 11,740 of one
+build, 691 of two, 174 of three, 605 of four to ten, 2,019 longer, up to
+785), ``--builders`` machines over ``--days`` days, with its log tails,
+written straight into the stopped master's database
+(:mod:`testkit.buildbot.bulk_history`, in seconds).  The pull must give
+each build the blamelist, result and failed steps the history has (the
+documented differences aside: whole seconds, a builder's first build
+blaming its newest change), and the logs of every failing build it fetched.
+
+``random`` is the earlier mix: ``--changes`` changes, written while the
+master runs through Buildbot's own db API (``master.db.changes.addChange``,
 ``buildsets.addBuildset``, ``builds.addBuild`` / ``finishBuild``,
-``steps.addStep``, ``logs.addLog`` / ``appendLog``) by a service loaded
-from ``master.cfg``, while the master runs.  The REST API then serves those
-rows exactly as it serves rows a worker produced.  Builders take every
-change, every 2nd or every 4th (as collapsed requests would), a tenth of the
-builds fail with a regrtest-like stdio log, and the filler records the
-blamelist each build must get, which the benchmark checks after the pull.
+``steps.addStep``, ``logs.addLog`` / ``appendLog``) by a service loaded from
+``master.cfg``; builders take every change, every 2nd or every 4th (as
+collapsed requests would), a tenth of the fast builders' builds fail with a
+regrtest-like stdio log, each its own red streak of one build (so every one
+is evidence), and the filler records the blamelist each build must get.
 
-Prints builds per second and requests per build for a full pull, and the
-cost of a second, incremental pull that finds nothing new.
+The master is filled once, then pulled ``--runs`` times into fresh history
+files; each run prints builds per second and requests per build, then their
+min and median, and the cost of an incremental pull that finds nothing new.
+By default a pull fetches the logs of the first few failing builds of each
+red streak (what a tracker reads); ``--all-evidence`` fetches all.
 
-    python benchmarks/pull.py [--changes 1000] [--concurrency 4]
+    python benchmarks/pull.py [--mix shipped|random] [--runs 3] [--builders 12]
+        [--days 30] [--changes 1000] [--concurrency 4] [--page-size 500]
+        [--all-evidence] [--keepalive]
 """
 
 from __future__ import annotations
@@ -26,16 +45,22 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.shipped_year import min_median
 from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED
+from buildbot_revert.core.model import Build, Result
 from simulator.history.importer import PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
+from simulator.synthetic.generator import generate
+from testkit.buildbot.bulk_history import master_holding
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
+
+FAILURE = int(Result.FAILURE)
 
 # (builder, takes every n-th change)
 CADENCE = [(f"fast-{i}", 1) for i in range(4)] + [("medium-0", 2), ("medium-1", 2)]
@@ -139,28 +164,52 @@ c["services"] = c.get("services", []) + [HistoryFiller()]
 
 
 @dataclass
-class Pulls:
-    """A full pull of the filled master, then a second one that finds nothing new."""
+class Truth:
+    """What the pulled history must hold, by ``builder/number``."""
 
-    full: PullStats
-    full_seconds: float
-    slowest_paths: list[tuple[str, float]]
-    failures: list[Any]
-    again: PullStats
-    again_seconds: float
+    # The revisions each build blames.
+    blamelists: dict[str, list[str]]
+    # The shipped mix's builds as the master should serve them (result,
+    # failed steps with their tails); None for the random mix.
+    builds: dict[str, Build] | None = None
+
+
+@dataclass
+class Run:
+    """One pull into a fresh history file."""
+
+    stats: PullStats
+    seconds: float
+    by_path: dict[str, int]
+    waited: list[tuple[str, float]]
+    failures: list[str]
+
+    @property
+    def per_build(self) -> float:
+        return self.stats.requests / max(self.stats.builds, 1)
+
+    @property
+    def builds_per_second(self) -> float:
+        return self.stats.builds / self.seconds
 
 
 @dataclass
 class Checked:
-    """The store after the pull, against the filler's truth."""
+    """The store after the pull, against the truth."""
 
     wrong_blamelists: int
+    wrong_builds: int
     failing: int
     with_tails: int
+    unfetched: int
 
 
-def fill_master(harness: BuildbotHarness, changes: int) -> dict[str, list[str]]:
-    """Start the master and wait for the filler; the blamelist of each build, by builder/number."""
+def key(build: Build) -> str:
+    return f"{build.builder}/{build.number}"
+
+
+def wait_for_filler(harness: BuildbotHarness, changes: int) -> Truth:
+    """Start the master and wait for the random mix's filler; the blamelists it made."""
     t0 = time.monotonic()
     harness.start()
     done = harness.master_dir / "fill-done.json"
@@ -172,59 +221,144 @@ def fill_master(harness: BuildbotHarness, changes: int) -> dict[str, list[str]]:
     truth: dict[str, list[str]] = json.loads(done.read_text())
     print(
         f"master filled through Buildbot's db API: {len(truth)} builds, "
-        f"{changes} changes, {len(CADENCE)} builders "
-        f"({time.monotonic() - t0:.0f} s)"
+        f"{changes} changes, {len(CADENCE)} builders ({time.monotonic() - t0:.0f} s)"
     )
-    return truth
+    return Truth(truth)
 
 
-def pull_twice(url: str, store: HistoryStore, concurrency: int, page_size: int) -> Pulls:
-    with BuildbotAPI(url, concurrency=concurrency) as api:
-        t1 = time.perf_counter()
-        stats = pull(api, store, page_size=page_size)
-        full = time.perf_counter() - t1
-        slowest = sorted(api.seconds_by_path.items(), key=lambda kv: -kv[1])[:5]
-        failures = list(api.failures)
-        t2 = time.perf_counter()
-        again = pull(api, store, page_size=page_size)
-        incremental = time.perf_counter() - t2
-    return Pulls(stats, full, slowest, failures, again, incremental)
+def random_master(tmp: Path, args: argparse.Namespace) -> tuple[BuildbotHarness, Truth]:
+    harness = BuildbotHarness(
+        tmp,
+        # The filled builders are not configured, so that the master's
+        # build request distributor leaves their requests alone.
+        builders=[BuilderSpec("idle")],
+        extra_config=FILLER.format(cadence=CADENCE, changes=args.changes),
+        poller=False,
+    )
+    return harness, wait_for_filler(harness, args.changes)
 
 
-def check_store(store: HistoryStore, truth: dict[str, list[str]]) -> Checked:
-    got = {f"{b.builder}/{b.number}": [c.revision for c in b.changes] for b in store.iter_builds()}
-    wrong = sum(1 for k, v in truth.items() if got.get(k) != v)
-    failing = sum(1 for b in store.iter_builds() if b.result == 2)
-    with_tails = sum(1 for b in store.iter_builds() if b.result == 2 and b.failed_steps[0].log_tail)
-    return Checked(wrong, failing, with_tails)
-
-
-def print_results(args: argparse.Namespace, pulls: Pulls, checked: Checked, builds: int) -> None:
-    stats, full = pulls.full, pulls.full_seconds
+def shipped_master(tmp: Path, args: argparse.Namespace) -> tuple[BuildbotHarness, Truth]:
+    """Generate the history and start a master holding it."""
+    t0 = time.monotonic()
+    history = tmp / "generated.sqlite"
+    generate(history, seed=args.seed, days=args.days, builders=args.builders, warmup_days=0)
+    store = HistoryStore(history)
+    try:
+        builders = store.builders()
+        raw = list(store.iter_builds())
+        harness, expected = master_holding(tmp / "bb", builders, store.changes_by_id(), raw)
+    finally:
+        store.close()
     print(
-        f"full pull: {stats.builds} builds, {stats.changes} changes in {full:.2f} s = "
-        f"{stats.builds / full:.0f} builds/s; {stats.requests} requests = "
-        f"{stats.requests / max(stats.builds, 1):.3f} requests/build "
-        f"(concurrency {args.concurrency}, pages of {args.page_size})"
+        f"master filled with the generator's history: {len(raw)} builds, "
+        f"{len({c.revision for b in raw for c in b.changes})} changes built, "
+        f"{len(builders)} builders ({time.monotonic() - t0:.0f} s)"
     )
-    print(f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}")
-    print(f"  failed attempts (retried): {len(pulls.failures)} {pulls.failures[:3]}")
+    truth = {f"{b}/{n}": build for (b, n), build in expected.items()}
+    blamelists = {k: [c.revision for c in b.changes] for k, b in truth.items()}
+    return harness, Truth(blamelists, truth)
+
+
+def structure(builds: list[Build]) -> str:
+    """The red streaks of ``builds`` (completion order), as the lead measured the shipped year's."""
+    lengths: list[int] = []
+    open_: dict[str, int] = {}
+    for b in builds:
+        if b.result == FAILURE:
+            open_[b.builder] = open_.get(b.builder, 0) + 1
+        elif b.builder in open_:
+            lengths.append(open_.pop(b.builder))
+    lengths.extend(open_.values())
+    failing = sum(lengths)
+    early = sum(min(n, EVIDENCE_DEPTH) for n in lengths)
+    return (
+        f"{len(builds)} builds, {failing} failing ({failing / max(len(builds), 1):.1%}) in "
+        f"{len(lengths)} red streaks (longest {max(lengths, default=0)}); "
+        f"{early} ({early / max(len(builds), 1):.1%} of builds) among the first "
+        f"{EVIDENCE_DEPTH} of their streak"
+    )
+
+
+def pull_once(url: str, path: Path, args: argparse.Namespace) -> Run:
+    store = HistoryStore(path, create=not path.exists())
+    depth = None if args.all_evidence else EVIDENCE_DEPTH
+    try:
+        with BuildbotAPI(
+            url, concurrency=args.concurrency, keepalive=args.keepalive or None
+        ) as api:
+            started = time.perf_counter()
+            stats = pull(api, store, page_size=args.page_size, evidence_depth=depth)
+            seconds = time.perf_counter() - started
+            waited = sorted(api.seconds_by_path.items(), key=lambda kv: -kv[1])[:5]
+            return Run(stats, seconds, dict(api.requests_by_path), waited, list(api.failures))
+    finally:
+        store.close()
+
+
+def check_store(path: Path, truth: Truth) -> Checked:
+    store = HistoryStore(path)
+    try:
+        got = {key(b): b for b in store.iter_builds()}
+    finally:
+        store.close()
+    wrong = sum(
+        1 for k, v in truth.blamelists.items() if [c.revision for c in got[k].changes] != v
+    ) + sum(1 for k in truth.blamelists if k not in got)
+    wrong_builds = 0
+    if truth.builds is not None:
+        for k, want in truth.builds.items():
+            have = got.get(k)
+            if have is None or have.result != want.result:
+                wrong_builds += 1
+            elif have.failed_steps != NOT_FETCHED and have.failed_steps != want.failed_steps:
+                wrong_builds += 1
+    failing = [b for b in got.values() if b.result == FAILURE]
+    unfetched = sum(1 for b in failing if b.failed_steps == NOT_FETCHED)
+    with_tails = sum(
+        1
+        for b in failing
+        if b.failed_steps != NOT_FETCHED and any(s.log_tail for s in b.failed_steps)
+    )
+    return Checked(wrong, wrong_builds, len(failing), with_tails, unfetched)
+
+
+def print_run(n: int, run: Run, args: argparse.Namespace) -> None:
+    stats = run.stats
+    print(
+        f"run {n}: {stats.builds} builds, {stats.changes} changes in {run.seconds:.2f} s = "
+        f"{run.builds_per_second:.0f} builds/s; {stats.requests} requests = "
+        f"{run.per_build:.3f} requests/build; {stats.failing_builds} failing, "
+        f"{stats.unfetched_builds} without logs fetched"
+    )
+    shown = sorted(run.by_path.items(), key=lambda kv: -kv[1])
+    print("  requests by path: " + ", ".join(f"{p} {c}" for p, c in shown))
     print(
         "  time waiting on the master, by path: "
-        + ", ".join(f"{path} {secs:.1f} s" for path, secs in pulls.slowest_paths)
+        + ", ".join(f"{path} {secs:.1f} s" for path, secs in run.waited)
     )
-    print(
-        f"second pull (nothing new): {pulls.again.builds} builds, {pulls.again.requests} requests "
-        f"in {pulls.again_seconds:.2f} s"
-    )
-    print(f"blamelists differing from the filler's truth: {checked.wrong_blamelists} of {builds}")
+    if run.failures:
+        print(f"  failed attempts (retried): {len(run.failures)} {run.failures[:3]}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--changes", type=int, default=1000)
+    parser.add_argument("--mix", choices=("shipped", "random"), default="shipped")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--builders", type=int, default=12, help="shipped mix: machines")
+    parser.add_argument("--days", type=int, default=30, help="shipped mix: days of history")
+    parser.add_argument("--seed", type=int, default=2024, help="shipped mix: generator seed")
+    parser.add_argument("--changes", type=int, default=1000, help="random mix: changes")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--page-size", type=int, default=200)
+    parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument(
+        "--keepalive",
+        action="store_true",
+        help="keep connections open, as over HTTPS (see rest_client)",
+    )
+    parser.add_argument(
+        "--all-evidence", action="store_true", help="fetch every failing build's logs"
+    )
     args = parser.parse_args()
     # SIGTERM unwinds like SIGINT: the harness's ``finally`` stops the master
     # and the worker (their own process groups), the temporary directory goes.
@@ -236,26 +370,57 @@ def main() -> int:
 
 
 def benchmark(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="pull-bench-") as tmp:
-        harness = BuildbotHarness(
-            Path(tmp),
-            # The filled builders are not configured, so that the master's
-            # build request distributor leaves their requests alone.
-            builders=[BuilderSpec("idle")],
-            extra_config=FILLER.format(cadence=CADENCE, changes=args.changes),
-            poller=False,
-        )
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pull-bench-") as name:
+        tmp = Path(name)
+        harness: BuildbotHarness | None = None
         try:
-            truth = fill_master(harness, args.changes)
-            store = HistoryStore(Path(tmp) / "history.sqlite", create=True)
-            pulls = pull_twice(harness.url, store, args.concurrency, args.page_size)
-            checked = check_store(store, truth)
-            store.close()
+            fill = shipped_master if args.mix == "shipped" else random_master
+            harness, truth = fill(tmp, args)
+            runs: list[Run] = []
+            for n in range(1, args.runs + 1):
+                path = tmp / f"history-{n}.sqlite"
+                runs.append(pull_once(harness.url, path, args))
+                print_run(n, runs[-1], args)
+            checked = check_store(path, truth)
+            again = pull_once(harness.url, path, args)
+            store = HistoryStore(path)
+            try:
+                shape = structure(list(store.iter_builds()))
+            finally:
+                store.close()
         finally:
-            harness.close()
+            if harness is not None:
+                harness.close()
 
-    print_results(args, pulls, checked, len(truth))
-    if checked.wrong_blamelists or pulls.full.builds != len(truth):
+    evidence = (
+        "every failing build" if args.all_evidence else f"the first {EVIDENCE_DEPTH} of each streak"
+    )
+    print(f"mix {args.mix}: {shape}")
+    per_build = min_median([r.per_build for r in runs])
+    speed = min_median([r.builds_per_second for r in runs])
+    print(
+        f"full pull, {len(runs)} runs (concurrency {args.concurrency}, pages of "
+        f"{args.page_size}, logs of {evidence}): requests/build min {per_build['min']:.3f} "
+        f"median {per_build['median']:.3f}; builds/s min {speed['min']:.0f} "
+        f"median {speed['median']:.0f}"
+    )
+    print(
+        f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}, "
+        f"without logs fetched: {checked.unfetched}"
+    )
+    print(
+        f"second pull (nothing new): {again.stats.builds} builds, {again.stats.requests} "
+        f"requests in {again.seconds:.2f} s"
+    )
+    print(
+        f"blamelists differing from the truth: {checked.wrong_blamelists} of "
+        f"{len(truth.blamelists)}; builds whose result or fetched steps differ: "
+        f"{checked.wrong_builds}"
+    )
+    print(f"benchmark took {time.monotonic() - started:.0f} s")
+    wrong = checked.wrong_blamelists or checked.wrong_builds
+    if wrong or any(r.stats.builds != len(truth.blamelists) for r in runs):
         return 1
     return 0
 

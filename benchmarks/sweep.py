@@ -56,10 +56,10 @@ def sweep(path: Path, selection: Selection) -> tuple[float, SweepResult]:
     store = HistoryStore(path)
     try:
         selection = selection.of_history(store.builders())
-        builders, builds = select_builds(store, selection, Policy())
+        builders, builds, evidence = select_builds(store, selection, Policy())
         labels = store.labels() if store.has_labels() else None
         combos = combinations(parse_axes(SWEEP), Policy())
-        result = run_sweep(builds, builders, selection, combos, labels)
+        result = run_sweep(builds, builders, selection, combos, labels, evidence=evidence)
     finally:
         store.close()
     return time.process_time() - started, result

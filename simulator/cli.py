@@ -23,6 +23,7 @@ import click
 from click.core import ParameterSource
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
 from simulator.analysis.culprit_methods import Methods, play_out
 from simulator.analysis.grace import apply_grace
@@ -37,6 +38,7 @@ from simulator.cli_github import (
     lookup_outcomes,
 )
 from simulator.history import paths
+from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryError, HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
 from simulator.reports.model import SweepReport, build_report
@@ -301,12 +303,17 @@ def main(
         github_repo, github_url, github_token_file, github_refresh, sweeping=bool(specs)
     )
     if master is not None:
-        history, _ = pull_master(master, history, selection)
-    if specs:
-        run_sweep_command(history, policy, selection, specs, fmt, output)
-    else:
-        methods = Methods(verification=verification, bisection=bisection)
-        run_backtest(history, policy, selection, grace_s, fmt, output, github, methods)
+        # The logs every replay to come reads: a sweep's policies are many.
+        depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
+        history, _ = pull_master(master, history, selection, evidence_depth=depth)
+    try:
+        if specs:
+            run_sweep_command(history, policy, selection, specs, fmt, output)
+        else:
+            methods = Methods(verification=verification, bisection=bisection)
+            run_backtest(history, policy, selection, grace_s, fmt, output, github, methods)
+    except EvidenceNotFetched as exc:
+        raise CLIError(str(exc)) from None
 
 
 def run_backtest(
@@ -323,6 +330,7 @@ def run_backtest(
     store = open_history(history)
     costs = None
     try:
+        check_evidence(store, policy.failures)
         warn_unknown_names(store, selection)
         if methods is not None and methods.any:
             labels = store.labels() if store.has_labels() else None
@@ -345,6 +353,16 @@ def run_backtest(
     finally:
         store.close()
     write_output(render_report(report, fmt), output)
+
+
+def check_evidence(store: HistoryStore, failures: int) -> None:
+    """Refuse a policy that waits for more failing builds than the pull fetched logs of."""
+    depth = store.get_meta(META_IMPORT_EVIDENCE_DEPTH)
+    if depth is not None and failures > int(depth):
+        raise CLIError(
+            f"--failures {failures}: the history holds the logs of the first {depth} failing "
+            "builds of each red streak only; pull again into a new history with --all-evidence"
+        )
 
 
 def warn_unknown_names(store: HistoryStore, selection: Selection) -> None:
@@ -457,14 +475,22 @@ def comma_list(value: str | None) -> frozenset[str]:
 
 
 def pull_master(
-    url: str, history: Path | None, selection: Selection, concurrency: int = 4
+    url: str,
+    history: Path | None,
+    selection: Selection,
+    concurrency: int = 4,
+    evidence_depth: int | None = EVIDENCE_DEPTH,
 ) -> tuple[Path, PullStats]:
-    """Pull ``url`` into ``history``, with a progress bar on a terminal."""
+    """Pull ``url`` into ``history``, with a progress bar on a terminal.
+
+    ``evidence_depth``: how many failing builds of each red streak get
+    their logs fetched (None: all); see :mod:`simulator.history.importer`.
+    """
     from simulator.history.importer import PullError
     from simulator.history.rest_client import BuildbotAPIError
 
     try:
-        return pull_with_progress(url, history, selection, concurrency)
+        return pull_with_progress(url, history, selection, concurrency, evidence_depth)
     except (BuildbotAPIError, PullError, HistoryError) as exc:
         raise CLIError(str(exc)) from None
 
@@ -490,6 +516,13 @@ def pull_master(
     show_default=True,
     help="Requests to the master in flight at once; lower it for a busy master.",
 )
+@click.option(
+    "--all-evidence",
+    is_flag=True,
+    help=f"Fetch the logs of every failing build. By default only those of the first "
+    f"{EVIDENCE_DEPTH} failing builds of each red streak are fetched (all that a policy "
+    f"waiting for up to {EVIDENCE_DEPTH} failures reads).",
+)
 def pull_command(
     url: str,
     history: Path | None,
@@ -499,10 +532,12 @@ def pull_command(
     tags: str | None,
     exclude_tags: str | None,
     concurrency: int,
+    all_evidence: bool,
 ) -> None:
     """Sync a Buildbot 4.x master's build history (URL: base or /api/v2) into a history file."""
     selection = make_selection(since, None, builders_re, tags, builder_names, exclude_tags)
-    path, stats = pull_master(url, history, selection, concurrency)
+    depth = None if all_evidence else EVIDENCE_DEPTH
+    path, stats = pull_master(url, history, selection, concurrency, depth)
     click.echo(
         f"{path}: {stats.builds} new builds, {stats.changes} new changes "
         f"({stats.requests} requests, {stats.seconds:.1f} s)"

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
@@ -71,18 +72,27 @@ def replay_with_progress(
 ) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection, policy)
+    # A tracker of its own plays out culprit finding, which copies failing
+    # builds with their logs: it is fed them.
+    builders, builds, evidence = select_builds(
+        store, selection, policy, steps=tracker_class is not None
+    )
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"),
         policy,
         selection,
         builders,
         tracker_class,
+        evidence=evidence,
     )
 
 
 def pull_with_progress(
-    url: str, history: Path | None, selection: Selection, concurrency: int
+    url: str,
+    history: Path | None,
+    selection: Selection,
+    concurrency: int,
+    evidence_depth: int | None = EVIDENCE_DEPTH,
 ) -> tuple[Path, PullStats]:
     """:func:`~simulator.history.importer.pull_into`, with a bar on a terminal.
 
@@ -108,6 +118,7 @@ def pull_with_progress(
             since=selection.since,
             selection=selection.watched,
             concurrency=concurrency,
+            evidence_depth=evidence_depth,
             progress=advance if wanted() else None,
         )
     finally:
@@ -124,7 +135,8 @@ def sweep_with_progress(
     """Sweep the selection in its one pass over the history, with a bar."""
     combos = combinations(axes, base)
     selection = selection.of_history(store.builders())
-    builders, lazy = select_builds(store, selection, base)
+    steps = any(combo.methods.any for combo in combos)
+    builders, lazy, evidence = select_builds(store, selection, base, steps=steps)
     builds = counted(lazy, store.count_builds(), "Sweeping")
     labels = store.labels() if store.has_labels() else None
-    return run_sweep(builds, builders, selection, combos, labels)
+    return run_sweep(builds, builders, selection, combos, labels, evidence=evidence)

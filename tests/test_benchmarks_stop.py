@@ -106,3 +106,16 @@ def test_reporter_benchmark_stops_its_master(tmp_path: Path, signum: int) -> Non
 
     command = ["benchmarks/reporter.py", "--builds", "100000"]
     stopped_by(signum, command, tmp_path, started, "the master to start")
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_pull_benchmark_stops_its_master_in_the_middle_of_a_pull(
+    tmp_path: Path, signum: int
+) -> None:
+    def pulling() -> bool:
+        # A history file appears as a pull begins, once the master holds its builds.
+        return any(tmp_path.glob("pull-bench-*/history-*.sqlite"))
+
+    command = ["benchmarks/pull.py", "--builders", "4", "--days", "14", "--runs", "50"]
+    stopped_by(signum, command, tmp_path, pulling, "a pull to start")

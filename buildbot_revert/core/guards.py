@@ -281,25 +281,60 @@ def origin_of(change: Change) -> str:
     return change.revision
 
 
+# Landings looks for commits to forget after this many new ones.
+_FORGET_EVERY = 1024
+
+
 class Landings:
-    """When each commit landed on each branch, as the builds show it."""
+    """When each commit landed on each branch, as the builds show it.
 
-    __slots__ = ("_seen", "_by_origin")
+    Commits that landed more than ``horizon`` before the newest one noted
+    are forgotten (the failure memory forgets failures as old, so no
+    failure it still holds is older than them): a tracker that runs for
+    months, in a master or over a long history, holds a bounded number.
+    A backport whose original was forgotten counts as on ``main`` before
+    anything remembered, as one whose original was never seen.
+    """
 
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
+    __slots__ = ("seen", "_by_origin", "_horizon", "_newest", "_noted")
+
+    def __init__(self, horizon: float = float("inf")) -> None:
+        # The revisions noted, with when they landed: a caller may skip
+        # noting one already here.
+        self.seen: dict[str, float] = {}
         self._by_origin: dict[str, dict[str, float]] = {}
+        self._horizon = horizon
+        self._newest = float("-inf")
+        # Revisions noted since the last time old ones were forgotten.
+        self._noted = 0
 
     def note(self, changes: Sequence[Change]) -> None:
-        seen = self._seen
+        seen = self.seen
         # Called for every build: most hold one change, seen before.
         if len(changes) == 1 and changes[0].revision in seen:
             return
         for change in changes:
             if change.revision not in seen:
-                seen.add(change.revision)
+                when = change.when
+                seen[change.revision] = when
                 lines = self._by_origin.setdefault(origin_of(change), {})
-                lines[change.branch or ""] = change.when
+                lines[change.branch or ""] = when
+                if when > self._newest:
+                    self._newest = when
+                self._noted += 1
+        if self._noted >= _FORGET_EVERY:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the commits that landed more than the horizon before the newest."""
+        self._noted = 0
+        cut = self._newest - self._horizon
+        if cut == float("-inf"):
+            return
+        self.seen = {r: w for r, w in self.seen.items() if w >= cut}
+        self._by_origin = {
+            o: lines for o, lines in self._by_origin.items() if max(lines.values()) >= cut
+        }
 
     def family(self, change: Change) -> dict[str, float]:
         """Branch -> when ``change`` (or its original, or a sibling backport) landed.
@@ -328,34 +363,53 @@ class FailureMemory:
     the very commit a backport carries does not.
     """
 
-    __slots__ = ("_times", "_upto", "_lines", "_horizon")
+    __slots__ = ("_tests", "_horizon", "_recorded")
 
     def __init__(self, horizon: float = float("inf")) -> None:
-        # Times live in arrays of doubles: a plugin keeps this memory for
-        # months, and the garbage collector does not walk arrays as it walks
-        # lists of float objects.
-        self._times: dict[str, array[float]] = {}
-        self._upto: dict[str, array[float]] = {}
-        self._lines: dict[str, list[str]] = {}
-        # Failures older than this (seconds before the newest) are forgotten.
+        # Test -> when each failure completed, the newest change its build
+        # had built, and its branch, in completion order.  Times live in
+        # arrays of doubles: a plugin keeps this memory for months, and the
+        # garbage collector does not walk arrays as it walks lists of float
+        # objects.  One dict, one lookup per test recorded: a red builder
+        # records its failures again with every build.
+        self._tests: dict[str, tuple[array[float], array[float], list[str]]] = {}
+        # Failures older than this (seconds before the newest) are forgotten:
+        # a test failing often as it is recorded, every test now and then
+        # (the ones that failed a few times long ago would stay forever).
         self._horizon = horizon
+        self._recorded = 0
 
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
         # Builds arrive in completion order, so each array stays sorted.
-        times, upto, lines = self._times, self._upto, self._lines
+        tests = self._tests
+        self._recorded += 1
+        if self._recorded >= _FORGET_EVERY * 4:
+            self._forget(at - self._horizon)
         for test in failing:
-            seen = times.get(test)
-            if seen is None:
-                times[test] = array("d", (at,))
-                upto[test] = array("d", (built_upto,))
-                lines[test] = [line]
+            known = tests.get(test)
+            if known is None:
+                tests[test] = (array("d", (at,)), array("d", (built_upto,)), [line])
                 continue
+            seen, upto, lines = known
             seen.append(at)
-            upto[test].append(built_upto)
-            lines[test].append(line)
+            upto.append(built_upto)
+            lines.append(line)
             if len(seen) > 256 and seen[0] < at - self._horizon:
                 cut = bisect_left(seen, at - self._horizon)
-                del seen[:cut], upto[test][:cut], lines[test][:cut]
+                del seen[:cut], upto[:cut], lines[:cut]
+
+    def _forget(self, cut: float) -> None:
+        """Drop every failure recorded before ``cut``, and the tests left with none."""
+        self._recorded = 0
+        if cut == float("-inf"):
+            return
+        tests = self._tests
+        for test, (seen, upto, lines) in list(tests.items()):
+            if seen[-1] < cut:
+                del tests[test]
+            elif seen[0] < cut:
+                n = bisect_left(seen, cut)
+                del seen[:n], upto[:n], lines[:n]
 
     def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
         """Whether ``test`` failed, since ``since``, in a build without the change.
@@ -363,10 +417,10 @@ class FailureMemory:
         ``family`` maps each branch the change reached to when it landed
         there (see :meth:`Landings.family`).
         """
-        seen = self._times.get(test)
-        if not seen:
+        known = self._tests.get(test)
+        if known is None:
             return False
-        upto, lines = self._upto[test], self._lines[test]
+        seen, upto, lines = known
         for i in range(bisect_left(seen, since), len(seen)):
             landed = family.get(lines[i])
             if landed is None or seen[i] < landed or upto[i] < landed:

@@ -77,7 +77,7 @@ proposes one twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter
 
 from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
@@ -139,6 +139,7 @@ class _OpenStreak:
         "verdict",
         "evidence",
         "green_at",
+        "blamelist",
     )
 
     def __init__(
@@ -161,6 +162,10 @@ class _OpenStreak:
         self.verdict: Verdict | None = None
         # What the evidence builds fail in common, once decided.
         self.evidence: frozenset[str] = frozenset()
+        # The streak as an intersection sees it (StreakTracker._blamelist),
+        # once its evidence is complete: it is asked again at every other
+        # builder's decision while this one stays red.
+        self.blamelist: Blamelist | None = None
 
 
 class _BuilderState:
@@ -169,7 +174,10 @@ class _BuilderState:
     __slots__ = (
         "green_at",
         "untested",
-        "streak",
+        "red",
+        "opening",
+        "ended",
+        "order",
         "built_upto",
         "builds",
         "line",
@@ -193,7 +201,14 @@ class _BuilderState:
         self.line = ""
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
-        self.streak: _OpenStreak | None = None
+        # A streak is open (whatever the policy's N: a streak opens at a
+        # FAILURE and ends at a green build); the suspects of the streak
+        # the last FAILURE opened; whether the last build ended a streak.
+        self.red = False
+        self.opening: tuple[Change, ...] = ()
+        self.ended = False
+        # Its place among the builders, in the order they were first seen.
+        self.order = 0
 
 
 class StreakTracker:
@@ -221,13 +236,19 @@ class StreakTracker:
         self._tags_of = tags_of
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
+        # What every builder's builds say whatever the policy's N (shared
+        # by the trackers of a TrackerGroup: see _note), and each builder's
+        # open streak, this tracker's own.
         self._builders: dict[str, _BuilderState] = {}
+        self._streaks: dict[str, _OpenStreak] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
-        self._branches: set[str] = set()
+        # (None, a build of no known branch, is any branch's.)
+        self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
-        self._failures = FailureMemory(self.policy.failing_before_window + 31 * 86400.0)
-        self._landings = Landings()
+        horizon = self.policy.failing_before_window + 31 * 86400.0
+        self._failures = FailureMemory(horizon)
+        self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
         # revision -> worker -> what its streak failed, for every worker whose
         # builder's streak points at the revision alone (see _check).
@@ -240,41 +261,81 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
+        state = self._note(build)
+        if state is None:
+            return _NO_EVENTS
+        return self._judge(build, state)
+
+    def _note(self, build: Build) -> _BuilderState | None:
+        """The bookkeeping of a build that no policy's N changes; its builder's state.
+
+        None for a build that is no evidence.  What it notes is the same for
+        every tracker whose policy agrees on what is green, what is a pull
+        request's and what is tolerated: a :class:`TrackerGroup` notes each
+        build once for all of them and judges it in each (:meth:`_judge`).
+        """
         if build.verification is not None:
             # A build buildbot-revert requested at a chosen revision: the
             # shell judges it (.verification); it neither extends nor ends
             # the builder's streak, nor counts among its builds.
-            return _NO_EVENTS
+            return None
         state = self._builders.get(build.builder)
         if state is None:
             state = self._builders[build.builder] = self._new_state(build.builder)
-        if not self._is_branch_evidence(build, state):
-            return _NO_EVENTS
+        # Most builds are of a branch already seen, on a builder that does
+        # not build pull requests: no call (this runs for every build).
+        if state.pull_requests or (
+            build.branch not in self._branches and not self._is_branch_evidence(build, state)
+        ):
+            return None
         result = build.result
-        streak = state.streak
         state.builds += 1
         changes = build.changes
         if changes:
-            # Blamelists are not guaranteed to be in landing order.
-            newest = changes[0].when if len(changes) == 1 else max(map(_WHEN, changes))
+            first = changes[0]
+            if len(changes) == 1:
+                newest = first.when
+                # Most builds hold one change that other builders built first.
+                if first.revision not in self._landings.seen:
+                    self._landings.note(changes)
+            else:
+                # Blamelists are not guaranteed to be in landing order.
+                newest = max(map(_WHEN, changes))
+                self._landings.note(changes)
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
-            state.line = changes[0].branch or ""
-            self._landings.note(changes)
+            state.line = first.branch or ""
         if result in self._green:
             state.green_at = build.completed_at
             if state.untested:
                 state.untested = []
-            if streak is None:
-                return _NO_EVENTS
-            state.streak = None
-            return self._close(streak, build.completed_at)
+            state.ended = state.red
+            state.red = False
+        elif result == _FAILURE:
+            state.ended = False
+            if not state.red:
+                # A streak opens: its suspects are the changes no green
+                # build tested, this build's last.
+                state.opening = (*state.untested, *changes) if state.untested else changes
+                state.untested = []
+                state.red = True
+        else:
+            state.ended = False
+            # Neutral: proves nothing either way.  Its changes were not
+            # tested, so they join the suspects of a streak that starts later.
+            if not state.red and changes:
+                state.untested.extend(changes)
+        return state
+
+    def _judge(self, build: Build, state: _BuilderState) -> tuple[Event, ...]:
+        """What a build :meth:`_note` took means to this tracker's streaks."""
+        result = build.result
         if result == _FAILURE:
-            return self._failed(build, state, streak)
-        # Neutral: proves nothing either way.  Its changes were not tested,
-        # so they join the suspects of a streak that starts later.
-        if streak is None and build.changes:
-            state.untested.extend(build.changes)
+            return self._failed(build, state, self._streaks.get(build.builder))
+        if state.ended:
+            streak = self._streaks.pop(build.builder, None)
+            if streak is not None:
+                return self._close(streak, build.completed_at)
         return _NO_EVENTS
 
     def _is_branch_evidence(self, build: Build, state: _BuilderState) -> bool:
@@ -303,16 +364,15 @@ class StreakTracker:
                     streak.evidence, build.completed_at, state.built_upto, state.line
                 )
             return _NO_EVENTS
-        signature, infra = self._evidence(build, state)
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
-        build = read_off(build)
+        signature, infra, build = self._evidence(build, state)
         if streak is None:
-            suspects = (*state.untested, *build.changes) if state.untested else build.changes
-            state.untested = []
-            state.streak = _OpenStreak(build, suspects, state.green_at, signature, infra)
+            streak = self._streaks[build.builder] = _OpenStreak(
+                build, state.opening, state.green_at, signature, infra
+            )
             if self.policy.failures == 1:
-                return (self._decide(state.streak, build),)
+                return (self._decide(streak, build),)
             return _NO_EVENTS
         streak.count += 1
         streak.failing.append(build)
@@ -331,11 +391,10 @@ class StreakTracker:
     def finish(self, at: float) -> tuple[Event, ...]:
         """End of history at time ``at``: report the streaks still open."""
         events: list[Event] = []
-        for name in sorted(self._builders):
-            state = self._builders[name]
-            if state.streak is not None:
-                events.extend(self._close(state.streak, None, at))
-                state.streak = None
+        for name in sorted(self._streaks):
+            events.extend(self._close(self._streaks[name], None, at))
+            self._builders[name].red = False
+        self._streaks.clear()
         return tuple(events)
 
     @property
@@ -381,8 +440,7 @@ class StreakTracker:
         ``revert-by-bisection``.  None when the builder's streak is over or
         no longer holds the change: what was found is then moot.
         """
-        state = self._builders.get(builder)
-        streak = state.streak if state is not None else None
+        streak = self._streaks.get(builder)
         if streak is None or change not in streak.suspects or streak.verdict is None:
             return None
         last = streak.failing[-1]
@@ -403,10 +461,8 @@ class StreakTracker:
 
     def failing_of(self, builder: str) -> tuple[Build, ...]:
         """The first N failing builds of the builder's open streak (empty when not red)."""
-        state = self._builders.get(builder)
-        if state is None or state.streak is None:
-            return ()
-        return tuple(state.streak.failing)
+        streak = self._streaks.get(builder)
+        return () if streak is None else tuple(streak.failing)
 
     def is_tolerated(self, builder: str) -> bool:
         """Whether the builder is allowed to fail (a ``Policy.tolerated_tags`` tag)."""
@@ -418,21 +474,18 @@ class StreakTracker:
 
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""
-        state = self._builders.get(builder)
-        if state is None or state.streak is None:
-            return ()
-        return state.streak.suspects
+        streak = self._streaks.get(builder)
+        return () if streak is None else streak.suspects
 
     def red_builders(self) -> list[str]:
-        return sorted(n for n, s in self._builders.items() if s.streak is not None)
+        return sorted(self._streaks)
 
     def red_streaks(self) -> list[RedStreak]:
         """Every streak open now, by builder name (a read: the tracker is not changed)."""
         out = []
         for name in self.red_builders():
             state = self._builders[name]
-            streak = state.streak
-            assert streak is not None
+            streak = self._streaks[name]
             out.append(
                 RedStreak(
                     name,
@@ -448,20 +501,25 @@ class StreakTracker:
 
     def _new_state(self, builder: str) -> _BuilderState:
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
-        return _BuilderState(tags, self.policy)
+        state = _BuilderState(tags, self.policy)
+        state.order = len(self._builders)
+        return state
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool]:
-        """Read a failing build's signature and remember what it fails."""
+    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool, Build]:
+        """Read a failing build's signature and remember what it fails.
+
+        Also the build as the streak keeps it (see :mod:`.evidence`).
+        """
         if not self._guards:
-            return None, False
-        signature, infra = self._read(build)
+            return None, False, read_off(build)
+        (signature, infra), kept = self._read(build)
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
             )
-        return signature, infra
+        return signature, infra, kept
 
     # -- deciding -----------------------------------------------------------
 
@@ -660,28 +718,38 @@ class StreakTracker:
 
     def _blamelist(self, streak: _OpenStreak) -> Blamelist:
         """A streak, as the intersection sees it: its suspects and what it fails."""
+        if streak.blamelist is not None:
+            return streak.blamelist
         named = [
             s
             for s, infra in zip(streak.signatures, streak.infra, strict=True)
             if s is not None and not infra and not s.generic
         ]
         first = streak.first
-        return Blamelist(
+        blamelist = Blamelist(
             first.builder,
             first.worker or first.builder,
             streak.suspects,
             common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
         )
+        if streak.count >= self.policy.failures:
+            # Past the evidence, nothing of it changes (see _failed).
+            streak.blamelist = blamelist
+        return blamelist
 
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
         """Every other builder that may take part in an intersection, as it stands now."""
         n = self.policy.failures
         out = []
-        for name, state in self._builders.items():
-            streak = state.streak
+        builders = self._builders
+        # The red builders (a few dozen of a fleet's hundreds), in the order
+        # the builders were first seen: the intersection's explanation
+        # names them in it.
+        red = sorted(self._streaks.items(), key=lambda item: builders[item[0]].order)
+        for name, streak in red:
+            state = builders[name]
             if (
                 name == deciding
-                or streak is None
                 or streak.count < n
                 or streak.green_at is None
                 or state.tolerated
@@ -898,11 +966,78 @@ class StreakTracker:
 # What a saved tracker holds: everything ``__init__`` sets but the shell's
 # callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
 # attaches to an instance (a benchmark's timing wrapper) is not saved.
+def _book_key(policy: Policy) -> tuple[object, ...]:
+    """What a policy changes of :meth:`StreakTracker._note`'s bookkeeping.
+
+    Trackers whose policies agree on it note the same for every build.
+    """
+    return (
+        policy.green,
+        policy.pull_request_tags,
+        policy.pull_request_branches,
+        policy.tolerated_tags,
+        policy.failing_before_window,
+    )
+
+
+class TrackerGroup:
+    """Several trackers fed the same builds, each build noted once for all of them.
+
+    A sweep replays one history under several policies.  Most of what a
+    build tells a tracker does not depend on the policy's N or its guards
+    (which builder it is, what it built, whether a streak opens or ends:
+    :meth:`StreakTracker._note`), and most builds tell nothing else (a green
+    build on a green builder, a neutral one).  So the trackers whose
+    policies agree on that bookkeeping share it: one of them notes each
+    build, and each judges only the FAILURE builds and the green builds
+    that end a streak (:meth:`StreakTracker._judge`).  Each tracker answers
+    what it answers fed alone (tests/core/test_tracker_group.py).
+    """
+
+    __slots__ = ("_books", "_size")
+
+    def __init__(self, trackers: Sequence[StreakTracker]) -> None:
+        by_key: dict[tuple[object, ...], list[int]] = {}
+        for i, tracker in enumerate(trackers):
+            if tracker._builders or tracker._streaks:
+                raise ValueError("a tracker joins a group before it is fed")
+            by_key.setdefault(_book_key(tracker.policy), []).append(i)
+        self._books: list[
+            tuple[
+                Callable[[Build], _BuilderState | None],
+                list[tuple[int, Callable[[Build, _BuilderState], tuple[Event, ...]]]],
+            ]
+        ] = []
+        for members in by_key.values():
+            lead = trackers[members[0]]
+            for i in members[1:]:
+                tracker = trackers[i]
+                tracker._builders = lead._builders
+                tracker._landings = lead._landings
+                tracker._branches = lead._branches
+            self._books.append((lead._note, [(i, trackers[i]._judge) for i in members]))
+        self._size = len(trackers)
+
+    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
+        """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
+        out: list[tuple[Event, ...]] | None = None
+        for note, judges in self._books:
+            state = note(build)
+            if state is None or (build.result != _FAILURE and not state.ended):
+                continue
+            if out is None:
+                out = [_NO_EVENTS] * self._size
+            for i, judge in judges:
+                out[i] = judge(build, state)
+        return out
+
+
 _STATE = (
     "policy",
     "_green",
     "_guards",
     "_builders",
+    "_streaks",
     "_branches",
     "_failures",
     "_landings",

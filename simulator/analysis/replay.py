@@ -9,15 +9,17 @@ decides anything; it only selects builds and gathers events.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from buildbot_revert.core.evidence import EvidenceReader
-from buildbot_revert.core.model import Build, Builder
+from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from simulator.analysis.evidence import StoredEvidence
+from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 
 
@@ -160,19 +162,28 @@ class ReplayResult:
 
 
 def select_builds(
-    store: HistoryStore, selection: Selection, policy: Policy
-) -> tuple[list[Builder], Iterator[Build]]:
-    """The builders the selection keeps, and their builds in completion order.
+    store: HistoryStore, selection: Selection, policy: Policy, *, steps: bool = False
+) -> tuple[list[Builder], Iterator[Build], StoredEvidence]:
+    """The builders the selection keeps, their builds in completion order, and their evidence.
 
     The builds start the policy's ``memory_horizon`` before
     ``selection.since`` (the same horizon a plugin starting afresh replays):
-    see :func:`replay_builds`.
+    see :func:`replay_builds`.  They come without their failed steps,
+    which the trackers read through the evidence reader returned, unless
+    ``steps`` (a tracker that plays out verification and bisection builds
+    copies failing builds with their logs).  A history pulled with the logs
+    of each red streak's first failing builds only (``import.evidence_depth``)
+    is read from its first build: counted from anywhere later, a streak
+    under way would start at a build whose logs were not fetched.
     """
     builders = [b for b in store.builders() if selection.keeps(b)]
     since = None if selection.since is None else selection.since - policy.memory_horizon
+    if store.get_meta(META_IMPORT_EVIDENCE_DEPTH) is not None:
+        since = None
     # Every builder's builds: the ones not selected are evidence for the
     # guards (what fails where, which workers agree), as in the plugin.
-    return builders, store.iter_builds(since, selection.until)
+    builds = store.iter_builds(since, selection.until, steps=steps)
+    return builders, builds, StoredEvidence(store)
 
 
 def replay_builds(
@@ -207,10 +218,12 @@ class Replayer:
 
     Several replayers fed the same builds in turn are a sweep's one pass
     over the history; handed one
-    :class:`~buildbot_revert.core.evidence.EvidenceCache` as ``evidence``,
-    they read each failing build's logs once between them.  ``feed`` is a
-    closure over locals rather than a method: it runs once per build per
-    replay, and attribute lookups were a third of a sweep's own time.
+    :class:`~simulator.analysis.evidence.StoredEvidence` as ``evidence``,
+    they read each failing build's logs once between them, and fed through
+    :func:`feed_together`, their trackers note each build once between
+    them.  ``feed`` is a closure over locals rather than a method: it runs
+    once per build per replay, and attribute lookups were a third of a
+    sweep's own time.
     """
 
     def __init__(
@@ -230,80 +243,206 @@ class Replayer:
             evidence=evidence,
         )
         self.result = ReplayResult(policy, selection, builders=builders)
-        self.feed, self._tally = self._feeder()
-
-    def _feeder(self) -> tuple[Callable[[Build], None], Callable[[], None]]:
-        tracker_feed = self.tracker.feed
-        kept = self.kept
-        result = self.result
-        verdicts, streaks = result.verdicts, result.streaks
+        self._keep = _Keeper(self.result.verdicts, self.result.streaks)
+        since = selection.since
         # No window start: every build and event is in the window.
-        since = result.selection.since
-        start = float("-inf") if since is None else since
-        count = 0
-        first: float | None = None
-        last: float | None = None
+        self._start = float("-inf") if since is None else since
+        self._counts, self._counted = _window(self._start, self.kept)
+        self.feed = self._feeder()
+
+    def _feeder(self) -> Callable[[Build], None]:
+        tracker_feed = self.tracker.feed
+        counts = self._counts
+        take = self.take
 
         def feed(build: Build) -> None:
-            nonlocal count, first, last
             events = tracker_feed(build)
-            at = build.completed_at
-            # Before the window: the warm-up, whose decisions are not
-            # reported (every event of a warm-up build began before it).
-            if at < start or build.builder not in kept:
-                return
-            if first is None:
-                first = at
-            last = at
-            count += 1
-            if events:
-                for event in events:
-                    if event.started_at >= start:
-                        _keep(event, verdicts, streaks)
+            if counts(build) and events:
+                take(events)
 
-        def tally() -> None:
-            result.builds, result.first_build_at, result.last_build_at = count, first, last
+        return feed
 
-        return feed, tally
+    def take(self, events: Iterable[Verdict | Streak]) -> None:
+        """Keep a window build's events that began in the window."""
+        start, keep = self._start, self._keep
+        for event in events:
+            if event.started_at >= start:
+                keep(event)
 
     def finish(self) -> ReplayResult:
         """The end of the history: the streaks still open are reported; the result."""
-        self._tally()
         result = self.result
+        result.builds, result.first_build_at, result.last_build_at = self._counted()
         since = result.selection.since
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
-                _keep(event, result.verdicts, result.streaks)
+                self._keep(event)
         return result
+
+
+def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
+    """One feed for replayers of one selection: each build noted once for all.
+
+    A sweep's replays (one per policy) are fed the same builds: a
+    :class:`~buildbot_revert.core.tracker.TrackerGroup` notes each build
+    once for every tracker whose policy keeps the same books, and asks each
+    to judge only the builds that can change its streaks; the window's
+    builds are counted once.  Each replayer's result is what it gives fed
+    alone.  Trackers of their own class (culprit finding) are fed alone.
+    """
+    if any(type(r.tracker) is not StreakTracker for r in replayers):
+        feeds = [r.feed for r in replayers]
+
+        def each(build: Build) -> None:
+            for feed in feeds:
+                feed(build)
+
+        return each
+    group_feed = TrackerGroup([r.tracker for r in replayers]).feed
+    counts = replayers[0]._counts
+    for replayer in replayers[1:]:
+        replayer._counted = replayers[0]._counted
+    takes = [r.take for r in replayers]
+
+    def feed(build: Build) -> None:
+        answers = group_feed(build)
+        if counts(build) and answers is not None:
+            for take, events in zip(takes, answers, strict=True):
+                if events:
+                    take(events)
+
+    return feed
+
+
+def _window(
+    start: float, kept: frozenset[str]
+) -> tuple[Callable[[Build], bool], Callable[[], tuple[int, float | None, float | None]]]:
+    """Count a window's builds: whether a build is in it, and (count, first, last) at the end.
+
+    Builds before ``start`` are the warm-up, whose decisions are not
+    reported (every event of a warm-up build began before it); builds of
+    builders outside ``kept`` are evidence only.  Closures over locals: this
+    runs for every build.
+    """
+    count = 0
+    first: float | None = None
+    last: float | None = None
+
+    def counts(build: Build) -> bool:
+        nonlocal count, first, last
+        at = build.completed_at
+        if at < start or build.builder not in kept:
+            return False
+        if first is None:
+            first = at
+        last = at
+        count += 1
+        return True
+
+    def counted() -> tuple[int, float | None, float | None]:
+        return count, first, last
+
+    return counts, counted
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:
     selection = selection.of_history(store.builders())
-    builders, builds = select_builds(store, selection, policy)
-    return replay_builds(builds, policy, selection, builders)
+    builders, builds, evidence = select_builds(store, selection, policy)
+    return replay_builds(builds, policy, selection, builders, evidence=evidence)
 
 
-def _keep(event: Verdict | Streak, verdicts: list[Verdict], streaks: list[Streak]) -> None:
-    """File a tracker event under verdicts or streak openings.
+class _Keeper:
+    """Files the tracker's events under a result's verdicts and streaks, compactly.
 
-    A streak's failing builds are kept as bare records (see :func:`bare`):
-    the tracker has read what it needed of them, the reports and the
-    evaluation only name them, and a year's worth of their blamelists and
-    log tails would otherwise stay in memory to the end of the replay.
+    A replay keeps every streak of the window, and a year holds thousands:
+    what it keeps of each must not hold the history's text.  So a streak's
+    failing builds are kept as bare records (:meth:`_bare`: the tracker has
+    read what it needed of them, the reports and the evaluation only name
+    them), and the changes of a blamelist of several by revision, landing
+    time and branch alone (the reports and the evaluation count them; one
+    record per revision), and each distinct explanation, worker and branch
+    name once (a year's thousands of streaks have about a hundred
+    explanations).  Verdicts are kept as the tracker gave them (the parity
+    tests compare them with the plugin's), and so is a blamelist of one
+    change: the verdict's suspect, kept whole with it.
     """
-    if isinstance(event, Verdict):
-        verdicts.append(event)
-    else:
+
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_revisions", "_open")
+
+    def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
+        self._verdicts = verdicts
+        self._streaks = streaks
+        self._texts: dict[str, str] = {}
+        self._revisions: dict[str, Change] = {}
+        # The verdicts kept, by the identity of the tracker's own, until
+        # their streak is reported with the same verdict: the tracker holds
+        # its verdict until then, so the identity cannot be reused.
+        self._open: dict[int, Verdict] = {}
+
+    def __call__(self, event: Verdict | Streak) -> None:
+        if isinstance(event, Verdict):
+            kept = self._verdict(event)
+            self._open[id(event)] = kept
+            self._verdicts.append(kept)
+            return
+        verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
+        blamelist = event.blamelist
+        # A blamelist of one change: the verdict's suspect, which the verdict
+        # keeps whole anyway.
+        change = _same if len(blamelist) == 1 else self._revision
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
-        streaks.append(_new(Streak, (*event[:-1], tuple(map(bare, event.failing)))))
+        self._streaks.append(
+            _new(
+                Streak,
+                (
+                    *event[:5],
+                    tuple(map(change, blamelist)),
+                    verdict,
+                    tuple(map(self._bare, event.failing)),
+                ),
+            )
+        )
+
+    def _bare(self, build: Build) -> Build:
+        """``build`` without its blamelist and failed steps: which build it was, and its result.
+
+        Its worker and branch names are held once (each row read brings its own).
+        """
+        texts = self._texts
+        worker, branch = build.worker, build.branch
+        return _new(
+            Build,
+            (
+                *build[:5],
+                (),
+                (),
+                worker if worker is None else texts.setdefault(worker, worker),
+                branch if branch is None else texts.setdefault(branch, branch),
+                *build[9:],
+            ),
+        )
+
+    def _verdict(self, verdict: Verdict) -> Verdict:
+        # The verdict as the tracker gave it (the parity tests compare it
+        # with the plugin's), its explanation held once.
+        text = self._texts.setdefault(verdict.explanation, verdict.explanation)
+        return verdict if text is verdict.explanation else verdict._replace(explanation=text)
+
+    def _revision(self, change: Change) -> Change:
+        kept = self._revisions.get(change.revision)
+        if kept is None:
+            kept = self._revisions[change.revision] = _revision_only(change)
+        return kept
 
 
-def bare(build: Build) -> Build:
-    """``build`` without its blamelist and failed steps: which build it was, and its result."""
-    if not build.failed_steps and not build.changes:
-        return build
-    return _new(Build, (*build[:5], (), (), *build[7:]))
+def _revision_only(change: Change) -> Change:
+    """``change`` as a revision that landed on a branch at a time."""
+    return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
+
+
+def _same(change: Change) -> Change:
+    return change
 
 
 _new = tuple.__new__

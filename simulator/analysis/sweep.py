@@ -6,8 +6,8 @@ replay, because the grace period does not change which streaks qualify,
 only whether a qualified revert is finally filed (see
 :mod:`simulator.analysis.grace`).  The distinct replays run in one pass
 over the history: each build is read once and fed to every replay in turn,
-and a failing build's logs are read once for all of them (an
-:class:`~buildbot_revert.core.evidence.EvidenceCache`), so a sweep costs one
+and a failing build's logs are read once for all of them (a
+:class:`~simulator.analysis.evidence.StoredEvidence`), so a sweep costs one
 read and one signature extraction plus the trackers' own bookkeeping, and
 holds no more of the history than a single replay does.
 
@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from buildbot_revert.core.evidence import EvidenceCache
+from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.grace import apply_grace
-from simulator.analysis.replay import Replayer, ReplayResult, Selection
+from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
 
@@ -269,21 +269,23 @@ def run_sweep(
     combos: Sequence[Combination],
     labels: Labels | None,
     *,
+    evidence: EvidenceReader,
     on_done: Callable[[int], None] | None = None,
 ) -> SweepResult:
     """Replay each distinct policy in one pass over ``builds``, and score every combination.
 
     One :class:`~simulator.analysis.replay.Replayer` per distinct policy,
     each fed every build in turn, all reading failing builds' logs through
-    one :class:`~buildbot_revert.core.evidence.EvidenceCache`: the history
-    is read once and each failing build's signature taken once, however
-    many policies.  ``on_done(n)`` is told, once the pass is over, how many
+    ``evidence`` (:func:`~.replay.select_builds` gives one that fetches a
+    build's logs when asked, once for all; builds that carry their failed
+    steps may be read with :func:`~buildbot_revert.core.evidence.read_evidence`):
+    the history is read once and each failing build's signature taken
+    once, however many policies.  ``on_done(n)`` is told, once the pass is over, how many
     combinations each replay settled (for a progress bar).
     """
     by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
     for i, combo in enumerate(combos):
         by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
-    evidence = EvidenceCache()
     replayers: list[Replayer] = []
     costs_of: list[MethodCosts | None] = []
     for policy, methods in by_policy:
@@ -292,10 +294,9 @@ def run_sweep(
         tracker_class = None if costs is None else methods_tracker(methods, labels, costs)
         replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
         costs_of.append(costs)
-    feeds = [r.feed for r in replayers]
+    feed = feed_together(replayers)
     for build in builds:
-        for feed in feeds:
-            feed(build)
+        feed(build)
     rows: list[SweepRow | None] = [None] * len(combos)
     first: ReplayResult | None = None
     for replayer, costs, settled in zip(replayers, costs_of, by_policy.values(), strict=True):

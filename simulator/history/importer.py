@@ -42,9 +42,25 @@ between pages leaves a consistent store; the next pull starts a few seconds
 before the position and skips builds whose master id it already holds.
 
 **Requests.**  Builds, build requests, buildsets and changes are read with
-collection queries (filters on many ids, pagination), so a page of builds
-costs a handful of requests; only failing builds cost requests of their own
-(their steps, and each failing step's stdio log tail).
+collection queries (filters on many ids, pagination, ``field=`` selection),
+so a page of builds costs a handful of requests.  A builder's build before
+the pull's window (the start of its blamelist) costs one request per builder
+and pull, and none when the pull starts from the master's first build.
+
+**Evidence.**  Only failing builds cost requests of their own, and the
+REST API has no collection to batch them in (steps are listed per build,
+logs per step, and a log's tail needs its length first): each costs its
+steps, and for each failed step its logs and its stdio tail, about three
+requests.  A tracker reads the evidence of the first ``Policy.failures``
+failing builds of a red streak only, so by default a pull fetches the logs
+of the first :data:`~buildbot_revert.core.evidence.EVIDENCE_DEPTH` failing
+builds of each streak, by the core's rule
+(:class:`~buildbot_revert.core.evidence.StreakDepth`), and stores the later
+ones with :data:`~buildbot_revert.core.evidence.NOT_FETCHED` as their failed
+steps, which a replay refuses to read instead of taking for "no failed
+step".  The history remembers the smallest depth it was pulled with
+(``import.evidence_depth``); ``evidence_depth=None`` (``pull --all-evidence``)
+fetches every failing build's logs.
 """
 
 from __future__ import annotations
@@ -61,6 +77,7 @@ from urllib.parse import urlsplit
 
 from buildbot_revert.core import blamelist, records
 from buildbot_revert.core.defaults import LOG_TAIL_LINES
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, StreakDepth
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from buildbot_revert.core.selection import BuilderSelection
@@ -76,6 +93,7 @@ from simulator.history.entities import (
 from simulator.history.rest_client import BuildbotAPI, api_url
 from simulator.history.schema import (
     META_IMPORT_CHANGES_RANGE,
+    META_IMPORT_EVIDENCE_DEPTH,
     META_IMPORT_MASTER,
     META_IMPORT_SYNCED,
 )
@@ -98,6 +116,8 @@ class PullStats:
     builds: int = 0
     changes: int = 0
     failing_builds: int = 0
+    # Failing builds stored without their logs (past their streak's evidence).
+    unfetched_builds: int = 0
     missing_logs: int = 0
     requests: int = 0
     seconds: float = 0.0
@@ -124,8 +144,9 @@ class Importer:
         *,
         since: float | None = None,
         selection: BuilderSelection | None = None,
-        page_size: int = 200,
+        page_size: int = 500,
         log_lines: int = LOG_TAIL_LINES,
+        evidence_depth: int | None = EVIDENCE_DEPTH,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.api = api
@@ -135,6 +156,8 @@ class Importer:
         self.selection = selection if selection is not None else BuilderSelection()
         self.page_size = page_size
         self.log_lines = log_lines
+        # How many failing builds of each streak get their logs (None: all).
+        self.evidence_depth = evidence_depth
         self.progress = progress
         self.stats = PullStats()
         # The builds of the last page read that buildbot-revert requested.
@@ -153,6 +176,7 @@ class Importer:
         self.changes = ChangeIndex(self.store)
         self.tips = self.store.import_builder_tips()
         self.looked_back: set[str] = set()
+        self.depth = self._streak_depth()
         synced: dict[str, float] = json.loads(self.store.get_meta(META_IMPORT_SYNCED) or "{}")
         self._pull_builds(self._lower_bound(synced), synced)
         self.stats.requests = self.api.requests - first_request
@@ -170,8 +194,24 @@ class Importer:
         )
         return float(int(lower)) if lower > 0 else 0.0
 
+    def _streak_depth(self) -> StreakDepth:
+        """Which failing builds get their logs, knowing the streaks the store ends with."""
+        if self.evidence_depth is None:
+            return StreakDepth(None)
+        counts: dict[str, int] = {}
+        for bid, name in self.builder_ids.items():
+            # Feed the store's builds of the builder's open streak, oldest first.
+            trailing = self.store.trailing_failures(self.store_builder[bid])
+            depth = StreakDepth(None)
+            for result, branch in trailing:
+                depth.feed(name, result, branch)
+            counts.update(depth.counts())
+        return StreakDepth(self.evidence_depth, counts)
+
     def _pull_builds(self, lower: float, synced: dict[str, float]) -> None:
         """Import the completed builds from ``lower`` on, a page at a time."""
+        # From the master's first build on, no build came before the window.
+        self._lower = lower
         done = self.store.import_build_ids(lower)
         filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
         if len(self.builder_ids) < len(self.all_builders):
@@ -251,7 +291,7 @@ class Importer:
         first_seen: dict[int, BuildInfo] = {}
         for b in builds:
             name = self.builder_ids[b.builderid]
-            if name not in self.tips and name not in self.looked_back:
+            if name not in self.tips and name not in self.looked_back and self._lower > 0:
                 first_seen.setdefault(b.builderid, b)
         previous = self.api.map(self._previous_build, list(first_seen.values()))
         lookback = [p for p in previous if p is not None]
@@ -268,13 +308,22 @@ class Importer:
         blamelists: dict[int, list[int]] = {}
         for b in builds:
             blamelists[b.buildid] = self._blame(b, tips[b.buildid])
-        failing = [b for b in builds if b.results == int(Result.FAILURE)]
-        steps_by_build = dict(
-            zip(
-                (b.buildid for b in failing), self.api.map(self._failed_steps, failing), strict=True
-            )
-        )
         branches = {b.buildid: build_branch(stamps.get(b.buildid, ())) for b in builds}
+        # Every build, in completion order, tells the streaks' depth; only the
+        # failing builds a tracker could read get their logs fetched.
+        wanted = [
+            b
+            for b in builds
+            if self.depth.feed(
+                self.builder_ids[b.builderid], int(b.results or 0), branches[b.buildid]
+            )
+        ]
+        steps_by_build: dict[int, tuple[FailedStep, ...]] = {
+            b.buildid: NOT_FETCHED for b in builds if b.results == int(Result.FAILURE)
+        }
+        steps_by_build.update(
+            zip((b.buildid for b in wanted), self.api.map(self._failed_steps, wanted), strict=True)
+        )
         self._write(builds, tips, blamelists, steps_by_build, branches, position, synced)
 
     def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
@@ -295,17 +344,17 @@ class Importer:
     def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
         brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
         buildset_of = self.api.buildrequest_buildsets(brids)
-        stamps = self.api.buildset_sourcestamps(set(buildset_of.values()))
-        requested = self.api.requested_buildsets(set(buildset_of.values()))
-        self._requested = {
-            b.buildid
-            for b in builds
-            if b.buildrequestid is not None and buildset_of.get(b.buildrequestid) in requested
-        }
+        buildsets = self.api.buildsets(set(buildset_of.values()))
+        self._requested = set()
         out: dict[int, list[SourceStampInfo]] = {}
         for b in builds:
             bsid = buildset_of.get(b.buildrequestid) if b.buildrequestid is not None else None
-            out[b.buildid] = stamps.get(bsid, []) if bsid is not None else []
+            stamps, requested = (
+                buildsets.get(bsid, ([], False)) if bsid is not None else ([], False)
+            )
+            out[b.buildid] = stamps
+            if requested:
+                self._requested.add(b.buildid)
         unresolved = self.changes.unresolved_revisions(ss for sss in out.values() for ss in sss)
         if unresolved:
             for c in self.api.changes_by_revision(unresolved):
@@ -374,11 +423,19 @@ class Importer:
                 change_ids = [self.changes.store_id[m] for m in blamelists[b.buildid]]
                 build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
                 store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
-                self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
+                if steps == NOT_FETCHED:
+                    self.stats.unfetched_builds += 1
+                else:
+                    self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
             if self.changes.fetched_range is not None:
                 store.set_meta(
                     META_IMPORT_CHANGES_RANGE, json.dumps(list(self.changes.fetched_range))
                 )
+            if self.evidence_depth is not None:
+                # The smallest depth any pull used: what the whole history holds.
+                held = store.get_meta(META_IMPORT_EVIDENCE_DEPTH)
+                depth = min(self.evidence_depth, int(held)) if held else self.evidence_depth
+                store.set_meta(META_IMPORT_EVIDENCE_DEPTH, str(depth))
             if position is not None:
                 for bid in self.builder_ids:
                     synced[str(bid)] = max(position, synced.get(str(bid), position))
@@ -393,7 +450,8 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
     """Bring ``store`` up to date with the master behind ``api``; see the module docstring.
 
     ``options`` are :class:`Importer`'s keyword arguments (``since``,
-    ``selection``, ``page_size``, ``log_lines``, ``progress``), which
+    ``selection``, ``page_size``, ``log_lines``, ``evidence_depth``,
+    ``progress``), which
     its signature alone declares.
     """
     return Importer(api, store, **options).run()

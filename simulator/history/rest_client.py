@@ -11,7 +11,14 @@ history store: that is :mod:`simulator.history.importer`.
 It uses the standard library (``http.client`` with one persistent connection
 per thread, and a bounded thread pool) rather than Twisted: the importer is
 a synchronous batch job, and keep-alive connections matter more to its speed
-over HTTPS than an event loop would.
+over HTTPS than an event loop would.  Over plain HTTP (a master on the
+machine or the LAN, which serves HTTP itself) it opens a connection per
+request instead, which costs a round trip only.  Buildbot 4.3's own HTTP
+server now and then sends an answer short of its ``Content-Length`` (the
+master logs it answered): on a kept-alive connection the client waits for
+the rest until the 30 s timeout (in about every other pull of
+``benchmarks/pull.py``), on a connection the master closes the short answer
+shows at once (``IncompleteRead``) and is asked again.
 """
 
 from __future__ import annotations
@@ -51,10 +58,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Filters that name many ids go in the query string; keep URLs well under the
-# 16 KiB request line that Twisted's web server accepts.
-MAX_IDS_PER_REQUEST = 100
-# Revisions are 40 hex digits: 50 of them keep the URL short.
-MAX_REVISIONS_PER_REQUEST = 50
+# 16 KiB request line that Twisted's web server accepts: 250 build request
+# ids of 10 digits are 6.5 KB, and a page of builds needs one request.
+MAX_IDS_PER_REQUEST = 250
+# Revisions are 40 hex digits, "revision=<40>&" 50 characters: 150 of them
+# are 7.5 KB, a page's new tips in one request.
+MAX_REVISIONS_PER_REQUEST = 150
 
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0
@@ -104,6 +113,8 @@ class BuildbotAPI:
     ``timeout`` seconds per attempt and up to ``retries`` retries, with
     exponential backoff from ``backoff`` seconds, on 5xx and 429 answers,
     timeouts and dropped connections.  ``requests`` counts the HTTP requests made.
+    ``keepalive`` keeps connections open (default: over HTTPS only; see
+    the module docstring).
     """
 
     def __init__(
@@ -115,6 +126,7 @@ class BuildbotAPI:
         retries: int = 4,
         backoff: float = 0.5,
         user_agent: str = "buildbot-revert-simulator",
+        keepalive: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -125,6 +137,9 @@ class BuildbotAPI:
         self._port = parts.port
         self._prefix = parts.path
         self._headers = {"Accept": "application/json", "User-Agent": user_agent}
+        self.keepalive = self._https if keepalive is None else keepalive
+        if not self.keepalive:
+            self._headers["Connection"] = "close"
         if parts.username is not None:
             creds = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
             self._headers["Authorization"] = "Basic " + base64.b64encode(creds.encode()).decode()
@@ -135,8 +150,10 @@ class BuildbotAPI:
         self.retries = retries
         self.backoff = backoff
         self.requests = 0
-        # Time spent waiting for answers, by path shape ("/builds/{id}/steps").
+        # Time spent waiting for answers, and answers, by path shape
+        # ("/builds/{id}/steps"): where a pull's requests go.
         self.seconds_by_path: dict[str, float] = {}
+        self.requests_by_path: dict[str, int] = {}
         # Attempts that failed and were retried (or given up), for diagnosis.
         self.failures: list[str] = []
         self._answered = False
@@ -227,7 +244,8 @@ class BuildbotAPI:
             self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
                 time.perf_counter() - began
             )
-        if resp.will_close:
+            self.requests_by_path[kind] = self.requests_by_path.get(kind, 0) + 1
+        if resp.will_close or not self.keepalive:
             self._drop_connection()
         return resp.status, body
 
@@ -409,17 +427,20 @@ class BuildbotAPI:
         ):
             yield from (parse_change(d) for d in rows)
 
-    def buildset_sourcestamps(self, bsids: Iterable[int]) -> dict[int, list[SourceStampInfo]]:
-        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "sourcestamps"))
+    def buildsets(self, bsids: Iterable[int]) -> dict[int, tuple[list[SourceStampInfo], bool]]:
+        """Each buildset's sourcestamps, and whether buildbot-revert requested it (its reason).
+
+        One query for both: the requested ones (verification, bisection) are
+        known by their reason.
+        """
+        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "sourcestamps", "reason"))
         return {
-            int(d["bsid"]): [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()]
+            int(d["bsid"]): (
+                [parse_sourcestamp(ss) for ss in d.get("sourcestamps") or ()],
+                is_requested(d.get("reason")),
+            )
             for d in rows
         }
-
-    def requested_buildsets(self, bsids: Iterable[int]) -> set[int]:
-        """The buildsets buildbot-revert requested (verification, bisection), by reason."""
-        rows = self.by_ids("/buildsets", "bsid", bsids, ("bsid", "reason"))
-        return {int(d["bsid"]) for d in rows if is_requested(d.get("reason"))}
 
     def buildrequest_buildsets(self, brids: Iterable[int]) -> dict[int, int]:
         rows = self.by_ids(

@@ -31,6 +31,9 @@ META_IMPORT_MASTER = "import.master"
 META_IMPORT_SYNCED = "import.synced"
 # [low, high]: the contiguous range of master change ids already fetched.
 META_IMPORT_CHANGES_RANGE = "import.changes_range"
+# How many failing builds of each red streak had their logs fetched, the
+# smallest over the pulls (absent: every failing build's); see the importer.
+META_IMPORT_EVIDENCE_DEPTH = "import.evidence_depth"
 
 # Table name -> keyword arguments of ``sqlite_utils.Table.create``.
 TABLES: dict[str, dict[str, Any]] = {

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 import sqlite_utils
@@ -38,6 +39,19 @@ _INSERT_FAILED_STEP = (
     "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
 )
 
+
+# One build's failed steps (HistoryStore.failed_steps_of), off the builds'
+# (builder_id, number) and failed_steps' primary key indexes.
+_FAILED_STEPS_OF = (
+    "SELECT f.name, f.result, f.log_tail FROM builds b JOIN failed_steps f ON f.build_id = b.id"
+    " WHERE b.builder_id = ? AND b.number = ? ORDER BY f.step_number"
+)
+
+# iter_builds reads changes by chunks of this many ids, keeping the last few
+# chunks read: about three months of CPython's changes, whatever the
+# history's length.
+_CHUNK = 256
+_CHUNKS_KEPT = 6
 
 # How many distinct blamelists iter_builds keeps made: builders build the
 # same recent changes, so a small window finds nearly every repeat, and
@@ -325,22 +339,58 @@ class HistoryStore:
         return self.conn.execute("SELECT 1 FROM label_breakages LIMIT 1").fetchone() is not None
 
     def changes_by_id(self) -> dict[int, Change]:
+        """Every stored change, by id."""
+        return self._changes("")
+
+    def _changes(self, where: str, *params: int) -> dict[int, Change]:
+        """The changes ``where`` selects, by id.
+
+        Authors, paths and branch names repeat from change to change (a
+        year of CPython: 250 authors, 4,600 paths in 32,000 mentions):
+        each is held once (``sys.intern``) however many changes name it.
+        """
         out: dict[int, Change] = {}
         for cid, rev, author, title, message, when, pr, files, branch in self.conn.execute(
             "SELECT id, revision, author, title, message, when_ts, pr_number, files, branch"
-            " FROM changes"
+            f" FROM changes {where}",
+            params,
         ):
             out[cid] = Change(
                 rev,
-                author,
+                intern(author),
                 title,
                 when,
                 pr,
                 message or "",
-                tuple(json.loads(files or "[]")),
-                branch,
+                tuple(map(intern, json.loads(files or "[]"))),
+                branch if branch is None else intern(branch),
             )
         return out
+
+    def _change_lookup(self) -> Callable[[int], Change]:
+        """A change by id, read a chunk of ids at a time, the recent chunks kept.
+
+        A stream of builds names the changes that landed lately: holding
+        every change of the history (messages, file lists) would grow with
+        its length, so only the last :data:`_CHUNKS_KEPT` chunks of
+        :data:`_CHUNK` ids are kept, and a chunk dropped is read again if
+        an old change is named (a builder back after weeks away).
+        """
+        chunks: dict[int, dict[int, Change]] = {}
+
+        def change(cid: int) -> Change:
+            chunk = chunks.get(cid // _CHUNK)
+            if chunk is None:
+                if len(chunks) >= _CHUNKS_KEPT:
+                    # Dicts keep insertion order: drop the chunk read first.
+                    del chunks[next(iter(chunks))]
+                low = cid - cid % _CHUNK
+                chunk = chunks[cid // _CHUNK] = self._changes(
+                    "WHERE id >= ? AND id < ?", low, low + _CHUNK
+                )
+            return chunk[cid]
+
+        return change
 
     def _where(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
@@ -429,6 +479,8 @@ class HistoryStore:
         since: float | None = None,
         until: float | None = None,
         builder_names: Iterable[str] | None = None,
+        *,
+        steps: bool = True,
     ) -> Iterator[Build]:
         """Yield the stored builds as core records, in completion order.
 
@@ -436,21 +488,25 @@ class HistoryStore:
         the failing ones, are two cursors in the same order, merged as they go,
         so what is held at any time is one build's rows (and the changes,
         which every build may name), whatever the history's length.
+
+        ``steps=False`` leaves every build's failed steps out (a replay
+        reads the few it needs with :meth:`failed_steps_of`, through
+        :mod:`simulator.analysis.evidence`).
         """
         names = self._builder_names()
         ids = None
         if builder_names is not None:
             wanted = set(builder_names)
             ids = [i for i, n in names.items() if n in wanted]
-        changes = self.changes_by_id()
+        change = self._change_lookup()
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
         empty: tuple[FailedStep, ...] = ()
         # The failed steps' next row, or None at their end.  Ids of builds
         # with no failed step never appear in it, so a build takes its rows
         # only when the ids agree.
-        steps = self.conn.execute(steps_sql, params)
-        next_step = steps.fetchone()
+        cursor = self.conn.execute(steps_sql, params) if steps else None
+        next_step = cursor.fetchone() if cursor is not None else None
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
@@ -476,14 +532,14 @@ class HistoryStore:
                 # group_concat promises no order: sort the ids here, once
                 # per distinct list.
                 blamed = blamed_by[blame] = tuple(
-                    changes[cid] for cid in sorted(map(int, blame.split(",")))
+                    change(cid) for cid in sorted(map(int, blame.split(",")))
                 )
             failed = empty
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
                     found.append(new(FailedStep, next_step[1:]))
-                    next_step = steps.fetchone()
+                    next_step = cursor.fetchone()  # type: ignore[union-attr]
                 failed = tuple(found)
             builder = names[builder_id]
             yield new(
@@ -502,6 +558,14 @@ class HistoryStore:
                     None,
                 ),
             )
+
+    def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
+        """One build's failed steps, with their log tails, in step order.
+
+        ``builder_id`` is the builder's id in this file (:meth:`builder_ids`).
+        """
+        rows = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
+        return tuple(FailedStep(*row) for row in rows)
 
     def labels(self) -> Labels:
         names = self._builder_names()
@@ -571,6 +635,23 @@ class HistoryStore:
             " VALUES (?, ?, ?, ?)",
             (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
         )
+
+    def trailing_failures(self, builder_id: int) -> list[tuple[int, str | None]]:
+        """(result, branch) of the builder's last builds from its last non-FAILURE one, in order.
+
+        What a pull needs to go on counting the builder's open red streak.
+        """
+        branch = "branch" if self.schema_version >= 3 else "NULL"
+        failure = int(Result.FAILURE)
+        return [
+            (int(result), branch)
+            for result, branch in self.conn.execute(
+                f"SELECT result, {branch} FROM builds WHERE builder_id = ? AND completed_at >="
+                f" coalesce((SELECT max(completed_at) FROM builds WHERE builder_id = ?"
+                f" AND result != {failure}), -1e300) ORDER BY completed_at, id",
+                (builder_id, builder_id),
+            )
+        ]
 
     def import_builder_tips(self) -> dict[str, dict[str, int]]:
         """Builder name -> line -> newest master change id its imported builds covered."""

@@ -44,14 +44,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from buildbot.db.model import Model
 from buildbot.util.sautils import hash_columns
 
-from buildbot_revert.core.model import Build, Change, FailedStep, Result
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import log_text
+from testkit.buildbot.harness import BuildbotHarness
+from testkit.buildbot.master_config import BuilderSpec
 
 REPOSITORY = "https://github.com/python/cpython"
 PROJECT = "cpython"
@@ -430,3 +433,40 @@ def write_history(
         written.workers = len(worker_rows)
     written.seconds = time.perf_counter() - started
     return written
+
+
+def master_holding(
+    root: Path, builders: Iterable[Builder], changes: Mapping[int, Change], builds: list[Build]
+) -> tuple[BuildbotHarness, dict[tuple[str, int], Build]]:
+    """A started harness whose master holds ``builds``, and what it should serve of each.
+
+    The master starts once on its empty database to register ``builders``,
+    its worker and itself, stops while the history is written in (its times
+    shifted to end a minute ago), and starts again.  The builders are
+    configured but their requests are complete: nothing builds.  The second
+    value is :func:`expected_build` of each build, by (builder, number).
+    The caller closes the harness, also when this raises.
+    """
+    harness = BuildbotHarness(
+        root, builders=[BuilderSpec(b.name, b.tags) for b in builders], poller=False
+    )
+    try:
+        harness.start()
+        harness.stop()
+        shift = int(time.time()) - 60 - int(max((b.completed_at for b in builds), default=0))
+        engine = sa.create_engine(f"sqlite:///{harness.master_dir / 'state.sqlite'}")
+        try:
+            write_history(engine, changes, builds, shift=shift)
+        finally:
+            engine.dispose()
+        harness.start()
+    except BaseException:
+        harness.close()
+        raise
+    tipped: set[str] = set()  # builders with a build of a change so far
+    expected: dict[tuple[str, int], Build] = {}
+    for b in builds:
+        expected[(b.builder, b.number)] = expected_build(b, shift, b.builder not in tipped)
+        if b.changes:
+            tipped.add(b.builder)
+    return harness, expected

@@ -1,9 +1,18 @@
-"""Evidence read once: trackers sharing an EvidenceCache decide as trackers reading alone."""
+"""Evidence a pull left unfetched: never what a tracker reads, and refused if it is."""
 
 from __future__ import annotations
 
-from buildbot_revert.core.evidence import CACHE_SIZE, EvidenceCache, read_evidence
-from buildbot_revert.core.model import Build, Result
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from buildbot_revert.core.evidence import (
+    NOT_FETCHED,
+    EvidenceNotFetched,
+    StreakDepth,
+    read_evidence,
+)
+from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from tests.core.test_guards import COMPILE, DISK_FULL, GENERIC, regrtest_failure, steps_of
@@ -28,33 +37,89 @@ def history() -> list[Build]:
     return sorted(out, key=lambda b: b.completed_at)
 
 
-def test_trackers_sharing_a_cache_decide_as_trackers_reading_alone() -> None:
-    builds = history()
-    policies = [Policy(failures=n) for n in (1, 2, 3)]
-    alone = [StreakTracker(p).feed_all(builds) for p in policies]
-    cache = EvidenceCache()
-    shared = [StreakTracker(p, evidence=cache) for p in policies]
-    events: list[list[object]] = [[] for _ in policies]
-    for build in builds:
-        for tracker, out in zip(shared, events, strict=True):
-            out.extend(tracker.feed(build))
-    assert events == alone
-    # Each failing build's steps were read once, not once per tracker.
-    failing = {b.failed_steps for b in builds if b.result == FAILURE}
-    assert cache.reads == len(failing) < sum(1 for b in builds if b.result == FAILURE) * 3
+def lazily(builds: list[Build], depth: int) -> list[Build]:
+    """``builds`` as a pull fetching ``depth`` failing builds' logs per streak stores them."""
+    streaks = StreakDepth(depth)
+    out = []
+    for b in builds:
+        wanted = streaks.feed(b.builder, b.result, b.branch)
+        out.append(b if wanted or b.result != FAILURE else b._replace(failed_steps=NOT_FETCHED))
+    return out
 
 
-def test_the_cache_answers_what_reading_answers_and_keeps_a_bounded_number() -> None:
-    cache = EvidenceCache()
-    builds = [
-        Build("b", n, FAILURE, 0.0, 1.0, (), steps_of(regrtest_failure(f"test_m{n}", "x")))
-        for n in range(CACHE_SIZE + 10)
+@st.composite
+def fleets(draw: st.DrawFn) -> list[Build]:
+    """Three builders' interleaved builds: long red streaks, neutral builds, pull requests."""
+    logs = [regrtest_failure("test_os", "chmod"), regrtest_failure("test_re", "x"), COMPILE]
+    logs += [DISK_FULL, GENERIC, None]
+    results = [SUCCESS, FAILURE, FAILURE, FAILURE, int(Result.EXCEPTION), int(Result.SKIPPED)]
+    out: list[Build] = []
+    at = 1_700_000_000.0
+    numbers: dict[str, int] = {}
+    changes = 0
+    for _ in range(draw(st.integers(0, 60))):
+        name = draw(st.sampled_from(["linux", "macos", "windows"]))
+        result = draw(st.sampled_from(results))
+        pull_request = draw(st.integers(0, 9)) == 0
+        numbers[name] = numbers.get(name, 0) + 1
+        at += 60
+        blamed: tuple[Change, ...] = ()
+        if draw(st.booleans()):
+            changes += 1
+            blamed = (Change(f"{changes:040x}", "Ada", f"Change {changes}", at - 600),)
+        steps = steps_of(draw(st.sampled_from(logs))) if result == FAILURE else ()
+        branch = "refs/pull/7/merge" if pull_request else "main"
+        out.append(Build(name, numbers[name], result, at - 30, at, blamed, steps, name, branch))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(fleets(), st.integers(1, 4), st.integers(0, 2))
+def test_a_tracker_never_reads_a_build_the_pull_left_without_logs(
+    builds: list[Build], failures: int, margin: int
+) -> None:
+    """Fetching the first ``depth >= failures`` failing builds of each streak changes nothing."""
+    # The default policy; one with no green result (a streak never ends);
+    # one that takes pull requests' builds for evidence.
+    for policy in (
+        Policy(failures=failures),
+        Policy(failures=failures, green=frozenset()),
+        Policy(failures=failures, pull_request_branches=()),
+    ):
+        full = StreakTracker(policy)
+        lazy = StreakTracker(policy)
+        want = full.feed_all(builds) + list(full.finish(2e9))
+        got = lazy.feed_all(lazily(builds, failures + margin)) + list(lazy.finish(2e9))
+        assert got == want
+
+
+def test_a_build_without_its_logs_is_refused_not_read_as_no_failed_step() -> None:
+    builds = [Build("b", n, FAILURE, 0.0, float(n), (), steps_of(GENERIC)) for n in (1, 2, 3)]
+    lazy = lazily(builds, 2)
+    assert [b.failed_steps == NOT_FETCHED for b in lazy] == [False, False, True]
+    tracker = StreakTracker(Policy(failures=3))
+    tracker.feed_all(lazy[:2])
+    with pytest.raises(EvidenceNotFetched, match="b build 3: its logs were not fetched"):
+        tracker.feed(lazy[2])
+    with pytest.raises(EvidenceNotFetched):
+        read_evidence(lazy[2])
+
+
+def test_streak_depth_counts_as_no_tracker_counts_more() -> None:
+    """Any non-FAILURE build ends the count; a pull request's FAILURE neither counts nor ends it."""
+    depth = StreakDepth(2)
+    feed = [
+        ("a", FAILURE, "main"),
+        ("a", FAILURE, "refs/pull/1/merge"),
+        ("a", FAILURE, "main"),
+        ("a", FAILURE, "main"),
+        ("a", int(Result.EXCEPTION), "main"),
+        ("a", FAILURE, None),
+        ("b", FAILURE, "main"),
     ]
-    for build in builds:
-        assert cache(build) == read_evidence(build)
-    assert cache.reads == len(builds)
-    # The oldest were dropped: asking again reads again; the newest are kept.
-    cache(builds[-1])
-    assert cache.reads == len(builds)
-    cache(builds[0])
-    assert cache.reads == len(builds) + 1
+    assert [depth.feed(*f) for f in feed] == [True, True, True, False, False, True, True]
+    assert depth.counts() == {"a": 1, "b": 1}
+    # Resumed from those counts, as a later pull resumes from the store.
+    again = StreakDepth(2, depth.counts())
+    assert [again.feed("a", FAILURE, "main"), again.feed("a", FAILURE, "main")] == [True, False]
+    assert all(StreakDepth(None).feed("a", FAILURE, "main") for _ in range(10))

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from buildbot_revert.core.verification import REASON_PREFIX
 from simulator.history.entities import BuilderInfo, BuildInfo, parse_build, parse_builder
 from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError, NotFound, api_url
 
@@ -162,8 +163,12 @@ def test_credentials_never_shown(serve) -> None:
     assert "s3cret" not in api.display_url
 
 
-def test_buildset_sourcestamps_keep_their_branch(serve) -> None:
-    """What the importer reads a build's branch from: its buildset's sourcestamps."""
+def test_buildsets_keep_their_branch_and_say_which_were_requested(serve) -> None:
+    """What the importer reads a build's branch from: its buildset's sourcestamps.
+
+    The same query says which buildsets buildbot-revert requested (by their
+    reason): one request for both.
+    """
     stamp = {
         "ssid": 5,
         "revision": "a" * 40,
@@ -174,8 +179,16 @@ def test_buildset_sourcestamps_keep_their_branch(serve) -> None:
         "created_at": 1734197000,
     }
     buildsets = [
-        {"bsid": 7, "sourcestamps": [{**stamp, "branch": "refs/pull/127001/merge"}]},
-        {"bsid": 8, "sourcestamps": [{**stamp, "ssid": 6, "branch": None}]},
+        {
+            "bsid": 7,
+            "sourcestamps": [{**stamp, "branch": "refs/pull/127001/merge"}],
+            "reason": "scheduler",
+        },
+        {
+            "bsid": 8,
+            "sourcestamps": [{**stamp, "ssid": 6, "branch": None}],
+            "reason": REASON_PREFIX + "verification of abc",
+        },
     ]
 
     def route(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
@@ -185,8 +198,22 @@ def test_buildset_sourcestamps_keep_their_branch(serve) -> None:
 
     server = serve(route)
     with fast(server.url) as api:
-        stamps = api.buildset_sourcestamps([7, 8])
-    assert [ss.branch for ss in stamps[7]] == ["refs/pull/127001/merge"]
-    assert [(ss.ssid, ss.branch) for ss in stamps[8]] == [(6, None)]
+        buildsets = api.buildsets([7, 8])
+    assert [ss.branch for ss in buildsets[7][0]] == ["refs/pull/127001/merge"]
+    assert [(ss.ssid, ss.branch) for ss in buildsets[8][0]] == [(6, None)]
+    assert (buildsets[7][1], buildsets[8][1]) == (False, True)
+    assert len(server.seen) == 1
     path, query = server.seen[-1]
     assert path == "/api/v2/buildsets" and sorted(v for k, v in query if k == "bsid") == ["7", "8"]
+
+
+def test_without_keepalive_no_connection_outlives_its_request(serve) -> None:
+    """Connections are kept open over HTTPS only, unless told."""
+    server = serve(lambda path, query: (200, b"{}"))
+    assert not BuildbotAPI(server.url).keepalive
+    assert BuildbotAPI("https://buildbot.python.org/all").keepalive
+    for keepalive in (True, False):
+        with BuildbotAPI(server.url, keepalive=keepalive) as api:
+            assert api.get("/builders") == {}
+            # The server closed the connection it was asked to: nothing to reuse.
+            assert (getattr(api._local, "conn", None) is not None) is keepalive

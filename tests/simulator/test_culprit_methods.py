@@ -142,6 +142,7 @@ def test_forced_builds_flake_as_often_as_the_builder_does() -> None:
 
 
 def test_the_sweep_gives_each_method_its_own_row() -> None:
+    from buildbot_revert.core.evidence import read_evidence
     from simulator.analysis.sweep import combinations, parse_axes, run_sweep
 
     combos = combinations(parse_axes(["bisection=off,on"]), Policy())
@@ -152,6 +153,7 @@ def test_the_sweep_gives_each_method_its_own_row() -> None:
         Selection(),
         combos,
         labelled("breakage", "c2"),
+        evidence=read_evidence,
     )
     off, on = sweep.rows
     assert (off.reverts, off.forced_build_hours) == (0, 0.0)

@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from buildbot_revert.core import blamelist
+from buildbot_revert.core.evidence import StreakDepth
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from buildbot_revert.core.selection import BuilderSelection
@@ -289,6 +290,36 @@ def test_import_bookkeeping(tmp_path: Path) -> None:
     assert store.import_builder_tips() == {"b1": {"L": 7, "M": 1}}
     assert store.import_build_ids(200.0) == {1002, 1003}
     assert store.import_build_ids() == {1001, 1002, 1003}
+    store.close()
+
+
+def test_a_later_pull_goes_on_counting_the_streaks_the_history_ends_with(tmp_path: Path) -> None:
+    """What the store gives a pull to resume StreakDepth: each builder's open streak."""
+    store = HistoryStore(tmp_path / "h.sqlite", create=True)
+    pr = "refs/pull/9/merge"
+    runs = {
+        "red": [(0, "main"), (2, "main"), (2, pr), (2, "main"), (2, None)],
+        "green": [(2, "main"), (2, "main"), (4, "main")],
+        "empty": [],
+    }
+    with store.transaction():
+        for name, builds in runs.items():
+            bid = store.add_builder(Builder(name))
+            for number, (result, branch) in enumerate(builds, 1):
+                build = Build(name, number, result, 10.0 * number, 10.0 * number + 5, branch=branch)
+                store.add_build(bid, build, [])
+    ids = store.builder_ids()
+    assert store.trailing_failures(ids["red"]) == runs["red"]
+    assert store.trailing_failures(ids["green"]) == [(4, "main")]
+    assert store.trailing_failures(ids["empty"]) == []
+    counted = StreakDepth(None)
+    for name in runs:
+        for result, branch in store.trailing_failures(ids[name]):
+            counted.feed(name, result, branch)
+    # The pull request's failure does not count: the red builder's streak is 3 long.
+    assert counted.counts() == {"red": 3}
+    resumed = StreakDepth(4, counted.counts())
+    assert [resumed.feed("red", 2, "main") for _ in range(2)] == [True, False]
     store.close()
 
 

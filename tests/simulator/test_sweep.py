@@ -110,9 +110,9 @@ def store(tmp_path: Path):
 
 def _sweep(store: HistoryStore, specs: list[str], selection: Selection | None = None):
     selection = (selection or Selection()).of_history(store.builders())
-    builders, builds = select_builds(store, selection, Policy())
+    builders, builds, evidence = select_builds(store, selection, Policy())
     combos = combinations(parse_axes(specs), Policy())
-    return run_sweep(builds, builders, selection, combos, store.labels())
+    return run_sweep(builds, builders, selection, combos, store.labels(), evidence=evidence)
 
 
 def test_grace_stands_down_reverts_whose_builder_recovered(store: HistoryStore) -> None:

@@ -64,8 +64,14 @@ def same_failure(a: Signature, b: Signature) -> bool:
     return any(module in closure_b for module, _ in keys_a)
 
 
+@lru_cache(maxsize=4096)
 def modules(signature: Signature) -> frozenset[str]:
-    """The test modules (and compile keys) a signature fails: what the guards compare."""
+    """The test modules (and compile keys) a signature fails: what the guards compare.
+
+    Cached: a red builder's signatures are compared again at every decision
+    an intersection takes part in, and a replay's streaks repeat a handful
+    of signatures thousands of times.
+    """
     return frozenset(module_of(t) for t in signature.tests)
 
 
@@ -89,6 +95,7 @@ def module_key(ident: str) -> tuple[str, frozenset[str]]:
     return module, frozenset((module, *_parents(module)))
 
 
+@lru_cache(maxsize=65536)
 def module_of(ident: str) -> str:
     """The module an identifier belongs to; a compile key is its own module."""
     if " " in ident:

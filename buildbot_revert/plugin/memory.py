@@ -191,25 +191,35 @@ class Memory(TableSet):
 
     tables = metadata
 
-    def save(self, owner: str, policy: Policy, state: bytes, catch_up: CatchUp, now: float) -> Any:
-        """Replace ``owner``'s snapshot with ``state`` (from :func:`dumps`)."""
-        last_complete_at, recent = catch_up.point(now)
-        builds = catch_up.builds
-        values = {
-            "owner": owner,
-            "fingerprint": fingerprint(policy),
-            "last_complete_at": last_complete_at,
-            "recent": json.dumps(sorted(recent)),
-            "builds": builds,
-            "saved_at": now,
-        }
+    def save(
+        self, owner: str, policy: Policy, tracker: StreakTracker, catch_up: CatchUp, now: float
+    ) -> Any:
+        """Replace ``owner``'s snapshot with ``tracker``'s state and ``catch_up``'s point.
+
+        All of it is serialised in the database's thread, not the reactor's:
+        the tracker's state grows with the builders and the guards' windows,
+        the catch-up's ids with the builds of its overlap, and the master's
+        reactor must not wait on them.  So nothing may feed the tracker or
+        note a build until the Deferred fires (the reporter holds its lock).
+        """
 
         def thd(conn: sa.Connection) -> int:
-            packed = zlib.compress(state, 1)
+            last_complete_at, recent = catch_up.point(now)
+            packed = zlib.compress(dumps(tracker), 1)
             t = memory_table
             with conn.begin():
                 conn.execute(t.delete().where(t.c.owner == owner))
-                conn.execute(t.insert().values(state=packed, **values))
+                conn.execute(
+                    t.insert().values(
+                        owner=owner,
+                        fingerprint=fingerprint(policy),
+                        state=packed,
+                        last_complete_at=last_complete_at,
+                        recent=json.dumps(sorted(recent)),
+                        builds=catch_up.builds,
+                        saved_at=now,
+                    )
+                )
             return len(packed)
 
         return self._run(thd)

@@ -27,7 +27,9 @@ usable snapshot, rebuilds it from the master's builds of the policy's
 time); either way the tracker knows every revision the ledger holds.  It
 then resolves ``filing`` rows its previous process left behind.  It saves
 the memory every :data:`SAVE_EVERY` builds (or :data:`SAVE_AFTER` seconds)
-and when it stops.
+and when it stops, pickled in the database's thread: the reactor's thread
+never serialises the tracker (it is the master's, and the state grows with
+the builders and the guards' windows).
 
 The GitHub token is rendered here, on every (re)configuration, and only when
 the mode needs it (``comment`` or ``revert``): a dry run starts without one.
@@ -79,7 +81,7 @@ from buildbot_revert.plugin.follow_up import FollowUp
 from buildbot_revert.plugin.gather import Gatherer
 from buildbot_revert.plugin.held import HeldStore
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot, dumps
+from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
 from buildbot_revert.plugin.notify import Notifier, Webhook
 from buildbot_revert.plugin.notify.settings import public_part
@@ -499,16 +501,20 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     @defer.inlineCallbacks
     def _save_memory(self) -> Any:
-        """Save the tracker's memory (call with the lock held: nothing feeds it meanwhile)."""
+        """Save the tracker's memory (call with the lock held: nothing feeds it meanwhile).
+
+        Pickled in the database's thread (:meth:`.Memory.save`): the lock,
+        held until the row is written, keeps the builds that finish
+        meanwhile from feeding it.
+        """
         if self.tracker is None or self.memory is None or self.settings is None:
             return
         now = self._reactor().seconds()
         # A save that fails is tried again at the next interval, not every build.
         self._unsaved, self._saved_at = 0, now
         try:
-            state = dumps(self.tracker)
             yield self.memory.save(
-                self._memory_owner(), self.settings.policy, state, self._catch_up, now
+                self._memory_owner(), self.settings.policy, self.tracker, self._catch_up, now
             )
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not save the tracker's memory")

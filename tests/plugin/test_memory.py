@@ -90,10 +90,8 @@ async def test_the_memory_table_keeps_one_snapshot_per_owner(tmp_path, history_b
         tracker.feed_all(history_builds[:100])
         assert await memory.load("m1/r", Policy()) is None
         first = CatchUp(123.0, frozenset({5, 3}), 100)
-        await memory.save("m1/r", Policy(), dumps(tracker), first, 1000.0)
-        await memory.save(
-            "m1/r", Policy(), dumps(tracker), CatchUp(456.0, frozenset({7}), 100), 1001.0
-        )
+        await memory.save("m1/r", Policy(), tracker, first, 1000.0)
+        await memory.save("m1/r", Policy(), tracker, CatchUp(456.0, frozenset({7}), 100), 1001.0)
         snap = await memory.load("m1/r", Policy())
         assert (snap.last_complete_at, snap.recent, snap.builds) == (456.0, frozenset({7}), 100)
         assert snap.tracker.red_builders() == tracker.red_builders()

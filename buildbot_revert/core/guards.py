@@ -281,8 +281,11 @@ def origin_of(change: Change) -> str:
     return change.revision
 
 
-# Landings looks for commits to forget after this many new ones.
+# Landings looks for commits to forget after this many new ones, the
+# failure memory for failures to forget after this many records (a red
+# builder records with every build: four times as often).
 _FORGET_EVERY = 1024
+_FORGET_RECORDS_EVERY = 4 * _FORGET_EVERY
 
 
 class Landings:
@@ -383,7 +386,7 @@ class FailureMemory:
         # Builds arrive in completion order, so each array stays sorted.
         tests = self._tests
         self._recorded += 1
-        if self._recorded >= _FORGET_EVERY * 4:
+        if self._recorded >= _FORGET_RECORDS_EVERY:
             self._forget(at - self._horizon)
         for test in failing:
             known = tests.get(test)

@@ -963,9 +963,6 @@ class StreakTracker:
         )
 
 
-# What a saved tracker holds: everything ``__init__`` sets but the shell's
-# callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
-# attaches to an instance (a benchmark's timing wrapper) is not saved.
 def _book_key(policy: Policy) -> tuple[object, ...]:
     """What a policy changes of :meth:`StreakTracker._note`'s bookkeeping.
 
@@ -1032,6 +1029,9 @@ class TrackerGroup:
         return out
 
 
+# What a saved tracker holds: everything ``__init__`` sets but the shell's
+# callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
+# attaches to an instance (a benchmark's timing wrapper) is not saved.
 _STATE = (
     "policy",
     "_green",

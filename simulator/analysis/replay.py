@@ -387,9 +387,9 @@ class _Keeper:
             return
         verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
         blamelist = event.blamelist
-        # A blamelist of one change: the verdict's suspect, which the verdict
-        # keeps whole anyway.
-        change = _same if len(blamelist) == 1 else self._revision
+        if len(blamelist) > 1:
+            blamelist = tuple(map(self._revision, blamelist))
+        # (A blamelist of one change is the verdict's suspect, kept whole with it.)
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
         self._streaks.append(
@@ -397,7 +397,7 @@ class _Keeper:
                 Streak,
                 (
                     *event[:5],
-                    tuple(map(change, blamelist)),
+                    blamelist,
                     verdict,
                     tuple(map(self._bare, event.failing)),
                 ),
@@ -439,10 +439,6 @@ class _Keeper:
 def _revision_only(change: Change) -> Change:
     """``change`` as a revision that landed on a branch at a time."""
     return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
-
-
-def _same(change: Change) -> Change:
-    return change
 
 
 _new = tuple.__new__

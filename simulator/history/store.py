@@ -505,8 +505,10 @@ class HistoryStore:
         # The failed steps' next row, or None at their end.  Ids of builds
         # with no failed step never appear in it, so a build takes its rows
         # only when the ids agree.
-        cursor = self.conn.execute(steps_sql, params) if steps else None
-        next_step = cursor.fetchone() if cursor is not None else None
+        rows: Iterator[tuple[Any, ...]] = (
+            iter(self.conn.execute(steps_sql, params)) if steps else iter(())
+        )
+        next_step = next(rows, None)
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
         # tuple once.  And make each record with tuple.__new__, which skips
@@ -539,7 +541,7 @@ class HistoryStore:
                 found = []
                 while next_step is not None and next_step[0] == bid:
                     found.append(new(FailedStep, next_step[1:]))
-                    next_step = cursor.fetchone()  # type: ignore[union-attr]
+                    next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
             yield new(

@@ -13,13 +13,15 @@ from typing import Any
 
 import sqlite_utils
 
-# The version new files get.  Version 3 added ``builds.branch``.
-SCHEMA_VERSION = 3
-# The versions a file may have to be read: a version-2 file reads as it is
-# (every build's branch unknown) and is upgraded in place by the first build
-# written to it (:data:`UPGRADES`).  Files of any other version are refused
+# The version new files get.  Version 3 added ``builds.branch``, version 4
+# ``builds.changes``.
+SCHEMA_VERSION = 4
+# The versions a file may have to be read: an older file reads as it is (a
+# version-2 file's builds of unknown branch, the blamelists of a file before
+# version 4 read from ``blamelist`` alone) and is upgraded in place by the
+# first build written to it (:data:`UPGRADES`).  Files of any other version are refused
 # (the shipped history is regenerated).
-READABLE_VERSIONS = frozenset({2, 3})
+READABLE_VERSIONS = frozenset({2, 3, 4})
 
 # Keys of the ``meta`` table that the history package reads and writes.  The
 # generator of the shipped history keeps its own keys (``source``,
@@ -71,6 +73,11 @@ TABLES: dict[str, dict[str, Any]] = {
             # The sourcestamp's branch (``refs/pull/N/merge`` for a pull
             # request's build); NULL when unknown.
             "branch": str,
+            # The blamelist's change ids, ascending, comma-separated (NULL:
+            # none): a copy of the build's ``blamelist`` rows, written with
+            # them, so that a replay reads a build's blamelist with its row
+            # instead of a subquery per build (a third of the year's read).
+            "changes": str,
         },
         "pk": "id",
         "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
@@ -156,6 +163,11 @@ GITHUB_TABLES = (
 # Version -> the statements that bring a file of that version to the next one.
 UPGRADES: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE builds ADD COLUMN branch TEXT",),
+    3: (
+        "ALTER TABLE builds ADD COLUMN changes TEXT",
+        "UPDATE builds SET changes = (SELECT group_concat(change_id) FROM"
+        " (SELECT change_id FROM blamelist x WHERE x.build_id = builds.id ORDER BY change_id))",
+    ),
 }
 
 

@@ -66,6 +66,11 @@ BulkBuildRow = (
 )
 
 
+def _blamelist_column(change_ids: list[int]) -> str | None:
+    """``builds.changes`` for a blamelist of ``change_ids`` (ascending, no repeats)."""
+    return ",".join(map(str, change_ids)) if change_ids else None
+
+
 class HistoryError(Exception):
     """A history file that cannot be used: missing, empty, corrupt or foreign."""
 
@@ -135,7 +140,8 @@ class HistoryStore:
         version = self.get_meta(schema.META_SCHEMA_VERSION)
         readable = {str(v): v for v in schema.READABLE_VERSIONS}
         if version not in readable:
-            versions = " and ".join(str(v) for v in sorted(schema.READABLE_VERSIONS))
+            *older, newest = (str(v) for v in sorted(schema.READABLE_VERSIONS))
+            versions = f"{', '.join(older)} and {newest}" if older else newest
             raise HistoryError(
                 f"{self.path}: history schema version {version!r}, this version of "
                 f"buildbot-revert reads {versions}"
@@ -232,13 +238,14 @@ class HistoryStore:
         idempotent.
         """
         self._upgrade()
+        change_ids = sorted(set(change_ids))
         cur = self.conn.execute(
             "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
-            " master_id, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " master_id, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
             " started_at = excluded.started_at, completed_at = excluded.completed_at,"
             " worker = excluded.worker, master_id = excluded.master_id,"
-            " branch = excluded.branch"
+            " branch = excluded.branch, changes = excluded.changes"
             " RETURNING id",
             (
                 builder_id,
@@ -249,12 +256,13 @@ class HistoryStore:
                 build.worker,
                 master_id,
                 build.branch,
+                _blamelist_column(change_ids),
             ),
         )
         build_id = int(cur.fetchone()[0])
         self.conn.execute("DELETE FROM blamelist WHERE build_id = ?", (build_id,))
         self.conn.executemany(
-            "INSERT OR IGNORE INTO blamelist(build_id, change_id) VALUES (?, ?)",
+            "INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)",
             [(build_id, cid) for cid in change_ids],
         )
         self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
@@ -305,10 +313,20 @@ class HistoryStore:
         One ``executemany`` per table makes a year of builds a few seconds.
         """
         self._upgrade()
+        blamelist = list(blamelist)
+        blamed: dict[int, list[int]] = {}
+        for build_id, change_id in blamelist:
+            blamed.setdefault(build_id, []).append(change_id)
         self.conn.executemany(
             "INSERT INTO builds(id, builder_id, number, result, started_at, completed_at,"
-            " worker, branch) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (row if len(row) == 8 else (*row, None) for row in builds),
+            " worker, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    *(row if len(row) == 8 else (*row, None)),
+                    _blamelist_column(sorted(blamed.get(row[0], ()))),
+                )
+                for row in builds
+            ),
         )
         self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
         self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
@@ -417,9 +435,10 @@ class HistoryStore:
         The builds, each with its blamelist as a comma list; the failed
         steps of FAILURE builds.  Both walk the ``(completed_at, id)`` index,
         so each is a stream that SQLite neither sorts nor holds, and merging
-        them takes one look per build.  A blamelist is read off the
-        ``(build_id, change_id)`` index without a sort: group_concat promises
-        no order, and :meth:`iter_builds` sorts each distinct list once.
+        them takes one look per build.  A blamelist is the build row's
+        ``changes`` (an older file's is read off the ``(build_id, change_id)``
+        index without a sort: group_concat promises no order, and
+        :meth:`iter_builds` sorts each distinct list once).
         """
         where, params = self._where(since, until, builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
@@ -427,10 +446,16 @@ class HistoryStore:
         # A version-2 file not yet upgraded has no branches: they read as unknown.
         branch = "b.branch" if self.schema_version >= 3 else "NULL"
         order = "ORDER BY b.completed_at, b.id"
+        # Since version 4 a build's row holds its blamelist; an older file
+        # reads it off the blamelist's index, a subquery per build.
+        changes = (
+            "b.changes"
+            if self.schema_version >= 4
+            else "(SELECT group_concat(x.change_id) FROM blamelist x WHERE x.build_id = b.id)"
+        )
         builds = (
             "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
-            f" b.worker, {branch},"
-            " (SELECT group_concat(x.change_id) FROM blamelist x WHERE x.build_id = b.id)"
+            f" b.worker, {branch}, {changes}"
             f" FROM builds b {clause} {order}"
         )
         steps = (

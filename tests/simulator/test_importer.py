@@ -162,23 +162,30 @@ def test_a_builds_branch_is_its_first_sourcestamps_naming_one() -> None:
     assert build_branch([stamp(9, "main"), stamp(3, None), stamp(5, "3.13")]) == "3.13"
 
 
-def _make_version_2(path: Path) -> None:
-    """A history as buildbot-revert wrote it before builds had a branch."""
+def _make_version(path: Path, version: int, blamed: list[int] | None = None) -> None:
+    """A history as buildbot-revert wrote it at schema ``version`` (2 or 3).
+
+    Version 2's builds had no branch, version 3's no ``changes`` column:
+    their blamelists were in ``blamelist`` alone.
+    """
     store = HistoryStore(path, create=True)
     with store.transaction():
         bid = store.add_builder(Builder("b1", ("stable",)))
-        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
+        cids = [store.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
+        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[i] for i in blamed or []])
     store.close()
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("ALTER TABLE builds DROP COLUMN branch")
-        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.execute("ALTER TABLE builds DROP COLUMN changes")
+        if version == 2:
+            conn.execute("ALTER TABLE builds DROP COLUMN branch")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     conn.close()
 
 
 def test_builds_keep_their_branch(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    assert store.get_meta("schema_version") == "3"
+    assert store.get_meta("schema_version") == "4"
     with store.transaction():
         bid = store.add_builder(Builder("b1"))
         store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
@@ -201,7 +208,7 @@ def test_builds_keep_their_branch(tmp_path: Path) -> None:
 
 def test_a_version_2_history_is_read_then_upgraded_by_its_next_build(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
-    _make_version_2(path)
+    _make_version(path, 2)
     store = HistoryStore(path)
     assert [(b.number, b.branch) for b in store.iter_builds()] == [(1, None)]
     assert store.get_meta("schema_version") == "2"  # reading changes nothing
@@ -212,12 +219,36 @@ def test_a_version_2_history_is_read_then_upgraded_by_its_next_build(tmp_path: P
         store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
     store.close()
     store = HistoryStore(path)
-    assert store.get_meta("schema_version") == "3"
+    assert store.get_meta("schema_version") == "4"
     assert [(b.number, b.branch) for b in store.iter_builds()] == [(1, None), (2, "main")]
     store.close()
 
 
-@pytest.mark.parametrize("version", ["1", "4", "x"])
+def test_a_version_3_history_reads_its_blamelists_then_gets_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _make_version(path, 3, blamed=[2, 0, 3])
+    store = HistoryStore(path)
+    revisions = [[c.revision for c in b.changes] for b in store.iter_builds()]
+    assert revisions == [["r0", "r2", "r3"]]
+    store.close()
+    store = HistoryStore(path, create=True)  # as a pull opens it
+    with store.transaction():
+        bid = store.add_builder(Builder("b1", ("stable",)))
+        store.add_build(
+            bid, Build("b1", 2, 0, 3.0, 4.0), [store.add_change(Change("r1", "a", "t1", 1.0))]
+        )
+    store.close()
+    store = HistoryStore(path)
+    assert store.get_meta("schema_version") == "4"
+    # The upgrade wrote the old build's blamelist into its row, ascending.
+    rows = store.conn.execute("SELECT number, changes FROM builds ORDER BY number").fetchall()
+    assert rows == [(1, "1,3,4"), (2, "2")]
+    revisions = [[c.revision for c in b.changes] for b in store.iter_builds()]
+    assert revisions == [["r0", "r2", "r3"], ["r1"]]
+    store.close()
+
+
+@pytest.mark.parametrize("version", ["1", "5", "x"])
 def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: str) -> None:
     path = tmp_path / "h.sqlite"
     HistoryStore(path, create=True).close()
@@ -225,7 +256,7 @@ def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: 
     with conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     conn.close()
-    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2 and 3$"):
+    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2, 3 and 4$"):
         HistoryStore(path)
 
 

@@ -353,6 +353,58 @@ class Landings:
         return family
 
 
+class FailureRun:
+    """One builder's FAILURE builds while it stays red, as the failure memory reads them.
+
+    A builder past its streak's evidence keeps failing what it failed: the
+    memory counts each such build as a failure of the streak's evidence
+    tests, without its logs being read.  Rather than each tracker recording
+    every such build for every such test, the builder's bookkeeping (shared
+    by a :class:`~.tracker.TrackerGroup`'s trackers) appends each FAILURE
+    build here once, and a tracker points its failure memory at the run
+    from the build after its streak's evidence on (:meth:`FailureMemory.follow`):
+    the same failures, one append per build for every tracker and test.
+
+    Positions are absolute (the first FAILURE build of the run is 0), so a
+    run trimmed of its oldest builds (:meth:`trim`) is still read from
+    where each tracker started following it.
+    """
+
+    __slots__ = ("seen", "upto", "lines", "base", "open")
+
+    def __init__(self) -> None:
+        # When each build completed, the newest change it had built, its
+        # branch; arrays of doubles, as in FailureMemory.
+        self.seen: array[float] = array("d")
+        self.upto: array[float] = array("d")
+        self.lines: list[str] = []
+        # The absolute position of ``seen[0]``: builds trimmed off the front.
+        self.base = 0
+        # False once the builder is green again: nothing more is appended.
+        self.open = True
+
+    def add(self, at: float, built_upto: float, line: str, horizon: float) -> None:
+        seen = self.seen
+        seen.append(at)
+        self.upto.append(built_upto)
+        self.lines.append(line)
+        # A builder red for months: what no window will read again goes.
+        if len(seen) > 256 and seen[0] < at - horizon:
+            self.trim(at - horizon)
+
+    @property
+    def end(self) -> int:
+        """The absolute position of the next build appended."""
+        return self.base + len(self.seen)
+
+    def trim(self, cut: float) -> None:
+        """Forget the builds that completed before ``cut``."""
+        n = bisect_left(self.seen, cut)
+        if n:
+            del self.seen[:n], self.upto[:n], self.lines[:n]
+            self.base += n
+
+
 class FailureMemory:
     """Which builds failed each test (module, case or compile key), anywhere.
 
@@ -366,7 +418,7 @@ class FailureMemory:
     the very commit a backport carries does not.
     """
 
-    __slots__ = ("_tests", "_horizon", "_recorded")
+    __slots__ = ("_tests", "_runs", "_horizon", "_recorded")
 
     def __init__(self, horizon: float = float("inf")) -> None:
         # Test -> when each failure completed, the newest change its build
@@ -376,6 +428,9 @@ class FailureMemory:
         # objects.  One dict, one lookup per test recorded: a red builder
         # records its failures again with every build.
         self._tests: dict[str, tuple[array[float], array[float], list[str]]] = {}
+        # Test -> the red runs it keeps failing in (:class:`FailureRun`),
+        # each from the absolute position it is followed from.
+        self._runs: dict[str, list[tuple[FailureRun, int]]] = {}
         # Failures older than this (seconds before the newest) are forgotten:
         # a test failing often as it is recorded, every test now and then
         # (the ones that failed a few times long ago would stay forever).
@@ -401,6 +456,21 @@ class FailureMemory:
                 cut = bisect_left(seen, at - self._horizon)
                 del seen[:cut], upto[:cut], lines[:cut]
 
+    def follow(self, failing: Iterable[str], run: FailureRun) -> None:
+        """Count every build appended to ``run`` from now on as failing each of ``failing``.
+
+        What :meth:`record` of each of those builds would remember (see
+        :class:`FailureRun`), one append per build however many tests.
+        """
+        start = run.end
+        runs = self._runs
+        for test in failing:
+            followed = runs.get(test)
+            if followed is None:
+                runs[test] = [(run, start)]
+            else:
+                followed.append((run, start))
+
     def _forget(self, cut: float) -> None:
         """Drop every failure recorded before ``cut``, and the tests left with none."""
         self._recorded = 0
@@ -413,6 +483,16 @@ class FailureMemory:
             elif seen[0] < cut:
                 n = bisect_left(seen, cut)
                 del seen[:n], upto[:n], lines[:n]
+        runs = self._runs
+        for test, followed in list(runs.items()):
+            # A run still open may yet fail again: only an ended one is dropped.
+            kept = [(r, i) for r, i in followed if r.open or (r.seen and r.seen[-1] >= cut)]
+            for run, _ in kept:
+                run.trim(cut)
+            if kept:
+                runs[test] = kept
+            else:
+                del runs[test]
 
     def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
         """Whether ``test`` failed, since ``since``, in a build without the change.
@@ -421,14 +501,28 @@ class FailureMemory:
         there (see :meth:`Landings.family`).
         """
         known = self._tests.get(test)
-        if known is None:
-            return False
-        seen, upto, lines = known
-        for i in range(bisect_left(seen, since), len(seen)):
-            landed = family.get(lines[i])
-            if landed is None or seen[i] < landed or upto[i] < landed:
+        if known is not None and _failed_without(*known, 0, family, since):
+            return True
+        for run, start in self._runs.get(test, ()):
+            if _failed_without(run.seen, run.upto, run.lines, start - run.base, family, since):
                 return True
         return False
+
+
+def _failed_without(
+    seen: array[float],
+    upto: array[float],
+    lines: list[str],
+    first: int,
+    family: Mapping[str, float],
+    since: float,
+) -> bool:
+    """Whether a failure from position ``first`` on, since ``since``, was without the change."""
+    for i in range(max(first, bisect_left(seen, since)), len(seen)):
+        landed = family.get(lines[i])
+        if landed is None or seen[i] < landed or upto[i] < landed:
+            return True
+    return False
 
 
 class FlakeMemory:

@@ -84,6 +84,7 @@ from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_of
 from buildbot_revert.core.guards import (
     CORROBORABLE,
     FailureMemory,
+    FailureRun,
     FlakeMemory,
     Guard,
     Landings,
@@ -184,6 +185,7 @@ class _BuilderState:
         "tags",
         "pull_requests",
         "tolerated",
+        "run",
     )
 
     def __init__(self, tags: frozenset[str], policy: Policy) -> None:
@@ -207,6 +209,9 @@ class _BuilderState:
         self.red = False
         self.opening: tuple[Change, ...] = ()
         self.ended = False
+        # While red, its FAILURE builds, which the failure memory follows
+        # past each streak's evidence (see FailureRun); None while not red.
+        self.run: FailureRun | None = None
         # Its place among the builders, in the order they were first seen.
         self.order = 0
 
@@ -246,7 +251,7 @@ class StreakTracker:
         self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
-        horizon = self.policy.failing_before_window + 31 * 86400.0
+        horizon = self._horizon = self.policy.failing_before_window + 31 * 86400.0
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
@@ -311,14 +316,20 @@ class StreakTracker:
                 state.untested = []
             state.ended = state.red
             state.red = False
+            if state.run is not None:
+                state.run.open = False
+                state.run = None
         elif result == _FAILURE:
             state.ended = False
-            if not state.red:
-                # A streak opens: its suspects are the changes no green
-                # build tested, this build's last.
+            run = state.run
+            if run is None:
+                # Not red: a streak opens.  Its suspects are the changes no
+                # green build tested, this build's last.
                 state.opening = (*state.untested, *changes) if state.untested else changes
                 state.untested = []
                 state.red = True
+                run = state.run = FailureRun()
+            run.add(build.completed_at, state.built_upto, state.line, self._horizon)
         else:
             state.ended = False
             # Neutral: proves nothing either way.  Its changes were not
@@ -356,13 +367,11 @@ class StreakTracker:
         if streak is not None and streak.count >= self.policy.failures:
             # Past the evidence: the streak is decided.  A builder that
             # stays red keeps failing what it failed, so its common
-            # failures are remembered again without reading the logs:
-            # that halves the signatures a year's replay must extract.
+            # failures are remembered again without reading the logs
+            # (that halves the signatures a year's replay must extract):
+            # the failure memory follows the builder's run of FAILURE
+            # builds from the one after the evidence (see _decide).
             streak.count += 1
-            if streak.evidence:
-                self._failures.record(
-                    streak.evidence, build.completed_at, state.built_upto, state.line
-                )
             return _NO_EVENTS
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
@@ -393,7 +402,11 @@ class StreakTracker:
         events: list[Event] = []
         for name in sorted(self._streaks):
             events.extend(self._close(self._streaks[name], None, at))
-            self._builders[name].red = False
+            state = self._builders[name]
+            state.red = False
+            if state.run is not None:
+                state.run.open = False
+                state.run = None
         self._streaks.clear()
         return tuple(events)
 
@@ -574,9 +587,13 @@ class StreakTracker:
             if s is not None and not infra and not s.generic
         ]
         common = common_tests(sigs) if sigs else frozenset()
-        # Remembered for the builds past N, which are not read (see feed),
-        # at the level failing-before compares them.
+        # Remembered for the builds past N, which are not read (see
+        # _failed), at the level failing-before compares them: every
+        # FAILURE build the builder appends to its run from now on.
         streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
+        run = self._builders[last.builder].run
+        if streak.evidence and run is not None:
+            self._failures.follow(streak.evidence, run)
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
@@ -1040,6 +1057,7 @@ _STATE = (
     "_streaks",
     "_branches",
     "_failures",
+    "_horizon",
     "_landings",
     "_flakes",
     "_pointing",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from buildbot_revert.core.guards import FailureMemory, Landings
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from buildbot_revert.core.guards import FailureMemory, FailureRun, Landings
 from buildbot_revert.core.model import Change
 
 DAY = 86400.0
@@ -56,3 +59,52 @@ def test_the_failure_memory_forgets_tests_that_failed_only_long_ago() -> None:
     assert memory.failed_without("test_often", {"main": float("inf")}, newest - DAY)
     # What is within the horizon is all still there.
     assert memory.failed_without("test_often", {"main": float("inf")}, newest - 9 * DAY)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    builds=st.lists(
+        st.tuples(st.floats(0, 5 * DAY), st.floats(0, 6 * DAY), st.sampled_from(["main", "3.13"])),
+        min_size=1,
+        max_size=40,
+    ),
+    start=st.integers(0, 40),
+    since=st.floats(0, 6 * DAY),
+    landed=st.floats(0, 6 * DAY),
+)
+def test_following_a_run_answers_as_recording_each_of_its_builds(
+    builds: list[tuple[float, float, str]], start: int, since: float, landed: float
+) -> None:
+    # A red builder's FAILURE builds, in completion order; a tracker whose
+    # streak's evidence ends before build ``start`` follows the run from there.
+    builds = sorted(builds)
+    recorded, followed = FailureMemory(), FailureMemory()
+    run = FailureRun()
+    for i, (at, upto, line) in enumerate(builds):
+        if i == start:
+            followed.follow(["test_x"], run)
+        run.add(at, upto, line, float("inf"))
+        if i >= start:
+            recorded.record(["test_x"], at, upto, line)
+    family = {"main": landed}
+    assert followed.failed_without("test_x", family, since) == recorded.failed_without(
+        "test_x", family, since
+    )
+
+
+def test_a_followed_run_is_trimmed_but_read_from_where_it_was_followed() -> None:
+    memory = FailureMemory(horizon=10 * DAY)
+    run = FailureRun()
+    for i in range(300):
+        run.add(i * DAY / 10, 0.0, "main", 10 * DAY)
+    memory.follow(["test_x"], run)
+    # Trimmed of what is past the horizon, its positions still absolute.
+    assert run.base > 0 and len(run.seen) < 300 and run.end == 300
+    # Nothing after the point followed: no failure yet.
+    assert not memory.failed_without("test_x", {"main": float("inf")}, float("-inf"))
+    run.add(30 * DAY, 0.0, "main", 10 * DAY)
+    assert memory.failed_without("test_x", {"main": float("inf")}, float("-inf"))
+    # An ended run older than the horizon is forgotten with the memory's failures.
+    run.open = False
+    memory._forget(45 * DAY)
+    assert not memory._runs

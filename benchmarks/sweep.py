@@ -57,7 +57,8 @@ def sweep(path: Path, selection: Selection) -> tuple[float, SweepResult]:
     try:
         selection = selection.of_history(store.builders())
         builders, builds, evidence = select_builds(store, selection, Policy())
-        labels = store.labels() if store.has_labels() else None
+        # As `simulate --sweep` reads them (simulator.progress.sweep_with_progress).
+        labels = store.labels(causes=False) if store.has_labels() else None
         combos = combinations(parse_axes(SWEEP), Policy())
         result = run_sweep(builds, builders, selection, combos, labels, evidence=evidence)
     finally:

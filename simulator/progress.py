@@ -138,5 +138,7 @@ def sweep_with_progress(
     steps = any(combo.methods.any for combo in combos)
     builders, lazy, evidence = select_builds(store, selection, base, steps=steps)
     builds = counted(lazy, store.count_builds(), "Sweeping")
-    labels = store.labels() if store.has_labels() else None
+    # Rows are scored on breakages and their culprits; only the culprit
+    # finding methods read every build's cause.
+    labels = store.labels(causes=steps) if store.has_labels() else None
     return run_sweep(builds, builders, selection, combos, labels, evidence=evidence)

@@ -27,6 +27,7 @@ class Labels:
 
     breakages: tuple[Breakage, ...]
     # (builder, build number) -> cause: "breakage", "flake", "infra", ...
+    # (empty when read without them: HistoryStore.labels(causes=False)).
     build_causes: dict[tuple[str, int], str]
     # (builder, build number) -> revision that broke it, for "breakage" builds.
     build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.history.store import HistoryStore
 from simulator.synthetic import branches, generator
 from simulator.synthetic.fleet import FLEET, build_fleet
 from simulator.synthetic.generator import generate
@@ -494,6 +495,35 @@ def test_ensure_shipped_history_regenerates_only_other_versions(tmp_path: Path) 
     db = sqlite3.connect(path)
     version = db.execute("SELECT value FROM meta WHERE key = 'generator_version'").fetchone()
     assert version == (generator.GENERATOR_VERSION,)
+    # A file of this generator but an older schema is made again too.
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    generator.ensure_shipped_history(path, days=2, builders=3)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+    # Its builds hold their blamelists, as the blamelist table has them.
+    rows = db.execute("SELECT id, changes FROM builds").fetchall()
+    blamed = dict(
+        db.execute(
+            "SELECT build_id, group_concat(change_id) FROM"
+            " (SELECT * FROM blamelist ORDER BY build_id, change_id) GROUP BY build_id"
+        ).fetchall()
+    )
+    assert rows and all(changes == blamed.get(bid) for bid, changes in rows)
+    db.close()
+
+
+def test_labels_without_causes_keep_the_breakages_and_their_culprits(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    generate(path, days=20, builders=30, seed=3)
+    store = HistoryStore(path)
+    full, culprits_only = store.labels(), store.labels(causes=False)
+    store.close()
+    assert full.build_causes and full.build_culprits and full.breakages
+    assert culprits_only.build_causes == {}
+    assert culprits_only.build_culprits == full.build_culprits
+    assert culprits_only.breakages == full.breakages
 
 
 def test_fleet_matches_the_calibrated_group_sizes() -> None:

@@ -141,11 +141,15 @@ def test_one_pass_sweep_equals_one_replay_per_combination(
     sweep = _sweep(store, specs, selection)
     assert sweep.replays == 4
     labels = store.labels()
+    # What `simulate --sweep` reads: no build's cause (the rows need none).
+    culprits_only = store.labels(causes=False)
     for row in sweep.rows:
         settings = dict(row.settings)
         single = replay(store, Policy(failures=int(settings["failures"])), selection)
         # Every figure of the row, as a single run of that policy scores it.
-        assert row == score(single, parse_duration(settings["grace"]), labels, row.settings)
+        grace = parse_duration(settings["grace"])
+        assert row == score(single, grace, labels, row.settings)
+        assert row == score(single, grace, culprits_only, row.settings)
         # The header counts what a single run counts (not the warm-up).
         assert (sweep.builds, sweep.first_build_at, sweep.last_build_at) == (
             single.builds,

@@ -135,7 +135,7 @@ class _OpenStreak:
         "failing",
         "signatures",
         "infra",
-        "count",
+        "run",
         "suspects",
         "verdict",
         "evidence",
@@ -150,6 +150,7 @@ class _OpenStreak:
         green_at: float | None,
         signature: Signature | None,
         infra: bool,
+        run: FailureRun,
     ) -> None:
         self.first = first
         # When the last green build before the streak completed (None: never).
@@ -158,7 +159,9 @@ class _OpenStreak:
         self.failing: list[Build] = [first]
         self.signatures: list[Signature | None] = [signature]
         self.infra: list[bool] = [infra]
-        self.count = 1
+        # The builder's FAILURE builds since the streak opened (its first
+        # is the first of the run): how many there were is the streak's count.
+        self.run = run
         self.suspects = suspects
         self.verdict: Verdict | None = None
         # What the evidence builds fail in common, once decided.
@@ -167,6 +170,11 @@ class _OpenStreak:
         # once its evidence is complete: it is asked again at every other
         # builder's decision while this one stays red.
         self.blamelist: Blamelist | None = None
+
+    @property
+    def count(self) -> int:
+        """How many FAILURE builds the streak has had, the one being fed included."""
+        return self.run.end
 
 
 class _BuilderState:
@@ -209,9 +217,11 @@ class _BuilderState:
         self.red = False
         self.opening: tuple[Change, ...] = ()
         self.ended = False
-        # While red, its FAILURE builds, which the failure memory follows
-        # past each streak's evidence (see FailureRun); None while not red.
-        self.run: FailureRun | None = None
+        # Its FAILURE builds since it last turned red, which the failure
+        # memory follows past each streak's evidence (see FailureRun);
+        # closed (``open`` false) while the builder is not red.
+        self.run = FailureRun()
+        self.run.open = False
         # Its place among the builders, in the order they were first seen.
         self.order = 0
 
@@ -316,20 +326,17 @@ class StreakTracker:
                 state.untested = []
             state.ended = state.red
             state.red = False
-            if state.run is not None:
-                state.run.open = False
-                state.run = None
+            state.run.open = False
         elif result == _FAILURE:
             state.ended = False
-            run = state.run
-            if run is None:
-                # Not red: a streak opens.  Its suspects are the changes no
-                # green build tested, this build's last.
+            if not state.red:
+                # A streak opens: its suspects are the changes no green
+                # build tested, this build's last.
                 state.opening = (*state.untested, *changes) if state.untested else changes
                 state.untested = []
                 state.red = True
-                run = state.run = FailureRun()
-            run.add(build.completed_at, state.built_upto, state.line, self._horizon)
+                state.run = FailureRun()
+            state.run.add(build.completed_at, state.built_upto, state.line, self._horizon)
         else:
             state.ended = False
             # Neutral: proves nothing either way.  Its changes were not
@@ -364,26 +371,30 @@ class StreakTracker:
         self, build: Build, state: _BuilderState, streak: _OpenStreak | None
     ) -> tuple[Event, ...]:
         """A FAILURE build: open, extend or (at N) decide the builder's streak."""
-        if streak is not None and streak.count >= self.policy.failures:
-            # Past the evidence: the streak is decided.  A builder that
-            # stays red keeps failing what it failed, so its common
-            # failures are remembered again without reading the logs
-            # (that halves the signatures a year's replay must extract):
-            # the failure memory follows the builder's run of FAILURE
-            # builds from the one after the evidence (see _decide).
-            streak.count += 1
+        if streak is not None and streak.count > self.policy.failures:
+            # Past the evidence: the streak is decided (and counts this
+            # build: its count is its run's).  A builder that stays red
+            # keeps failing what it failed, so its common failures are
+            # remembered again without reading the logs (that halves the
+            # signatures a year's replay must extract): the failure memory
+            # follows the builder's run of FAILURE builds from the one
+            # after the evidence (see _decide).
             return _NO_EVENTS
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
         signature, infra, build = self._evidence(build, state)
         if streak is None:
             streak = self._streaks[build.builder] = _OpenStreak(
-                build, state.opening, state.green_at, signature, infra
+                build,
+                state.opening,
+                state.green_at,
+                signature,
+                infra,
+                state.run,
             )
             if self.policy.failures == 1:
                 return (self._decide(streak, build),)
             return _NO_EVENTS
-        streak.count += 1
         streak.failing.append(build)
         streak.signatures.append(signature)
         streak.infra.append(infra)
@@ -404,9 +415,7 @@ class StreakTracker:
             events.extend(self._close(self._streaks[name], None, at))
             state = self._builders[name]
             state.red = False
-            if state.run is not None:
-                state.run.open = False
-                state.run = None
+            state.run.open = False
         self._streaks.clear()
         return tuple(events)
 
@@ -591,9 +600,8 @@ class StreakTracker:
         # _failed), at the level failing-before compares them: every
         # FAILURE build the builder appends to its run from now on.
         streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
-        run = self._builders[last.builder].run
-        if streak.evidence and run is not None:
-            self._failures.follow(streak.evidence, run)
+        if streak.evidence:
+            self._failures.follow(streak.evidence, streak.run)
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
@@ -1019,6 +1027,7 @@ class TrackerGroup:
         self._books: list[
             tuple[
                 Callable[[Build], _BuilderState | None],
+                int,
                 list[tuple[int, Callable[[Build, _BuilderState], tuple[Event, ...]]]],
             ]
         ] = []
@@ -1029,15 +1038,24 @@ class TrackerGroup:
                 tracker._builders = lead._builders
                 tracker._landings = lead._landings
                 tracker._branches = lead._branches
-            self._books.append((lead._note, [(i, trackers[i]._judge) for i in members]))
+            # Past every member's evidence, a FAILURE build changes nothing
+            # any of them judges (a streak counts its run's builds, and the
+            # failure memory follows the run: see StreakTracker._failed).
+            deepest = max(trackers[i].policy.failures for i in members)
+            self._books.append((lead._note, deepest, [(i, trackers[i]._judge) for i in members]))
         self._size = len(trackers)
 
     def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
         """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
         out: list[tuple[Event, ...]] | None = None
-        for note, judges in self._books:
+        for note, deepest, judges in self._books:
             state = note(build)
-            if state is None or (build.result != _FAILURE and not state.ended):
+            if state is None:
+                continue
+            if build.result == _FAILURE:
+                if state.run.end > deepest:
+                    continue
+            elif not state.ended:
                 continue
             if out is None:
                 out = [_NO_EVENTS] * self._size

@@ -370,7 +370,7 @@ class FailureRun:
     where each tracker started following it.
     """
 
-    __slots__ = ("seen", "upto", "lines", "base", "open")
+    __slots__ = ("seen", "upto", "lines", "base", "end", "open")
 
     def __init__(self) -> None:
         # When each build completed, the newest change it had built, its
@@ -378,8 +378,11 @@ class FailureRun:
         self.seen: array[float] = array("d")
         self.upto: array[float] = array("d")
         self.lines: list[str] = []
-        # The absolute position of ``seen[0]``: builds trimmed off the front.
+        # The absolute positions of ``seen[0]`` (builds trimmed off the
+        # front) and of the next build appended (a plain attribute: a
+        # streak's count, read with every FAILURE build).
         self.base = 0
+        self.end = 0
         # False once the builder is green again: nothing more is appended.
         self.open = True
 
@@ -388,14 +391,10 @@ class FailureRun:
         seen.append(at)
         self.upto.append(built_upto)
         self.lines.append(line)
+        self.end += 1
         # A builder red for months: what no window will read again goes.
         if len(seen) > 256 and seen[0] < at - horizon:
             self.trim(at - horizon)
-
-    @property
-    def end(self) -> int:
-        """The absolute position of the next build appended."""
-        return self.base + len(self.seen)
 
     def trim(self, cut: float) -> None:
         """Forget the builds that completed before ``cut``."""

@@ -256,6 +256,10 @@ class StreakTracker:
         # open streak, this tracker's own.
         self._builders: dict[str, _BuilderState] = {}
         self._streaks: dict[str, _OpenStreak] = {}
+        # The open streaks an intersection may take part in, whether or not
+        # their builder is watched (asked when it looks): decided (past their
+        # evidence), after a green build, on a builder not allowed to fail.
+        self._intersectable: dict[str, _OpenStreak] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
         # (None, a build of no known branch, is any branch's.)
         self._branches: set[str | None] = {None}
@@ -353,6 +357,7 @@ class StreakTracker:
         if state.ended:
             streak = self._streaks.pop(build.builder, None)
             if streak is not None:
+                self._intersectable.pop(build.builder, None)
                 return self._close(streak, build.completed_at)
         return _NO_EVENTS
 
@@ -371,7 +376,7 @@ class StreakTracker:
         self, build: Build, state: _BuilderState, streak: _OpenStreak | None
     ) -> tuple[Event, ...]:
         """A FAILURE build: open, extend or (at N) decide the builder's streak."""
-        if streak is not None and streak.count > self.policy.failures:
+        if streak is not None and streak.run.end > self.policy.failures:
             # Past the evidence: the streak is decided (and counts this
             # build: its count is its run's).  A builder that stays red
             # keeps failing what it failed, so its common failures are
@@ -417,6 +422,7 @@ class StreakTracker:
             state.red = False
             state.run.open = False
         self._streaks.clear()
+        self._intersectable.clear()
         return tuple(events)
 
     @property
@@ -602,6 +608,8 @@ class StreakTracker:
         streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
         if streak.evidence:
             self._failures.follow(streak.evidence, streak.run)
+        if streak.green_at is not None and not self._builders[last.builder].tolerated:
+            self._intersectable[last.builder] = streak
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
@@ -764,25 +772,17 @@ class StreakTracker:
 
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
         """Every other builder that may take part in an intersection, as it stands now."""
-        n = self.policy.failures
-        out = []
         builders = self._builders
-        # The red builders (a few dozen of a fleet's hundreds), in the order
-        # the builders were first seen: the intersection's explanation
-        # names them in it.
-        red = sorted(self._streaks.items(), key=lambda item: builders[item[0]].order)
-        for name, streak in red:
-            state = builders[name]
-            if (
-                name == deciding
-                or streak.count < n
-                or streak.green_at is None
-                or state.tolerated
-                or (self._watched is not None and not self._watched(name))
-            ):
-                continue
-            out.append(self._blamelist(streak))
-        return out
+        watched = self._watched
+        # The red builders past their evidence (a few dozen of a fleet's
+        # hundreds), in the order the builders were first seen: the
+        # intersection's explanation names them in it.
+        red = sorted(self._intersectable.items(), key=lambda item: builders[item[0]].order)
+        return [
+            self._blamelist(streak)
+            for name, streak in red
+            if name != deciding and (watched is None or watched(name))
+        ]
 
     def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""
@@ -1073,6 +1073,7 @@ _STATE = (
     "_guards",
     "_builders",
     "_streaks",
+    "_intersectable",
     "_branches",
     "_failures",
     "_horizon",

@@ -275,6 +275,9 @@ class StreakTracker:
         # revision -> the request that first proposed it (None when it was
         # proposed before this tracker started).
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
+        # (failures, whether the builder went green) -> the sentence of a
+        # streak too short to decide (see _short).
+        self._shorts: dict[tuple[int, bool], str] = {}
 
     # -- feeding ------------------------------------------------------------
 
@@ -563,18 +566,11 @@ class StreakTracker:
             self._flakes.record(builder, position, self.policy.flaky_builds)
         if streak.verdict is None:
             reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
-            n = self.policy.failures
             streak.verdict = Verdict(
                 streak.first.builder,
                 streak.first.number,
                 reason,
-                (
-                    f"the builder went green again after {streak.count} failing build(s), "
-                    f"before the {n} the policy waits for"
-                    if ended_at is not None
-                    else f"the history ends after {streak.count} failing build(s), "
-                    f"before the {n} the policy waits for"
-                ),
+                self._short(streak.count, ended_at is not None),
                 ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
                 streak.suspects[0] if len(streak.suspects) == 1 else None,
                 started_at=streak.first.completed_at,
@@ -593,6 +589,26 @@ class StreakTracker:
             )
         )
         return tuple(events)
+
+    def _short(self, count: int, ended: bool) -> str:
+        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
+
+        Most streaks are one or two failures: each sentence is made once
+        (fewer than N of each), and a shell that keeps thousands of them
+        holds one copy.
+        """
+        key = (count, ended)
+        text = self._shorts.get(key)
+        if text is None:
+            n = self.policy.failures
+            text = self._shorts[key] = (
+                f"the builder went green again after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+                if ended
+                else f"the history ends after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+            )
+        return text
 
     def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
         reason, explanation, suspect = self._check(streak, last)
@@ -1081,6 +1097,7 @@ _STATE = (
     "_flakes",
     "_pointing",
     "_proposed",
+    "_shorts",
 )
 
 _GuardCheck = Callable[

@@ -204,7 +204,7 @@ class Importer:
             trailing = self.store.trailing_failures(self.store_builder[bid])
             depth = StreakDepth(None)
             for result, branch in trailing:
-                depth.feed(name, result, branch)
+                depth.feed(name, result, branch, self.all_builders[bid].tags)
             counts.update(depth.counts())
         return StreakDepth(self.evidence_depth, counts)
 
@@ -315,7 +315,10 @@ class Importer:
             b
             for b in builds
             if self.depth.feed(
-                self.builder_ids[b.builderid], int(b.results or 0), branches[b.buildid]
+                self.builder_ids[b.builderid],
+                int(b.results or 0),
+                branches[b.buildid],
+                self.all_builders[b.builderid].tags,
             )
         ]
         steps_by_build: dict[int, tuple[FailedStep, ...]] = {

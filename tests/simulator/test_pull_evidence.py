@@ -102,22 +102,34 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
     store = HistoryStore(pulled.lazy)
     try:
         assert store.get_meta("import.evidence_depth") == str(EVIDENCE_DEPTH)
+        pull_request_builders = {b.name for b in store.builders() if "PullRequest" in b.tags}
+        assert pull_request_builders
         run: dict[str, int] = {}
+        fetched = {"pull requests": 0, "branches": 0}
         for b in store.iter_builds():
             want = pulled.expected[(b.builder, b.number)]
             assert b.result == want.result
+            if b.builder in pull_request_builders:
+                # No tracker reads a pull request builder's builds.
+                assert b.result != FAILURE or b.failed_steps == NOT_FETCHED
+                fetched["pull requests"] += b.result == FAILURE
+                continue
             if b.result != FAILURE:
                 run.pop(b.builder, None)
                 continue
-            # Each builder's consecutive failures, those of pull requests'
-            # merge refs not counted: the first few have their logs.
+            if (b.branch or "").startswith("refs/pull/"):
+                # Nor a pull request's merge ref: neither counted nor fetched.
+                assert b.failed_steps == NOT_FETCHED
+                continue
+            # Each builder's consecutive failures: the first few have their logs.
             before = run.get(b.builder, 0)
-            if not (b.branch or "").startswith("refs/pull/"):
-                run[b.builder] = before + 1
+            run[b.builder] = before + 1
             if before < EVIDENCE_DEPTH:
                 assert b.failed_steps == want.failed_steps
+                fetched["branches"] += 1
             else:
                 assert b.failed_steps == NOT_FETCHED
+        assert fetched["pull requests"] and fetched["branches"]
     finally:
         store.close()
 

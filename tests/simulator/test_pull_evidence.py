@@ -23,7 +23,7 @@ from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import ReplayResult, Selection, replay, replay_builds
 from simulator.cli import main
-from simulator.history.importer import PullStats, pull
+from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
@@ -99,6 +99,12 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
     steps = "/builds/{id}/steps"
     assert pulled.full_asked[steps] == full.failing_builds
     assert pulled.lazy_asked[steps] == lazy.failing_builds - lazy.unfetched_builds
+    # A page of builds costs one request for its builds, one for their build
+    # requests and one for their buildsets (contiguous ids: ranges).
+    pages = -(-len(pulled.expected) // PAGE_SIZE)
+    assert pages >= 2
+    for path in ("/builds", "/buildrequests", "/buildsets"):
+        assert pulled.lazy_asked[path] == pulled.full_asked[path] == pages
     store = HistoryStore(pulled.lazy)
     try:
         assert store.get_meta("import.evidence_depth") == str(EVIDENCE_DEPTH)

@@ -64,9 +64,10 @@ each streak that are not a pull request's, by the core's rule
 (:class:`~buildbot_revert.core.evidence.StreakDepth`, told each builder's
 tags), and stores the others with
 :data:`~buildbot_revert.core.evidence.NOT_FETCHED` as their failed steps,
-which a replay refuses to read instead of taking for "no failed step".  The history remembers the smallest depth it was pulled with
+which a replay refuses to read instead of taking for "no failed step".
+The history remembers the smallest depth it was pulled with
 (``import.evidence_depth``); ``evidence_depth=None`` (``pull --all-evidence``)
-fetches every failing build's logs.
+fetches every failing build's logs, pull requests' too.
 """
 
 from __future__ import annotations

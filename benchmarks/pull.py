@@ -32,7 +32,7 @@ By default a pull fetches the logs of the first few failing builds of each
 red streak (what a tracker reads); ``--all-evidence`` fetches all.
 
     python benchmarks/pull.py [--mix shipped|random] [--runs 3] [--builders 12]
-        [--days 30] [--changes 1000] [--concurrency 4] [--page-size 500]
+        [--days 30] [--changes 1000] [--concurrency 4] [--page-size 1000]
         [--all-evidence] [--keepalive]
 """
 
@@ -50,9 +50,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.shipped_year import min_median
 from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
-from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, StreakDepth
 from buildbot_revert.core.model import Build, Result
-from simulator.history.importer import PullStats, pull
+from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
@@ -260,11 +260,14 @@ def shipped_master(tmp: Path, args: argparse.Namespace) -> tuple[BuildbotHarness
     return harness, Truth(blamelists, truth)
 
 
-def structure(builds: list[Build]) -> str:
+def structure(builds: list[Build], tags: dict[str, tuple[str, ...]]) -> str:
     """The red streaks of ``builds`` (completion order), as the lead measured the shipped year's."""
     lengths: list[int] = []
     open_: dict[str, int] = {}
+    wanted = StreakDepth(EVIDENCE_DEPTH)
+    readable = 0
     for b in builds:
+        readable += wanted.feed(b.builder, b.result, b.branch, tags.get(b.builder, ()))
         if b.result == FAILURE:
             open_[b.builder] = open_.get(b.builder, 0) + 1
         elif b.builder in open_:
@@ -272,11 +275,13 @@ def structure(builds: list[Build]) -> str:
     lengths.extend(open_.values())
     failing = sum(lengths)
     early = sum(min(n, EVIDENCE_DEPTH) for n in lengths)
+    total = max(len(builds), 1)
     return (
-        f"{len(builds)} builds, {failing} failing ({failing / max(len(builds), 1):.1%}) in "
+        f"{len(builds)} builds, {failing} failing ({failing / total:.1%}) in "
         f"{len(lengths)} red streaks (longest {max(lengths, default=0)}); "
-        f"{early} ({early / max(len(builds), 1):.1%} of builds) among the first "
-        f"{EVIDENCE_DEPTH} of their streak"
+        f"{early} ({early / total:.1%} of builds) among the first "
+        f"{EVIDENCE_DEPTH} of their streak, {readable} ({readable / total:.1%}) of them "
+        "not pull requests' (what a tracker reads)"
     )
 
 
@@ -350,7 +355,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=2024, help="shipped mix: generator seed")
     parser.add_argument("--changes", type=int, default=1000, help="random mix: changes")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument("--page-size", type=int, default=PAGE_SIZE)
     parser.add_argument(
         "--keepalive",
         action="store_true",
@@ -386,7 +391,8 @@ def benchmark(args: argparse.Namespace) -> int:
             again = pull_once(harness.url, path, args)
             store = HistoryStore(path)
             try:
-                shape = structure(list(store.iter_builds()))
+                tags = {b.name: b.tags for b in store.builders()}
+                shape = structure(list(store.iter_builds()), tags)
             finally:
                 store.close()
         finally:

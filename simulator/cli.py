@@ -520,8 +520,8 @@ def pull_master(
     "--all-evidence",
     is_flag=True,
     help=f"Fetch the logs of every failing build. By default only those of the first "
-    f"{EVIDENCE_DEPTH} failing builds of each red streak are fetched (all that a policy "
-    f"waiting for up to {EVIDENCE_DEPTH} failures reads).",
+    f"{EVIDENCE_DEPTH} failing builds of each red streak, not of pull requests' builds, "
+    f"are fetched (all that a policy waiting for up to {EVIDENCE_DEPTH} failures reads).",
 )
 def pull_command(
     url: str,

@@ -29,13 +29,13 @@ refuses (:class:`EvidenceNotFetched`) rather than read as "no failed step".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeAlias
 
 from buildbot_revert.core.guards import is_infra, signature_of
 from buildbot_revert.core.model import Build, FailedStep, Result
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.selection import is_pull_request_branch
+from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
 
 # A failing build's signature, and whether it failed for an infrastructure reason.
@@ -68,9 +68,9 @@ class EvidenceNotFetched(Exception):
     def __init__(self, build: Build) -> None:
         super().__init__(
             f"{build.builder} build {build.number}: its logs were not fetched (a pull fetches "
-            "those of the first few failing builds of each red streak, all a replay that "
-            "starts before the streak reads); replay from before the streak began, or pull "
-            "again into a new history with --all-evidence"
+            "those of the first few failing builds of each red streak, not of pull requests' "
+            "builds: all a replay that starts before the streak reads); replay from before "
+            "the streak began, or pull again into a new history with --all-evidence"
         )
         self.build = build
 
@@ -92,28 +92,50 @@ class StreakDepth:
     A tracker reads the first ``Policy.failures`` FAILURE builds of a streak.
     Counted here so that no policy's tracker counts fewer: every build that
     is not a FAILURE ends the count (whatever a policy calls green or
-    neutral), and a FAILURE of an unmerged pull request's branch (which the
-    default policy ignores) neither counts nor ends it.  So a build is
-    within the first ``depth`` failing builds of any streak a tracker sees,
-    starting before the streak, if :meth:`feed` says so.
+    neutral), and a FAILURE of an unmerged pull request's branch neither
+    counts nor ends it.  So a build is within the first ``depth`` failing
+    builds of any streak a tracker sees, starting before the streak, if
+    :meth:`feed` says so.
+
+    A pull request's build (its builder tagged with one of ``policy``'s
+    ``pull_request_tags``, or its branch matching ``pull_request_branches``)
+    is no evidence about any branch: the tracker of a policy that agrees on
+    what a pull request's build is never reads it, so it is never wanted.
+    A policy that disagrees reads such a build and is refused
+    (:class:`EvidenceNotFetched`), never answered as if it had failed no step.
     """
 
-    __slots__ = ("depth", "_count")
+    __slots__ = ("depth", "_count", "_policy")
 
-    def __init__(self, depth: int | None = EVIDENCE_DEPTH, counts: dict[str, int] | None = None):
+    def __init__(
+        self,
+        depth: int | None = EVIDENCE_DEPTH,
+        counts: dict[str, int] | None = None,
+        policy: Policy = _DEFAULT_POLICY,
+    ):
         # None: every failing build.
         self.depth = depth
         # Builder -> how many FAILURE builds its open streak has had.
         self._count: dict[str, int] = dict(counts or {})
+        self._policy = policy
 
-    def feed(self, builder: str, result: int, branch: str | None) -> bool:
-        """Take a builder's next build; whether its evidence must be fetched."""
+    def feed(self, builder: str, result: int, branch: str | None, tags: Iterable[str] = ()) -> bool:
+        """Take a builder's next build; whether its evidence must be fetched.
+
+        ``tags`` are the builder's.  With no ``depth``, every FAILURE
+        build's evidence is, a pull request's too.
+        """
+        every = self.depth is None
+        if tags and is_pull_request_builder(tags, self._policy):
+            # The tracker leaves out every build of such a builder.
+            return every and result == _FAILURE
         if result != _FAILURE:
             self._count.pop(builder, None)
             return False
+        if branch is not None and is_pull_request_branch(branch, self._policy):
+            return every
         count = self._count.get(builder, 0)
-        if branch is None or not is_pull_request_branch(branch, _DEFAULT_POLICY):
-            self._count[builder] = count + 1
+        self._count[builder] = count + 1
         return self.depth is None or count < self.depth
 
     def counts(self) -> dict[str, int]:

@@ -42,25 +42,32 @@ between pages leaves a consistent store; the next pull starts a few seconds
 before the position and skips builds whose master id it already holds.
 
 **Requests.**  Builds, build requests, buildsets and changes are read with
-collection queries (filters on many ids, pagination, ``field=`` selection),
-so a page of builds costs a handful of requests.  A builder's build before
+collection queries (filters on many ids or on a range of them, pagination,
+``field=`` selection), so a page of :data:`PAGE_SIZE` builds costs a
+handful of requests: one for the builds, one for their build requests and
+one for their buildsets (contiguous ids are asked for as a range, see
+:data:`~simulator.history.rest_client.RANGE_DENSITY`), one or two for their
+changes.  A builder's build before
 the pull's window (the start of its blamelist) costs one request per builder
 and pull, and none when the pull starts from the master's first build.
 
 **Evidence.**  Only failing builds cost requests of their own, and the
-REST API has no collection to batch them in (steps are listed per build,
-logs per step, and a log's tail needs its length first): each costs its
-steps, and for each failed step its logs and its stdio tail, about three
-requests.  A tracker reads the evidence of the first ``Policy.failures``
-failing builds of a red streak only, so by default a pull fetches the logs
-of the first :data:`~buildbot_revert.core.evidence.EVIDENCE_DEPTH` failing
-builds of each streak, by the core's rule
-(:class:`~buildbot_revert.core.evidence.StreakDepth`), and stores the later
-ones with :data:`~buildbot_revert.core.evidence.NOT_FETCHED` as their failed
-steps, which a replay refuses to read instead of taking for "no failed
-step".  The history remembers the smallest depth it was pulled with
+REST API has no collection to batch them in (Buildbot 4.3: steps are a
+collection under one build only, logs under one step only, and the tail of
+a log is an offset from its ``num_lines``, a negative offset being refused):
+each costs its steps, and for each failed step its logs and its stdio tail,
+about three requests.  A tracker reads the evidence of the first
+``Policy.failures`` failing builds of a red streak only, and none of a pull
+request's builds, so by default a pull fetches the logs of the first
+:data:`~buildbot_revert.core.evidence.EVIDENCE_DEPTH` failing builds of
+each streak that are not a pull request's, by the core's rule
+(:class:`~buildbot_revert.core.evidence.StreakDepth`, told each builder's
+tags), and stores the others with
+:data:`~buildbot_revert.core.evidence.NOT_FETCHED` as their failed steps,
+which a replay refuses to read instead of taking for "no failed step".
+The history remembers the smallest depth it was pulled with
 (``import.evidence_depth``); ``evidence_depth=None`` (``pull --all-evidence``)
-fetches every failing build's logs.
+fetches every failing build's logs, pull requests' too.
 """
 
 from __future__ import annotations
@@ -103,6 +110,10 @@ from simulator.history.store import HistoryStore
 # may become visible just after a page was read; re-reading a few seconds is
 # cheap (known build ids are skipped) and closes that gap.
 RESYNC_SECONDS = 5.0
+# Builds a page: each page costs a request for its builds, one for their
+# build requests and one for their buildsets (ranges when dense, see
+# rest_client.RANGE_DENSITY), and one or two for their changes.
+PAGE_SIZE = 1000
 
 
 class PullError(Exception):
@@ -144,7 +155,7 @@ class Importer:
         *,
         since: float | None = None,
         selection: BuilderSelection | None = None,
-        page_size: int = 500,
+        page_size: int = PAGE_SIZE,
         log_lines: int = LOG_TAIL_LINES,
         evidence_depth: int | None = EVIDENCE_DEPTH,
         progress: Callable[[int, int], None] | None = None,
@@ -204,7 +215,7 @@ class Importer:
             trailing = self.store.trailing_failures(self.store_builder[bid])
             depth = StreakDepth(None)
             for result, branch in trailing:
-                depth.feed(name, result, branch)
+                depth.feed(name, result, branch, self.all_builders[bid].tags)
             counts.update(depth.counts())
         return StreakDepth(self.evidence_depth, counts)
 
@@ -315,7 +326,10 @@ class Importer:
             b
             for b in builds
             if self.depth.feed(
-                self.builder_ids[b.builderid], int(b.results or 0), branches[b.buildid]
+                self.builder_ids[b.builderid],
+                int(b.results or 0),
+                branches[b.buildid],
+                self.all_builders[b.builderid].tags,
             )
         ]
         steps_by_build: dict[int, tuple[FailedStep, ...]] = {

@@ -37,9 +37,12 @@ def history() -> list[Build]:
     return sorted(out, key=lambda b: b.completed_at)
 
 
-def lazily(builds: list[Build], depth: int) -> list[Build]:
-    """``builds`` as a pull fetching ``depth`` failing builds' logs per streak stores them."""
-    streaks = StreakDepth(depth)
+def lazily(builds: list[Build], depth: int, policy: Policy | None = None) -> list[Build]:
+    """``builds`` as a pull fetching ``depth`` failing builds' logs per streak stores them.
+
+    ``policy``: what the pull takes for a pull request's build (the default's).
+    """
+    streaks = StreakDepth(depth) if policy is None else StreakDepth(depth, policy=policy)
     out = []
     for b in builds:
         wanted = streaks.feed(b.builder, b.result, b.branch)
@@ -78,19 +81,33 @@ def fleets(draw: st.DrawFn) -> list[Build]:
 def test_a_tracker_never_reads_a_build_the_pull_left_without_logs(
     builds: list[Build], failures: int, margin: int
 ) -> None:
-    """Fetching the first ``depth >= failures`` failing builds of each streak changes nothing."""
+    """Fetching the first ``depth >= failures`` failing builds of each streak changes nothing.
+
+    Pull requests' builds are not fetched: a policy that takes them for
+    evidence is answered alike by a pull that agrees with it, and refused
+    (never answered otherwise) by one that does not.
+    """
     # The default policy; one with no green result (a streak never ends);
     # one that takes pull requests' builds for evidence.
+    evidence_of_pull_requests = Policy(failures=failures, pull_request_branches=())
     for policy in (
         Policy(failures=failures),
         Policy(failures=failures, green=frozenset()),
-        Policy(failures=failures, pull_request_branches=()),
+        evidence_of_pull_requests,
     ):
         full = StreakTracker(policy)
-        lazy = StreakTracker(policy)
         want = full.feed_all(builds) + list(full.finish(2e9))
-        got = lazy.feed_all(lazily(builds, failures + margin)) + list(lazy.finish(2e9))
+        lazy = StreakTracker(policy)
+        got = lazy.feed_all(lazily(builds, failures + margin, policy)) + list(lazy.finish(2e9))
         assert got == want
+    # Pulled as the default policy has it, then replayed by the other one.
+    other = StreakTracker(evidence_of_pull_requests)
+    want = StreakTracker(evidence_of_pull_requests).feed_all(builds)
+    try:
+        got = other.feed_all(lazily(builds, failures + margin))
+    except EvidenceNotFetched:
+        return
+    assert got == want
 
 
 def test_a_build_without_its_logs_is_refused_not_read_as_no_failed_step() -> None:
@@ -117,9 +134,30 @@ def test_streak_depth_counts_as_no_tracker_counts_more() -> None:
         ("a", FAILURE, None),
         ("b", FAILURE, "main"),
     ]
-    assert [depth.feed(*f) for f in feed] == [True, True, True, False, False, True, True]
+    # The pull request's FAILURE is never read (its logs are not wanted).
+    assert [depth.feed(*f) for f in feed] == [True, False, True, False, False, True, True]
     assert depth.counts() == {"a": 1, "b": 1}
     # Resumed from those counts, as a later pull resumes from the store.
     again = StreakDepth(2, depth.counts())
     assert [again.feed("a", FAILURE, "main"), again.feed("a", FAILURE, "main")] == [True, False]
     assert all(StreakDepth(None).feed("a", FAILURE, "main") for _ in range(10))
+
+
+def test_no_build_of_a_pull_request_is_wanted_unless_every_failing_build_is() -> None:
+    """A pull request builder's builds, and a pull request branch's, are never read."""
+    depth = StreakDepth(2)
+    tagged = ("PullRequest", "3.x")
+    assert not depth.feed("pr", FAILURE, "main", tagged)
+    assert not depth.feed("pr", FAILURE, None, tagged)
+    assert not depth.feed("a", FAILURE, "refs/pull/3/merge", ("3.x",))
+    assert depth.feed("a", FAILURE, "main", ("3.x",))
+    # Neither counted: the builder's streak is one build deep.
+    assert depth.counts() == {"a": 1}
+    every = StreakDepth(None)
+    assert every.feed("pr", FAILURE, "main", tagged)
+    assert every.feed("a", FAILURE, "refs/pull/3/merge")
+    assert not every.feed("pr", SUCCESS, "main", tagged)
+    # A policy with other pull request tags takes the builder for a branch's.
+    assert StreakDepth(2, policy=Policy(pull_request_tags=frozenset())).feed(
+        "pr", FAILURE, "main", tagged
+    )

@@ -217,3 +217,41 @@ def test_without_keepalive_no_connection_outlives_its_request(serve) -> None:
             assert api.get("/builders") == {}
             # The server closed the connection it was asked to: nothing to reuse.
             assert (getattr(api._local, "conn", None) is not None) is keepalive
+
+
+def test_dense_ids_are_read_as_a_range_and_sparse_ones_by_name(serve) -> None:
+    """A page of builds' build requests are nearly contiguous: one range, a page at a time."""
+    held = [{"buildrequestid": i, "buildsetid": i // 3} for i in range(1, 6001)]
+
+    def route(path: str, query: list[tuple[str, str]]) -> tuple[int, bytes]:
+        rows = held
+        for name, value in query:
+            if name == "buildrequestid__ge":
+                rows = [r for r in rows if r["buildrequestid"] >= int(value)]
+            elif name == "buildrequestid__le":
+                rows = [r for r in rows if r["buildrequestid"] <= int(value)]
+        named = {int(v) for k, v in query if k == "buildrequestid"}
+        if named:
+            rows = [r for r in rows if r["buildrequestid"] in named]
+        params = dict(query)
+        offset, limit = int(params.get("offset", 0)), int(params.get("limit", len(rows)))
+        page = rows[offset : offset + limit]
+        return 200, json.dumps({"buildrequests": page, "meta": {}}).encode()
+
+    server = serve(route)
+    # 2,399 of the ids from 1001 to 3999: one range, two pages of rows.
+    dense = [i for i in range(1001, 4000) if i % 5]
+    with fast(server.url) as api:
+        got = api.buildrequest_buildsets(dense)
+    assert got == {i: i // 3 for i in dense}
+    assert len(server.seen) == 2
+    for _, query in server.seen:
+        assert ("buildrequestid__ge", "1001") in query and ("buildrequestid__le", "3999") in query
+        assert not any(k == "buildrequestid" for k, _ in query)
+    # 300 ids over 3,000: by name, 250 a request.
+    server.seen.clear()
+    sparse = list(range(1, 3001, 10))
+    with fast(server.url) as api:
+        assert api.buildrequest_buildsets(sparse) == {i: i // 3 for i in sparse}
+    assert len(server.seen) == 2
+    assert all(not any("__" in k for k, _ in query) for _, query in server.seen)

@@ -23,7 +23,7 @@ from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import ReplayResult, Selection, replay, replay_builds
 from simulator.cli import main
-from simulator.history.importer import PullStats, pull
+from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
@@ -99,25 +99,43 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
     steps = "/builds/{id}/steps"
     assert pulled.full_asked[steps] == full.failing_builds
     assert pulled.lazy_asked[steps] == lazy.failing_builds - lazy.unfetched_builds
+    # A page of builds costs one request for its builds, one for their build
+    # requests and one for their buildsets (contiguous ids: ranges).
+    pages = -(-len(pulled.expected) // PAGE_SIZE)
+    assert pages >= 2
+    for path in ("/builds", "/buildrequests", "/buildsets"):
+        assert pulled.lazy_asked[path] == pulled.full_asked[path] == pages
     store = HistoryStore(pulled.lazy)
     try:
         assert store.get_meta("import.evidence_depth") == str(EVIDENCE_DEPTH)
+        pull_request_builders = {b.name for b in store.builders() if "PullRequest" in b.tags}
+        assert pull_request_builders
         run: dict[str, int] = {}
+        fetched = {"pull requests": 0, "branches": 0}
         for b in store.iter_builds():
             want = pulled.expected[(b.builder, b.number)]
             assert b.result == want.result
+            if b.builder in pull_request_builders:
+                # No tracker reads a pull request builder's builds.
+                assert b.result != FAILURE or b.failed_steps == NOT_FETCHED
+                fetched["pull requests"] += b.result == FAILURE
+                continue
             if b.result != FAILURE:
                 run.pop(b.builder, None)
                 continue
-            # Each builder's consecutive failures, those of pull requests'
-            # merge refs not counted: the first few have their logs.
+            if (b.branch or "").startswith("refs/pull/"):
+                # Nor a pull request's merge ref: neither counted nor fetched.
+                assert b.failed_steps == NOT_FETCHED
+                continue
+            # Each builder's consecutive failures: the first few have their logs.
             before = run.get(b.builder, 0)
-            if not (b.branch or "").startswith("refs/pull/"):
-                run[b.builder] = before + 1
+            run[b.builder] = before + 1
             if before < EVIDENCE_DEPTH:
                 assert b.failed_steps == want.failed_steps
+                fetched["branches"] += 1
             else:
                 assert b.failed_steps == NOT_FETCHED
+        assert fetched["pull requests"] and fetched["branches"]
     finally:
         store.close()
 

@@ -18,6 +18,7 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
@@ -208,9 +209,10 @@ def replay_builds(
     """
     replayer = Replayer(policy, selection, builders, tracker_class, evidence=evidence)
     feed = replayer.feed
-    for build in builds:
-        feed(build)
-    return replayer.finish()
+    with fewer_collections():
+        for build in builds:
+            feed(build)
+        return replayer.finish()
 
 
 class Replayer:

@@ -29,6 +29,7 @@ from typing import Any
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
+from simulator.analysis.collector import fewer_collections
 from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.grace import apply_grace
@@ -295,12 +296,13 @@ def run_sweep(
         replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
         costs_of.append(costs)
     feed = feed_together(replayers)
-    for build in builds:
-        feed(build)
+    with fewer_collections():
+        for build in builds:
+            feed(build)
+        results = [replayer.finish() for replayer in replayers]
     rows: list[SweepRow | None] = [None] * len(combos)
     first: ReplayResult | None = None
-    for replayer, costs, settled in zip(replayers, costs_of, by_policy.values(), strict=True):
-        result = replayer.finish()
+    for result, costs, settled in zip(results, costs_of, by_policy.values(), strict=True):
         first = first or result
         for i, combo in settled:
             rows[i] = score(result, combo.grace, labels, combo.settings, costs)

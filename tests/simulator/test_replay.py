@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,8 @@ from click.testing import CliRunner
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from simulator.analysis import replay as replay_module
-from simulator.analysis.replay import Selection, replay
+from simulator.analysis.collector import YOUNG_THRESHOLD
+from simulator.analysis.replay import Selection, replay, replay_builds
 from simulator.cli import main
 from simulator.history.store import HistoryStore
 from tests.builds_dsl import builds
@@ -147,3 +150,22 @@ def test_bad_input_is_one_line_and_exit_2(
     assert out.exit_code == 2, out.output
     assert message in out.output
     assert "Traceback" not in out.output
+
+
+def test_a_replay_collects_less_often_and_gives_the_collector_back() -> None:
+    before = gc.get_threshold()
+    seen: list[tuple[int, ...]] = []
+
+    def stream(fail: bool) -> Iterator[Build]:
+        for b in builds("S:a0 F:a1 F F", builder="A", start=T0, step=DAY):
+            seen.append(gc.get_threshold())
+            yield b
+        if fail:
+            raise RuntimeError("the history broke off")
+
+    replay_builds(stream(False), STRUCTURAL, Selection(), [Builder("A")])
+    assert seen and all(t[0] == YOUNG_THRESHOLD for t in seen)
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError):
+        replay_builds(stream(True), STRUCTURAL, Selection(), [Builder("A")])
+    assert gc.get_threshold() == before

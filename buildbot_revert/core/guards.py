@@ -71,6 +71,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
+from functools import lru_cache
 from typing import NamedTuple
 
 from buildbot_revert.core.model import Build, Change
@@ -209,12 +210,14 @@ def whole_module(module: str) -> str:
     return _WHOLE_MODULE + module
 
 
+@lru_cache(maxsize=4096)
 def failing_ids(signature: Signature) -> frozenset[str]:
     """What the failure memory records of a failure, at the level it names it.
 
     Every test case it names, and every module (or compile key) it names no
     case of, as a whole module (:func:`whole_module`): so a case is matched
     only by the same case, and a module only by a module failing as a whole.
+    Cached: each tracker of a sweep records the same failing build's.
     """
     named = cases(signature)
     with_cases = {module_of(t) for t in named}

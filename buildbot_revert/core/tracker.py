@@ -67,7 +67,11 @@ To serve the guards, the tracker reads a failure signature off the first N
 FAILURE builds of every streak (:mod:`.signatures`), remembers which tests
 failed where, on which branch and with which changes built, when each
 commit landed on each branch (backports carry their original), and counts
-each builder's isolated failures.
+each builder's isolated failures.  A builder past its streak's evidence
+keeps failing what the evidence failed: its later FAILURE builds are not
+read, but appended to the builder's run (:class:`~.guards.FailureRun`),
+which the failure memory follows for the evidence's tests; a streak's
+count is its run's length.
 
 Only the first untolerated builder to qualify proposes a revision, so each
 revision is proposed at most once per tracker.  A tracker can be told which revisions

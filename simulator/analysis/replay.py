@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder, Change
@@ -304,6 +305,7 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     counts = replayers[0]._counts
     for replayer in replayers[1:]:
         replayer._counted = replayers[0]._counted
+        replayer._keep.share(replayers[0]._keep)
     takes = [r.take for r in replayers]
 
     def feed(build: Build) -> None:
@@ -367,9 +369,14 @@ class _Keeper:
     explanations).  Verdicts are kept as the tracker gave them (the parity
     tests compare them with the plugin's), and so is a blamelist of one
     change: the verdict's suspect, kept whole with it.
+
+    The keepers of a sweep's replays share what they make (:meth:`share`):
+    their trackers report a streak's end together, with the same blamelist
+    and failing build objects (the builder's shared bookkeeping, the
+    evidence reader's answer), which are then copied once for all.
     """
 
-    __slots__ = ("_verdicts", "_streaks", "_texts", "_revisions", "_open")
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_revisions", "_open", "_made")
 
     def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
         self._verdicts = verdicts
@@ -380,6 +387,16 @@ class _Keeper:
         # their streak is reported with the same verdict: the tracker holds
         # its verdict until then, so the identity cannot be reused.
         self._open: dict[int, Verdict] = {}
+        # Shared by a sweep's keepers: identity of a blamelist or failing
+        # build -> (it, what was kept of it).  Holding it keeps its identity
+        # from being reused; the newest few are enough (see _copy).
+        self._made: dict[int, tuple[object, Any]] | None = None
+
+    def share(self, other: _Keeper) -> None:
+        """Keep with ``other``'s names, revisions and copies (a sweep's replays, fed together)."""
+        if other._made is None:
+            other._made = {}
+        self._texts, self._revisions, self._made = other._texts, other._revisions, other._made
 
     def __call__(self, event: Verdict | Streak) -> None:
         if isinstance(event, Verdict):
@@ -389,22 +406,25 @@ class _Keeper:
             return
         verdict = self._open.pop(id(event.verdict), None) or self._verdict(event.verdict)
         blamelist = event.blamelist
+        made = self._made
         if len(blamelist) > 1:
-            blamelist = tuple(map(self._revision, blamelist))
+            blamelist = (
+                self._revisions_of(blamelist)
+                if made is None
+                else _copy(made, blamelist, self._revisions_of)
+            )
         # (A blamelist of one change is the verdict's suspect, kept whole with it.)
+        failing = (
+            tuple(map(self._bare, event.failing))
+            if made is None
+            else tuple([_copy(made, b, self._bare) for b in event.failing])
+        )
         # Streak.failing is the last field; tuple.__new__ skips the
         # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
-        self._streaks.append(
-            _new(
-                Streak,
-                (
-                    *event[:5],
-                    blamelist,
-                    verdict,
-                    tuple(map(self._bare, event.failing)),
-                ),
-            )
-        )
+        self._streaks.append(_new(Streak, (*event[:5], blamelist, verdict, failing)))
+
+    def _revisions_of(self, blamelist: tuple[Change, ...]) -> tuple[Change, ...]:
+        return tuple(map(self._revision, blamelist))
 
     def _bare(self, build: Build) -> Build:
         """``build`` without its blamelist and failed steps: which build it was, and its result.
@@ -436,6 +456,26 @@ class _Keeper:
         if kept is None:
             kept = self._revisions[change.revision] = _revision_only(change)
         return kept
+
+
+# How many copies a sweep's keepers share: its trackers report a streak's
+# end one after the other, so the newest few thousand find every repeat.
+_COPIES_KEPT = 4096
+
+_T = TypeVar("_T")
+
+
+def _copy(made: dict[int, tuple[object, Any]], original: _T, make: Callable[[_T], _T]) -> _T:
+    """``make(original)``, made once while it is among the newest copies kept in ``made``."""
+    known = made.get(id(original))
+    if known is not None and known[0] is original:
+        copy: _T = known[1]
+        return copy
+    if len(made) >= _COPIES_KEPT:
+        made.clear()
+    copy = make(original)
+    made[id(original)] = (original, copy)
+    return copy
 
 
 def _revision_only(change: Change) -> Change:

@@ -16,8 +16,16 @@ import pytest
 from buildbot_revert.core.evidence import read_evidence
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.verdicts import Streak
 from simulator.analysis.evidence import StoredEvidence
-from simulator.analysis.replay import Selection, replay, replay_builds, select_builds
+from simulator.analysis.replay import (
+    Replayer,
+    Selection,
+    feed_together,
+    replay,
+    replay_builds,
+    select_builds,
+)
 from simulator.analysis.sweep import combinations, parse_axes, run_sweep
 from simulator.history.store import HistoryStore
 from tests.simulator.reports_fixtures import make_history
@@ -85,3 +93,27 @@ def test_the_reader_keeps_a_bounded_number_of_answers(store: HistoryStore) -> No
     assert evidence.reads == len(failing)
     evidence(failing[-1])
     assert evidence.reads == len(failing)
+
+
+def test_replays_fed_together_keep_what_they_share_once(store: HistoryStore) -> None:
+    selection = Selection().of_history(store.builders())
+    builders, builds, evidence = select_builds(store, selection, Policy())
+    replayers = [
+        Replayer(Policy(failures=n), selection, builders, evidence=evidence) for n in (1, 2, 3)
+    ]
+    feed = feed_together(replayers)
+    for build in builds:
+        feed(build)
+    results = [r.finish() for r in replayers]
+    by_streak: dict[tuple[str, int], list[Streak]] = {}
+    for failures, result in zip((1, 2, 3), results, strict=True):
+        # Each keeps what it keeps fed alone.
+        alone = replay(store, Policy(failures=failures), selection)
+        assert result.streaks == alone.streaks and result.verdicts == alone.verdicts
+        for s in result.streaks:
+            by_streak.setdefault((s.builder, s.first_failing_build), []).append(s)
+    # A streak every replay kept holds the very same failing builds in each.
+    shared = [kept for kept in by_streak.values() if len(kept) == 3]
+    assert shared
+    for kept in shared:
+        assert all(a is b for a, b in zip(kept[0].failing, kept[2].failing, strict=False))

@@ -87,6 +87,7 @@ class Gatherer:
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
         self._changes: OrderedDict[int, _Known] = OrderedDict()
+        self._stamps: Any = None
 
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
@@ -235,48 +236,79 @@ class Gatherer:
         ``verification`` is the value of the property marking a build that
         buildbot-revert requested (:data:`.verification.PROPERTY`), else None.
 
-        One trip to the database thread: the data API would take four round
-        trips (request, buildset, sourcestamp, change) for what the schema
-        joins directly, and this runs for every finished build.
+        One trip to the database thread and one statement: the data API would
+        take four round trips (request, buildset, sourcestamp, change) for
+        what the schema joins directly, and this runs for every finished
+        build, on the master's one database thread.  The statement is built
+        once (:meth:`_stamps_statement`): building and compiling three
+        selects per build was most of this trip's time.
         """
         brid = build.get("buildrequestid")
         if brid is None:
             return defer.succeed(({}, None, None))
-        model = self.master.db.model
+        statement = self._stamps_statement()
 
         def thd(conn: Any) -> tuple[dict[str, int], str | None, str | None]:
-            br, bss = model.buildrequests, model.buildset_sourcestamps
-            ch, ss = model.changes, model.sourcestamps
-            stamps = br.join(bss, bss.c.buildsetid == br.c.buildsetid)
-            q = (
-                sa.select(ch.c.changeid, ch.c.repository, ch.c.branch, ch.c.codebase, ch.c.project)
-                .select_from(stamps.join(ch, ch.c.sourcestampid == bss.c.sourcestampid))
-                .where(br.c.id == brid)
-            )
+            rows = conn.execute(statement, {"brid": brid}).fetchall()
             tips = blamelist.newest_per_line(
-                (blamelist.change_line(row._mapping), row.changeid)
-                for row in conn.execute(q).fetchall()
+                (
+                    blamelist.line_key(
+                        row.repository or "", row.branch, row.codebase or "", row.project or ""
+                    ),
+                    row.changeid,
+                )
+                for row in rows
+                if row.changeid is not None
             )
-            branches = (
-                sa.select(ss.c.id, ss.c.branch)
-                .select_from(stamps.join(ss, ss.c.id == bss.c.sourcestampid))
-                .where(br.c.id == brid)
-            )
-            props = model.buildset_properties
-            marked = conn.execute(
-                sa.select(props.c.property_value)
-                .select_from(br.join(props, props.c.buildsetid == br.c.buildsetid))
-                .where(br.c.id == brid, props.c.property_name == PROPERTY)
-            ).scalar()
+            # A sourcestamp with two changes (one revision added twice) is
+            # one row per change: its branch counts once either way.
+            stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
+            marked = rows[0].marked if rows else None
             return (
                 tips,
-                records.build_branch(
-                    (row.id, row.branch) for row in conn.execute(branches).fetchall()
-                ),
+                records.build_branch(stamps),
                 None if marked is None else verification_reason(marked),
             )
 
         return self.master.db.pool.do(thd)
+
+    def _stamps_statement(self) -> Any:
+        """The select behind :meth:`_sourcestamps_of`, built once; its parameter is ``brid``.
+
+        A row per change of each of the request's buildset's sourcestamps
+        (a sourcestamp without a change is one row of NULL change columns;
+        a buildset without a sourcestamp, one row of NULLs), each with the
+        buildset's verification mark.
+        """
+        if self._stamps is None:
+            model = self.master.db.model
+            br, bss = model.buildrequests, model.buildset_sourcestamps
+            ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
+            marked = (
+                sa.select(props.c.property_value)
+                .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
+                .limit(1)
+                .scalar_subquery()
+            )
+            self._stamps = (
+                sa.select(
+                    ss.c.id.label("ss_id"),
+                    ss.c.branch.label("ss_branch"),
+                    ch.c.changeid,
+                    ch.c.repository,
+                    ch.c.branch,
+                    ch.c.codebase,
+                    ch.c.project,
+                    marked.label("marked"),
+                )
+                .select_from(
+                    br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
+                    .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
+                    .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
+                )
+                .where(br.c.id == sa.bindparam("brid"))
+            )
+        return self._stamps
 
     @defer.inlineCallbacks
     def _previous_tips(self, build: Mapping[str, Any]) -> Any:

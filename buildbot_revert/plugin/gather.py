@@ -218,6 +218,10 @@ class Gatherer:
             return None
         return self._remember(data)
 
+    def remember(self, change: Mapping[str, Any]) -> None:
+        """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
+        self._remember(change)
+
     def _remember(self, change: Mapping[str, Any]) -> _Known:
         parents = change.get("parent_changeids") or ()
         known = _Known(

@@ -95,6 +95,10 @@ class Gatherer:
 
     # -- one build ----------------------------------------------------------
 
+    def known_builder(self, builderid: int) -> Builder | None:
+        """The cached :class:`Builder` of ``builderid`` (no Deferred); None if not read yet."""
+        return self._builders.get(builderid)
+
     @defer.inlineCallbacks
     def builder(self, builderid: int) -> Any:
         """The :class:`Builder` (name and tags) of ``builderid``."""
@@ -110,8 +114,16 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def build(self, build: Mapping[str, Any]) -> Any:
-        """The core :class:`Build` for a finished build entity (as in the event)."""
-        builder = yield self.builder(build["builderid"])
+        """The core :class:`Build` for a finished build entity (as in the event).
+
+        What is cached (the builder, the worker, the changes) is read
+        without a Deferred: this runs on the reactor's thread for every
+        finished build, and all but its one trip to the database is
+        usually known already.
+        """
+        builder = self.known_builder(build["builderid"])
+        if builder is None:
+            builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
         tips, branch, verification = yield self._sourcestamps_of(build)
@@ -129,7 +141,11 @@ class Gatherer:
         steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
             steps = yield self._failed_steps(build["buildid"])
-        worker = yield self._worker(build.get("workerid"))
+        workerid = build.get("workerid")
+        if workerid is None or workerid in self._workers:
+            worker = None if workerid is None else self._workers[workerid]
+        else:
+            worker = yield self._worker(workerid)
         return Build(
             builder.name,
             int(build["number"]),
@@ -209,14 +225,20 @@ class Gatherer:
     @defer.inlineCallbacks
     def _change(self, changeid: int) -> Any:
         """The :class:`_Known` change ``changeid``, or None."""
-        cached = self._changes.get(changeid)
+        cached = self._known(changeid)
         if cached is not None:
-            self._changes.move_to_end(changeid)
             return cached
         data = yield self.master.data.get(("changes", changeid))
         if data is None:
             return None
         return self._remember(data)
+
+    def _known(self, changeid: int) -> _Known | None:
+        """The cached change ``changeid`` (kept the longest from now on), or None."""
+        cached = self._changes.get(changeid)
+        if cached is not None:
+            self._changes.move_to_end(changeid)
+        return cached
 
     def remember(self, change: Mapping[str, Any]) -> None:
         """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
@@ -352,7 +374,9 @@ class Gatherer:
             ids: list[int] = []
             current: int | None = upto
             while current is not None and current > after:
-                known = yield self._change(current)
+                known = self._known(current)
+                if known is None:
+                    known = yield self._change(current)
                 if known is None or known.line != line:
                     break
                 ids.append(current)
@@ -381,11 +405,15 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        ranges = yield self._between(blamelist.ranges(previous, tips))
+        spans = blamelist.ranges(previous, tips)
+        # Most builds hold no new change: no line's tip moved.
+        ranges = (yield self._between(spans)) if spans else {}
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
-            known = yield self._change(cid)
+            known = self._known(cid)
+            if known is None:
+                known = yield self._change(cid)
             if known is not None:
                 changes.append(known.change)
         return tuple(changes), after

@@ -14,6 +14,14 @@ Builds must be gathered in completion order (the reporter serialises them),
 because the gatherer remembers each builder's last heads so that a build
 costs a handful of queries, not a search of the builder's history.
 
+An ordinary build costs one trip to the master's database thread, whose
+single thread (SQLite) is the master's as much as ours: one statement for
+its buildset's sourcestamps, their changes and its verification mark.  The
+changes themselves are cached, filled as they are read and from the
+reporter's subscription to new changes (:meth:`Gatherer.remember`), so the
+first build of a change does not read it again; only a failing build reads
+its steps and logs, through the data API.
+
 A build's branch (``refs/pull/N/merge`` for a pull request's build, which the
 core leaves out of the branch's evidence) is that of its buildset's first
 sourcestamp (lowest id) naming one, by the rule both shells share

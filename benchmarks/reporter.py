@@ -323,9 +323,11 @@ def run(
             stop.install()
             reporter = master.reporter
             if not with_reporter:
-                # The control: the same master and builds, the reporter deaf.
-                yield reporter._consumer.stopConsuming()
-                reporter._consumer = None
+                # The control: the same master and builds, the reporter deaf
+                # (to finished builds and to new changes).
+                for consumer in (reporter._consumer, reporter._change_consumer):
+                    yield consumer.stopConsuming()
+                reporter._consumer = reporter._change_consumer = None
             timings = time_handling(reporter)
             heartbeat = Heartbeat()
             gc_timer.phase = "run"

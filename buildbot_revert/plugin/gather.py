@@ -14,6 +14,14 @@ Builds must be gathered in completion order (the reporter serialises them),
 because the gatherer remembers each builder's last heads so that a build
 costs a handful of queries, not a search of the builder's history.
 
+An ordinary build costs one trip to the master's database thread, whose
+single thread (SQLite) is the master's as much as ours: one statement for
+its buildset's sourcestamps, their changes and its verification mark.  The
+changes themselves are cached, filled as they are read and from the
+reporter's subscription to new changes (:meth:`Gatherer.remember`), so the
+first build of a change does not read it again; only a failing build reads
+its steps and logs, through the data API.
+
 A build's branch (``refs/pull/N/merge`` for a pull request's build, which the
 core leaves out of the branch's evidence) is that of its buildset's first
 sourcestamp (lowest id) naming one, by the rule both shells share
@@ -87,12 +95,17 @@ class Gatherer:
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
         self._changes: OrderedDict[int, _Known] = OrderedDict()
+        self._stamps: Any = None
 
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
         self._builders.clear()
 
     # -- one build ----------------------------------------------------------
+
+    def known_builder(self, builderid: int) -> Builder | None:
+        """The cached :class:`Builder` of ``builderid`` (no Deferred); None if not read yet."""
+        return self._builders.get(builderid)
 
     @defer.inlineCallbacks
     def builder(self, builderid: int) -> Any:
@@ -109,8 +122,16 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def build(self, build: Mapping[str, Any]) -> Any:
-        """The core :class:`Build` for a finished build entity (as in the event)."""
-        builder = yield self.builder(build["builderid"])
+        """The core :class:`Build` for a finished build entity (as in the event).
+
+        What is cached (the builder, the worker, the changes) is read
+        without a Deferred: this runs on the reactor's thread for every
+        finished build, and all but its one trip to the database is
+        usually known already.
+        """
+        builder = self.known_builder(build["builderid"])
+        if builder is None:
+            builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
         tips, branch, verification = yield self._sourcestamps_of(build)
@@ -128,7 +149,11 @@ class Gatherer:
         steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
             steps = yield self._failed_steps(build["buildid"])
-        worker = yield self._worker(build.get("workerid"))
+        workerid = build.get("workerid")
+        if workerid is None or workerid in self._workers:
+            worker = None if workerid is None else self._workers[workerid]
+        else:
+            worker = yield self._worker(workerid)
         return Build(
             builder.name,
             int(build["number"]),
@@ -208,14 +233,24 @@ class Gatherer:
     @defer.inlineCallbacks
     def _change(self, changeid: int) -> Any:
         """The :class:`_Known` change ``changeid``, or None."""
-        cached = self._changes.get(changeid)
+        cached = self._known(changeid)
         if cached is not None:
-            self._changes.move_to_end(changeid)
             return cached
         data = yield self.master.data.get(("changes", changeid))
         if data is None:
             return None
         return self._remember(data)
+
+    def _known(self, changeid: int) -> _Known | None:
+        """The cached change ``changeid`` (kept the longest from now on), or None."""
+        cached = self._changes.get(changeid)
+        if cached is not None:
+            self._changes.move_to_end(changeid)
+        return cached
+
+    def remember(self, change: Mapping[str, Any]) -> None:
+        """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
+        self._remember(change)
 
     def _remember(self, change: Mapping[str, Any]) -> _Known:
         parents = change.get("parent_changeids") or ()
@@ -235,48 +270,79 @@ class Gatherer:
         ``verification`` is the value of the property marking a build that
         buildbot-revert requested (:data:`.verification.PROPERTY`), else None.
 
-        One trip to the database thread: the data API would take four round
-        trips (request, buildset, sourcestamp, change) for what the schema
-        joins directly, and this runs for every finished build.
+        One trip to the database thread and one statement: the data API would
+        take four round trips (request, buildset, sourcestamp, change) for
+        what the schema joins directly, and this runs for every finished
+        build, on the master's one database thread.  The statement is built
+        once (:meth:`_stamps_statement`): building and compiling three
+        selects per build was most of this trip's time.
         """
         brid = build.get("buildrequestid")
         if brid is None:
             return defer.succeed(({}, None, None))
-        model = self.master.db.model
+        statement = self._stamps_statement()
 
         def thd(conn: Any) -> tuple[dict[str, int], str | None, str | None]:
-            br, bss = model.buildrequests, model.buildset_sourcestamps
-            ch, ss = model.changes, model.sourcestamps
-            stamps = br.join(bss, bss.c.buildsetid == br.c.buildsetid)
-            q = (
-                sa.select(ch.c.changeid, ch.c.repository, ch.c.branch, ch.c.codebase, ch.c.project)
-                .select_from(stamps.join(ch, ch.c.sourcestampid == bss.c.sourcestampid))
-                .where(br.c.id == brid)
-            )
+            rows = conn.execute(statement, {"brid": brid}).fetchall()
             tips = blamelist.newest_per_line(
-                (blamelist.change_line(row._mapping), row.changeid)
-                for row in conn.execute(q).fetchall()
+                (
+                    blamelist.line_key(
+                        row.repository or "", row.branch, row.codebase or "", row.project or ""
+                    ),
+                    row.changeid,
+                )
+                for row in rows
+                if row.changeid is not None
             )
-            branches = (
-                sa.select(ss.c.id, ss.c.branch)
-                .select_from(stamps.join(ss, ss.c.id == bss.c.sourcestampid))
-                .where(br.c.id == brid)
-            )
-            props = model.buildset_properties
-            marked = conn.execute(
-                sa.select(props.c.property_value)
-                .select_from(br.join(props, props.c.buildsetid == br.c.buildsetid))
-                .where(br.c.id == brid, props.c.property_name == PROPERTY)
-            ).scalar()
+            # A sourcestamp with two changes (one revision added twice) is
+            # one row per change: its branch counts once either way.
+            stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
+            marked = rows[0].marked if rows else None
             return (
                 tips,
-                records.build_branch(
-                    (row.id, row.branch) for row in conn.execute(branches).fetchall()
-                ),
+                records.build_branch(stamps),
                 None if marked is None else verification_reason(marked),
             )
 
         return self.master.db.pool.do(thd)
+
+    def _stamps_statement(self) -> Any:
+        """The select behind :meth:`_sourcestamps_of`, built once; its parameter is ``brid``.
+
+        A row per change of each of the request's buildset's sourcestamps
+        (a sourcestamp without a change is one row of NULL change columns;
+        a buildset without a sourcestamp, one row of NULLs), each with the
+        buildset's verification mark.
+        """
+        if self._stamps is None:
+            model = self.master.db.model
+            br, bss = model.buildrequests, model.buildset_sourcestamps
+            ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
+            marked = (
+                sa.select(props.c.property_value)
+                .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
+                .limit(1)
+                .scalar_subquery()
+            )
+            self._stamps = (
+                sa.select(
+                    ss.c.id.label("ss_id"),
+                    ss.c.branch.label("ss_branch"),
+                    ch.c.changeid,
+                    ch.c.repository,
+                    ch.c.branch,
+                    ch.c.codebase,
+                    ch.c.project,
+                    marked.label("marked"),
+                )
+                .select_from(
+                    br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
+                    .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
+                    .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
+                )
+                .where(br.c.id == sa.bindparam("brid"))
+            )
+        return self._stamps
 
     @defer.inlineCallbacks
     def _previous_tips(self, build: Mapping[str, Any]) -> Any:
@@ -316,7 +382,9 @@ class Gatherer:
             ids: list[int] = []
             current: int | None = upto
             while current is not None and current > after:
-                known = yield self._change(current)
+                known = self._known(current)
+                if known is None:
+                    known = yield self._change(current)
                 if known is None or known.line != line:
                     break
                 ids.append(current)
@@ -345,11 +413,15 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        ranges = yield self._between(blamelist.ranges(previous, tips))
+        spans = blamelist.ranges(previous, tips)
+        # Most builds hold no new change: no line's tip moved.
+        ranges = (yield self._between(spans)) if spans else {}
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
-            known = yield self._change(cid)
+            known = self._known(cid)
+            if known is None:
+                known = yield self._change(cid)
             if known is not None:
                 changes.append(known.change)
         return tuple(changes), after

@@ -88,6 +88,8 @@ from buildbot_revert.plugin.notify.settings import public_part
 from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, verified
 
 FINISHED = ("builds", None, "finished")
+# A new change's event carries the change as the data API returns it.
+NEW_CHANGE = ("changes", None, "new")
 # The tracker's memory is saved after this many builds, or this many seconds.
 SAVE_EVERY = 500
 SAVE_AFTER = 600.0
@@ -123,6 +125,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._revisions = BuiltRevisions()
         self.verdicts: list[Verdict] = []
         self._consumer: Any = None
+        self._change_consumer: Any = None
         self._lock = defer.DeferredLock()
         self._replayed: set[int] = set()
         self._builder_ids: dict[str, int] = {}
@@ -363,6 +366,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Subscribe before replaying, so no build finishes unseen in between;
         # the lock makes the events wait for the replay.
         self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
+        self._change_consumer = yield self.master.mq.startConsuming(self._on_change, NEW_CHANGE)
         # The master does not wait for the memory: a rebuild from a month of
         # builds takes minutes, and Buildbot starts its schedulers and lets
         # workers in only once every service has started.  Builds that finish
@@ -383,9 +387,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     def stopService(self) -> Any:
         if not self.running:
             return
-        if self._consumer is not None:
-            yield self._consumer.stopConsuming()
-            self._consumer = None
+        for consumer in (self._consumer, self._change_consumer):
+            if consumer is not None:
+                yield consumer.stopConsuming()
+        self._consumer = self._change_consumer = None
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
         if self._overdue_loop is not None and self._overdue_loop.running:
@@ -614,10 +619,27 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Returning at once keeps the master's event delivery from waiting on us.
         self._lock.run(self._handle, msg)
 
+    def _on_change(self, key: Any, msg: dict[str, Any]) -> None:
+        """A new change: known before the first build of it finishes.
+
+        Its first build's blamelist would otherwise read it from the
+        database, a second trip to the master's database thread for that
+        build.  Outside the lock: the gatherer's cache of changes is the
+        same whichever order it is filled in, and a change the reporter
+        missed (one added while it was stopped, or evicted) is read then.
+        """
+        if self.gatherer is not None:
+            try:
+                self.gatherer.remember(msg)
+            except Exception as exc:  # a malformed event must not reach the master's mq
+                _log_failure(exc, "buildbot-revert: could not read a new change's event")
+
     @defer.inlineCallbacks
     def _gather(self, msg: dict[str, Any]) -> Any:
         assert self.gatherer is not None and self.settings is not None
-        builder = yield self.gatherer.builder(msg["builderid"])
+        builder = self.gatherer.known_builder(msg["builderid"])
+        if builder is None:
+            builder = yield self.gatherer.builder(msg["builderid"])
         if builder is None:
             return None
         if self.settings.watches(builder.name, builder.tags):

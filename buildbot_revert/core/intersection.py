@@ -37,6 +37,9 @@ class Blamelist(NamedTuple):
     suspects: tuple[Change, ...]
     # What its failing builds fail in common (test modules, compile keys).
     failing: frozenset[str]
+    # Its suspects' revisions: each decision intersects with every red
+    # builder's (a builder back after weeks away blames hundreds).
+    revisions: frozenset[str]
 
 
 class Intersection(NamedTuple):
@@ -62,7 +65,7 @@ def intersect(mine: Blamelist, others: Iterable[Blamelist]) -> Intersection | No
     """
     if not mine.failing or not mine.suspects:
         return None
-    mine_revisions = {c.revision for c in mine.suspects}
+    mine_revisions = mine.revisions
     # A builder whose blamelist shares no change with mine was not broken by
     # any of my suspects, however alike it fails (a builder red for weeks
     # from something else, failing a popular test module).
@@ -71,13 +74,13 @@ def intersect(mine: Blamelist, others: Iterable[Blamelist]) -> Intersection | No
         for other in others
         if other.worker != mine.worker
         and not other.failing.isdisjoint(mine.failing)
-        and not mine_revisions.isdisjoint(c.revision for c in other.suspects)
+        and not mine_revisions.isdisjoint(other.revisions)
     )
     if not agreeing:
         return None
     left = set(mine_revisions)
     for other in agreeing:
-        left &= {c.revision for c in other.suspects}
+        left &= other.revisions
     common = tuple(c for c in mine.suspects if c.revision in left)
     return Intersection(common, (mine, *agreeing))
 

@@ -263,7 +263,7 @@ class StreakTracker:
         # The open streaks an intersection may take part in, whether or not
         # their builder is watched (asked when it looks): decided (past their
         # evidence), after a green build, on a builder not allowed to fail.
-        self._intersectable: dict[str, _OpenStreak] = {}
+        self._intersectable: dict[str, tuple[int, str, _OpenStreak]] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
         # (None, a build of no known branch, is any branch's.)
         self._branches: set[str | None] = {None}
@@ -628,8 +628,9 @@ class StreakTracker:
         streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
         if streak.evidence:
             self._failures.follow(streak.evidence, streak.run)
-        if streak.green_at is not None and not self._builders[last.builder].tolerated:
-            self._intersectable[last.builder] = streak
+        state = self._builders[last.builder]
+        if streak.green_at is not None and not state.tolerated:
+            self._intersectable[last.builder] = (state.order, last.builder, streak)
         evidence = tuple(sorted(common))
         request = None
         numbers = tuple(b.number for b in streak.failing)
@@ -784,6 +785,7 @@ class StreakTracker:
             first.worker or first.builder,
             streak.suspects,
             common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
+            frozenset(c.revision for c in streak.suspects),
         )
         if streak.count >= self.policy.failures:
             # Past the evidence, nothing of it changes (see _failed).
@@ -792,15 +794,14 @@ class StreakTracker:
 
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
         """Every other builder that may take part in an intersection, as it stands now."""
-        builders = self._builders
         watched = self._watched
         # The red builders past their evidence (a few dozen of a fleet's
-        # hundreds), in the order the builders were first seen: the
-        # intersection's explanation names them in it.
-        red = sorted(self._intersectable.items(), key=lambda item: builders[item[0]].order)
+        # hundreds), in the order the builders were first seen (the first
+        # item: no two builders share it): the intersection's explanation
+        # names them in it.
         return [
             self._blamelist(streak)
-            for name, streak in red
+            for _, name, streak in sorted(self._intersectable.values())
             if name != deciding and (watched is None or watched(name))
         ]
 

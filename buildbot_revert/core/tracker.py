@@ -561,38 +561,43 @@ class StreakTracker:
     def _close(
         self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
-        events: list[Event] = []
-        if ended_at is not None and streak.count == 1:
+        first = streak.first
+        count = streak.count
+        if ended_at is not None and count == 1:
             # Red once, then green: what a flaky builder does.
-            builder = streak.first.builder
+            builder = first.builder
             # The green build that closes the streak was counted already.
             position = self._builders[builder].builds - 2
             self._flakes.record(builder, position, self.policy.flaky_builds)
-        if streak.verdict is None:
+        verdict = streak.verdict
+        decided = verdict is not None
+        if verdict is None:
             reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
-            streak.verdict = Verdict(
-                streak.first.builder,
-                streak.first.number,
+            suspects = streak.suspects
+            verdict = streak.verdict = Verdict(
+                first.builder,
+                first.number,
                 reason,
-                self._short(streak.count, ended_at is not None),
+                self._short(count, ended_at is not None),
                 ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
-                streak.suspects[0] if len(streak.suspects) == 1 else None,
-                started_at=streak.first.completed_at,
+                suspects[0] if len(suspects) == 1 else None,
+                None,
+                (),
+                first.completed_at,
             )
-            events.append(streak.verdict)
-        events.append(
-            Streak(
-                streak.first.builder,
-                streak.first.number,
-                streak.first.completed_at,
-                ended_at,
-                streak.count,
-                streak.suspects,
-                streak.verdict,
-                tuple(streak.failing),
-            )
+        ended = Streak(
+            first.builder,
+            first.number,
+            first.completed_at,
+            ended_at,
+            count,
+            streak.suspects,
+            verdict,
+            tuple(streak.failing),
         )
-        return tuple(events)
+        # A streak that ended before its N-th failure (most do) is decided
+        # here: its verdict is reported with it, first.
+        return (ended,) if decided else (verdict, ended)
 
     def _short(self, count: int, ended: bool) -> str:
         """Why a streak of ``count`` failures was not decided: it ended, or the history did.

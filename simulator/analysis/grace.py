@@ -42,16 +42,24 @@ def qualifications(result: ReplayResult) -> dict[str, list[Qualified]]:
     return out
 
 
-def apply_grace(result: ReplayResult, grace: float) -> ReplayResult:
+def apply_grace(
+    result: ReplayResult,
+    grace: float,
+    qualified: dict[str, list[Qualified]] | None = None,
+) -> ReplayResult:
     """The replay as it would look with a grace period before each revert.
 
     Returns a copy whose revert verdicts are those actually filed, each
     request's ``filed_at`` moved to when the revert is filed, and which
     records the revisions that stood down or were still waiting when the
-    window ended (``stood_down``, ``pending``).
+    window ended (``stood_down``, ``pending``).  ``qualified`` is the
+    result's :func:`qualifications`, when the caller applies several grace
+    periods to one replay (a sweep).
     """
     now = result.window_end or 0.0
-    fates = {rev: outcome(qs, grace, now) for rev, qs in qualifications(result).items()}
+    if qualified is None:
+        qualified = qualifications(result)
+    fates = {rev: outcome(qs, grace, now) for rev, qs in qualified.items()}
     stood_down: set[str] = set()
     pending: set[str] = set()
     verdicts: list[Verdict] = []

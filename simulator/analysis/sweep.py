@@ -27,12 +27,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
 from simulator.analysis.evaluation import evaluate
-from simulator.analysis.grace import apply_grace
+from simulator.analysis.grace import apply_grace, qualifications
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
@@ -232,9 +233,10 @@ def score(
     labels: Labels | None,
     settings: tuple[tuple[str, str], ...] = (),
     costs: MethodCosts | None = None,
+    qualified: dict[str, list[Qualified]] | None = None,
 ) -> SweepRow:
-    """One sweep row from a replay and a grace period."""
-    graced = apply_grace(result, grace)
+    """One sweep row from a replay and a grace period (``qualified``: see ``apply_grace``)."""
+    graced = apply_grace(result, grace, qualified)
     reverts = len(graced.proposals())
     years = window_years(result)
     row = SweepRow(
@@ -304,8 +306,10 @@ def run_sweep(
     first: ReplayResult | None = None
     for result, costs, settled in zip(results, costs_of, by_policy.values(), strict=True):
         first = first or result
+        # Who qualified for what does not depend on the grace period.
+        qualified = qualifications(result)
         for i, combo in settled:
-            rows[i] = score(result, combo.grace, labels, combo.settings, costs)
+            rows[i] = score(result, combo.grace, labels, combo.settings, costs, qualified)
         if on_done is not None:
             on_done(len(settled))
     keys = tuple(k for k, _ in combos[0].settings) if combos else ()

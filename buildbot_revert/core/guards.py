@@ -357,54 +357,76 @@ class Landings:
 
 
 class FailureRun:
-    """One builder's FAILURE builds while it stays red, as the failure memory reads them.
+    """Failures in completion order, as the failure memory reads them.
 
-    A builder past its streak's evidence keeps failing what it failed: the
-    memory counts each such build as a failure of the streak's evidence
-    tests, without its logs being read.  Rather than each tracker recording
-    every such build for every such test, the builder's bookkeeping (shared
-    by a :class:`~.tracker.TrackerGroup`'s trackers) appends each FAILURE
-    build here once, and a tracker points its failure memory at the run
-    from the build after its streak's evidence on (:meth:`FailureMemory.follow`):
-    the same failures, one append per build for every tracker and test.
+    Each failure is when its build completed, the newest change the build
+    had built (by landing time; ``inf`` when unknown) and its branch.  The
+    failure memory keeps one run per test of the failures recorded for it
+    (:meth:`FailureMemory.record`), and one per red builder: a builder past
+    its streak's evidence keeps failing what it failed, and each such build
+    counts as a failure of the evidence's tests without its logs being read.
+    Rather than each tracker recording every such build for every such
+    test, the builder's bookkeeping (shared by a
+    :class:`~.tracker.TrackerGroup`'s trackers) appends each FAILURE build
+    to the builder's run once, and a tracker's failure memory follows the
+    run from the build after its streak's evidence on
+    (:meth:`FailureMemory.follow`): the same failures, one append per build
+    for every tracker and test.
 
-    Positions are absolute (the first FAILURE build of the run is 0), so a
-    run trimmed of its oldest builds (:meth:`trim`) is still read from
-    where each tracker started following it.
+    Positions are absolute (the first failure of the run is 0), so a run
+    trimmed of its oldest failures (:meth:`trim`) is still read from where
+    each tracker started following it.
     """
 
-    __slots__ = ("seen", "upto", "lines", "base", "end", "open")
+    __slots__ = ("seen", "upto", "lines", "base", "end", "open", "_horizon")
 
-    def __init__(self) -> None:
-        # When each build completed, the newest change it had built, its
-        # branch; arrays of doubles, as in FailureMemory.
+    def __init__(self, horizon: float = float("inf"), *, is_open: bool = True) -> None:
+        # Times live in arrays of doubles: a plugin keeps these for months,
+        # and the garbage collector does not walk arrays as it walks lists
+        # of float objects.
         self.seen: array[float] = array("d")
         self.upto: array[float] = array("d")
         self.lines: list[str] = []
-        # The absolute positions of ``seen[0]`` (builds trimmed off the
-        # front) and of the next build appended (a plain attribute: a
+        # The absolute positions of ``seen[0]`` (failures trimmed off the
+        # front) and of the next failure appended (a plain attribute: a
         # streak's count, read with every FAILURE build).
         self.base = 0
         self.end = 0
         # False once the builder is green again: nothing more is appended.
-        self.open = True
+        self.open = is_open
+        # Failures older than this before the newest are trimmed off.
+        self._horizon = horizon
 
-    def add(self, at: float, built_upto: float, line: str, horizon: float) -> None:
+    def add(self, at: float, built_upto: float, line: str) -> None:
+        """Append a failure (they arrive in completion order: ``seen`` stays sorted)."""
         seen = self.seen
         seen.append(at)
         self.upto.append(built_upto)
         self.lines.append(line)
         self.end += 1
-        # A builder red for months: what no window will read again goes.
-        if len(seen) > 256 and seen[0] < at - horizon:
-            self.trim(at - horizon)
+        # A test failing often, a builder red for months: what no window
+        # will read again goes.
+        if len(seen) > 256 and seen[0] < at - self._horizon:
+            self.trim(at - self._horizon)
 
     def trim(self, cut: float) -> None:
-        """Forget the builds that completed before ``cut``."""
+        """Forget the failures that completed before ``cut``."""
         n = bisect_left(self.seen, cut)
         if n:
             del self.seen[:n], self.upto[:n], self.lines[:n]
             self.base += n
+
+    def failed_without(self, start: int, family: Mapping[str, float], since: float) -> bool:
+        """Whether a failure from position ``start`` on, since ``since``, was without the change.
+
+        ``family`` as in :meth:`FailureMemory.failed_without`.
+        """
+        seen, upto, lines = self.seen, self.upto, self.lines
+        for i in range(max(start - self.base, bisect_left(seen, since)), len(seen)):
+            landed = family.get(lines[i])
+            if landed is None or seen[i] < landed or upto[i] < landed:
+                return True
+        return False
 
 
 class FailureMemory:
@@ -423,15 +445,11 @@ class FailureMemory:
     __slots__ = ("_tests", "_runs", "_horizon", "_recorded")
 
     def __init__(self, horizon: float = float("inf")) -> None:
-        # Test -> when each failure completed, the newest change its build
-        # had built, and its branch, in completion order.  Times live in
-        # arrays of doubles: a plugin keeps this memory for months, and the
-        # garbage collector does not walk arrays as it walks lists of float
-        # objects.  One dict, one lookup per test recorded: a red builder
-        # records its failures again with every build.
-        self._tests: dict[str, tuple[array[float], array[float], list[str]]] = {}
-        # Test -> the red runs it keeps failing in (:class:`FailureRun`),
-        # each from the absolute position it is followed from.
+        # Test -> its recorded failures.  One dict, one lookup per test
+        # recorded: a red builder's evidence builds record theirs.
+        self._tests: dict[str, FailureRun] = {}
+        # Test -> the builders' red runs it keeps failing in, each from the
+        # absolute position it is followed from.
         self._runs: dict[str, list[tuple[FailureRun, int]]] = {}
         # Failures older than this (seconds before the newest) are forgotten:
         # a test failing often as it is recorded, every test now and then
@@ -439,24 +457,21 @@ class FailureMemory:
         self._horizon = horizon
         self._recorded = 0
 
+    @property
+    def horizon(self) -> float:
+        """How long before the newest failure the memory still holds one."""
+        return self._horizon
+
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
-        # Builds arrive in completion order, so each array stays sorted.
         tests = self._tests
         self._recorded += 1
         if self._recorded >= _FORGET_RECORDS_EVERY:
             self._forget(at - self._horizon)
         for test in failing:
-            known = tests.get(test)
-            if known is None:
-                tests[test] = (array("d", (at,)), array("d", (built_upto,)), [line])
-                continue
-            seen, upto, lines = known
-            seen.append(at)
-            upto.append(built_upto)
-            lines.append(line)
-            if len(seen) > 256 and seen[0] < at - self._horizon:
-                cut = bisect_left(seen, at - self._horizon)
-                del seen[:cut], upto[:cut], lines[:cut]
+            run = tests.get(test)
+            if run is None:
+                run = tests[test] = FailureRun(self._horizon)
+            run.add(at, built_upto, line)
 
     def follow(self, failing: Iterable[str], run: FailureRun) -> None:
         """Count every build appended to ``run`` from now on as failing each of ``failing``.
@@ -479,12 +494,11 @@ class FailureMemory:
         if cut == float("-inf"):
             return
         tests = self._tests
-        for test, (seen, upto, lines) in list(tests.items()):
-            if seen[-1] < cut:
+        for test, run in list(tests.items()):
+            if run.seen[-1] < cut:
                 del tests[test]
-            elif seen[0] < cut:
-                n = bisect_left(seen, cut)
-                del seen[:n], upto[:n], lines[:n]
+            else:
+                run.trim(cut)
         runs = self._runs
         for test, followed in list(runs.items()):
             # A run still open may yet fail again: only an ended one is dropped.
@@ -502,29 +516,12 @@ class FailureMemory:
         ``family`` maps each branch the change reached to when it landed
         there (see :meth:`Landings.family`).
         """
-        known = self._tests.get(test)
-        if known is not None and _failed_without(*known, 0, family, since):
+        own = self._tests.get(test)
+        if own is not None and own.failed_without(0, family, since):
             return True
-        for run, start in self._runs.get(test, ()):
-            if _failed_without(run.seen, run.upto, run.lines, start - run.base, family, since):
-                return True
-        return False
-
-
-def _failed_without(
-    seen: array[float],
-    upto: array[float],
-    lines: list[str],
-    first: int,
-    family: Mapping[str, float],
-    since: float,
-) -> bool:
-    """Whether a failure from position ``first`` on, since ``since``, was without the change."""
-    for i in range(max(first, bisect_left(seen, since)), len(seen)):
-        landed = family.get(lines[i])
-        if landed is None or seen[i] < landed or upto[i] < landed:
-            return True
-    return False
+        return any(
+            run.failed_without(start, family, since) for run, start in self._runs.get(test, ())
+        )
 
 
 class FlakeMemory:

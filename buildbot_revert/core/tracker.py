@@ -187,7 +187,6 @@ class _BuilderState:
     __slots__ = (
         "green_at",
         "untested",
-        "red",
         "opening",
         "ended",
         "order",
@@ -215,19 +214,24 @@ class _BuilderState:
         self.line = ""
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
-        # A streak is open (whatever the policy's N: a streak opens at a
-        # FAILURE and ends at a green build); the suspects of the streak
-        # the last FAILURE opened; whether the last build ended a streak.
-        self.red = False
+        # The suspects of the streak the last FAILURE opened; whether the
+        # last build ended a streak.
         self.opening: tuple[Change, ...] = ()
         self.ended = False
         # Its FAILURE builds since it last turned red, which the failure
         # memory follows past each streak's evidence (see FailureRun);
-        # closed (``open`` false) while the builder is not red.
-        self.run = FailureRun()
-        self.run.open = False
+        # closed while the builder is not red.
+        self.run = FailureRun(is_open=False)
         # Its place among the builders, in the order they were first seen.
         self.order = 0
+
+    @property
+    def red(self) -> bool:
+        """Whether a streak is open (whatever the policy's N): its run is.
+
+        A streak opens at a FAILURE and ends at a green build.
+        """
+        return self.run.open
 
 
 class StreakTracker:
@@ -269,7 +273,7 @@ class StreakTracker:
         self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
-        horizon = self._horizon = self.policy.failing_before_window + 31 * 86400.0
+        horizon = self.policy.failing_before_window + 31 * 86400.0
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
@@ -336,7 +340,6 @@ class StreakTracker:
             if state.untested:
                 state.untested = []
             state.ended = state.red
-            state.red = False
             state.run.open = False
         elif result == _FAILURE:
             state.ended = False
@@ -345,9 +348,8 @@ class StreakTracker:
                 # build tested, this build's last.
                 state.opening = (*state.untested, *changes) if state.untested else changes
                 state.untested = []
-                state.red = True
-                state.run = FailureRun()
-            state.run.add(build.completed_at, state.built_upto, state.line, self._horizon)
+                state.run = FailureRun(self._failures.horizon)
+            state.run.add(build.completed_at, state.built_upto, state.line)
         else:
             state.ended = False
             # Neutral: proves nothing either way.  Its changes were not
@@ -425,9 +427,7 @@ class StreakTracker:
         events: list[Event] = []
         for name in sorted(self._streaks):
             events.extend(self._close(self._streaks[name], None, at))
-            state = self._builders[name]
-            state.red = False
-            state.run.open = False
+            self._builders[name].run.open = False
         self._streaks.clear()
         self._intersectable.clear()
         return tuple(events)
@@ -1102,7 +1102,6 @@ _STATE = (
     "_intersectable",
     "_branches",
     "_failures",
-    "_horizon",
     "_landings",
     "_flakes",
     "_pointing",

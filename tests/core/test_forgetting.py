@@ -83,7 +83,7 @@ def test_following_a_run_answers_as_recording_each_of_its_builds(
     for i, (at, upto, line) in enumerate(builds):
         if i == start:
             followed.follow(["test_x"], run)
-        run.add(at, upto, line, float("inf"))
+        run.add(at, upto, line)
         if i >= start:
             recorded.record(["test_x"], at, upto, line)
     family = {"main": landed}
@@ -94,15 +94,15 @@ def test_following_a_run_answers_as_recording_each_of_its_builds(
 
 def test_a_followed_run_is_trimmed_but_read_from_where_it_was_followed() -> None:
     memory = FailureMemory(horizon=10 * DAY)
-    run = FailureRun()
+    run = FailureRun(10 * DAY)
     for i in range(300):
-        run.add(i * DAY / 10, 0.0, "main", 10 * DAY)
+        run.add(i * DAY / 10, 0.0, "main")
     memory.follow(["test_x"], run)
     # Trimmed of what is past the horizon, its positions still absolute.
     assert run.base > 0 and len(run.seen) < 300 and run.end == 300
     # Nothing after the point followed: no failure yet.
     assert not memory.failed_without("test_x", {"main": float("inf")}, float("-inf"))
-    run.add(30 * DAY, 0.0, "main", 10 * DAY)
+    run.add(30 * DAY, 0.0, "main")
     assert memory.failed_without("test_x", {"main": float("inf")}, float("-inf"))
     # An ended run older than the horizon is forgotten with the memory's failures.
     run.open = False

@@ -285,4 +285,4 @@ def test_failure_memory_forgets_beyond_its_horizon() -> None:
     # Recent failures are still known; those far past the horizon are gone.
     assert memory.failed_without("test_os", {"main": 5990.0}, since=5000.0)
     # Only what is within the horizon of the newest failure is kept.
-    assert min(memory._tests["test_os"][0]) >= 5990.0 - 1000.0 - 256 * 10
+    assert min(memory._tests["test_os"].seen) >= 5990.0 - 1000.0 - 256 * 10

@@ -103,16 +103,22 @@ class Gatherer:
 
     # -- one build ----------------------------------------------------------
 
-    def known_builder(self, builderid: int) -> Builder | None:
-        """The cached :class:`Builder` of ``builderid`` (no Deferred); None if not read yet."""
-        return self._builders.get(builderid)
-
-    @defer.inlineCallbacks
     def builder(self, builderid: int) -> Any:
-        """The :class:`Builder` (name and tags) of ``builderid``."""
+        """The :class:`Builder` (name and tags) of ``builderid``: itself if known, else a Deferred.
+
+        Like the worker and change lookups below, a cached answer is returned
+        as it is, which an ``inlineCallbacks`` caller's ``yield`` takes at
+        once: this runs on the reactor's thread for every finished build, and
+        all of it but the build's one trip to the database is usually known
+        already, so no generator and Deferred are made for it.
+        """
         known = self._builders.get(builderid)
         if known is not None:
             return known
+        return self._read_builder(builderid)
+
+    @defer.inlineCallbacks
+    def _read_builder(self, builderid: int) -> Any:
         data = yield self.master.data.get(("builders", builderid))
         if data is None:
             return None
@@ -122,16 +128,8 @@ class Gatherer:
 
     @defer.inlineCallbacks
     def build(self, build: Mapping[str, Any]) -> Any:
-        """The core :class:`Build` for a finished build entity (as in the event).
-
-        What is cached (the builder, the worker, the changes) is read
-        without a Deferred: this runs on the reactor's thread for every
-        finished build, and all but its one trip to the database is
-        usually known already.
-        """
-        builder = self.known_builder(build["builderid"])
-        if builder is None:
-            builder = yield self.builder(build["builderid"])
+        """The core :class:`Build` for a finished build entity (as in the event)."""
+        builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
         tips, branch, verification = yield self._sourcestamps_of(build)
@@ -149,11 +147,7 @@ class Gatherer:
         steps: tuple[FailedStep, ...] = ()
         if result == _FAILURE:
             steps = yield self._failed_steps(build["buildid"])
-        workerid = build.get("workerid")
-        if workerid is None or workerid in self._workers:
-            worker = None if workerid is None else self._workers[workerid]
-        else:
-            worker = yield self._worker(workerid)
+        worker = yield self._worker(build.get("workerid"))
         return Build(
             builder.name,
             int(build["number"]),
@@ -221,32 +215,37 @@ class Gatherer:
 
     # -- internals ------------------------------------------------------------
 
-    @defer.inlineCallbacks
     def _worker(self, workerid: int | None) -> Any:
+        """The worker's name (None if unknown): itself if known, else a Deferred (see builder)."""
         if workerid is None:
             return None
-        if workerid not in self._workers:
-            data = yield self.master.data.get(("workers", workerid))
-            self._workers[workerid] = data["name"] if data else None
-        return self._workers[workerid]
+        if workerid in self._workers:
+            return self._workers[workerid]
+        return self._read_worker(workerid)
 
     @defer.inlineCallbacks
+    def _read_worker(self, workerid: int) -> Any:
+        data = yield self.master.data.get(("workers", workerid))
+        self._workers[workerid] = data["name"] if data else None
+        return self._workers[workerid]
+
     def _change(self, changeid: int) -> Any:
-        """The :class:`_Known` change ``changeid``, or None."""
-        cached = self._known(changeid)
+        """The :class:`_Known` change ``changeid`` (or None): itself if known, else a Deferred.
+
+        A known change is kept the longest from now on.  See :meth:`builder`.
+        """
+        cached = self._changes.get(changeid)
         if cached is not None:
+            self._changes.move_to_end(changeid)
             return cached
+        return self._read_change(changeid)
+
+    @defer.inlineCallbacks
+    def _read_change(self, changeid: int) -> Any:
         data = yield self.master.data.get(("changes", changeid))
         if data is None:
             return None
         return self._remember(data)
-
-    def _known(self, changeid: int) -> _Known | None:
-        """The cached change ``changeid`` (kept the longest from now on), or None."""
-        cached = self._changes.get(changeid)
-        if cached is not None:
-            self._changes.move_to_end(changeid)
-        return cached
 
     def remember(self, change: Mapping[str, Any]) -> None:
         """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
@@ -382,9 +381,7 @@ class Gatherer:
             ids: list[int] = []
             current: int | None = upto
             while current is not None and current > after:
-                known = self._known(current)
-                if known is None:
-                    known = yield self._change(current)
+                known = yield self._change(current)
                 if known is None or known.line != line:
                     break
                 ids.append(current)
@@ -419,9 +416,7 @@ class Gatherer:
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
-            known = self._known(cid)
-            if known is None:
-                known = yield self._change(cid)
+            known = yield self._change(cid)
             if known is not None:
                 changes.append(known.change)
         return tuple(changes), after

@@ -637,9 +637,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     @defer.inlineCallbacks
     def _gather(self, msg: dict[str, Any]) -> Any:
         assert self.gatherer is not None and self.settings is not None
-        builder = self.gatherer.known_builder(msg["builderid"])
-        if builder is None:
-            builder = yield self.gatherer.builder(msg["builderid"])
+        builder = yield self.gatherer.builder(msg["builderid"])
         if builder is None:
             return None
         if self.settings.watches(builder.name, builder.tags):

@@ -335,26 +335,29 @@ class StreakTracker:
             if newest > state.built_upto or state.built_upto == _UNKNOWN:
                 state.built_upto = newest
             state.line = first.branch or ""
+        # The builder is red while its run is open (state.red, read here
+        # without the property: this runs for every build).
+        run = state.run
         if result in self._green:
             state.green_at = build.completed_at
             if state.untested:
                 state.untested = []
-            state.ended = state.red
-            state.run.open = False
+            state.ended = run.open
+            run.open = False
         elif result == _FAILURE:
             state.ended = False
-            if not state.red:
+            if not run.open:
                 # A streak opens: its suspects are the changes no green
                 # build tested, this build's last.
                 state.opening = (*state.untested, *changes) if state.untested else changes
                 state.untested = []
-                state.run = FailureRun(self._failures.horizon)
-            state.run.add(build.completed_at, state.built_upto, state.line)
+                run = state.run = FailureRun(self._failures.horizon)
+            run.add(build.completed_at, state.built_upto, state.line)
         else:
             state.ended = False
             # Neutral: proves nothing either way.  Its changes were not
             # tested, so they join the suspects of a streak that starts later.
-            if not state.red and changes:
+            if not run.open and changes:
                 state.untested.extend(changes)
         return state
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
+from buildbot_revert.core.blindspots import StreakGroup
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.verdicts import RedStreak
 from buildbot_revert.dashboard.model import (
@@ -40,7 +41,7 @@ from buildbot_revert.dashboard.model import (
     VerdictView,
 )
 from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
-from buildbot_revert.plugin.decisions import Decided, Decisions, ReasonCount
+from buildbot_revert.plugin.decisions import Decided, Decisions
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.reporter import RevertReporter
 
@@ -118,7 +119,7 @@ class Collector:
         try:
             pending: list[Entry] = await self._ledger.entries(IN_PLAY)
             finished: list[Entry] = await self._ledger.latest(window, MAX_REVERTS, IN_PLAY)
-            blind: list[ReasonCount] = await self._decisions.declined_by_reason(window, now)
+            blind: list[StreakGroup] = await self._decisions.declined_by_reason(window, now)
             recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
         except Exception as exc:
             if not _missing_table(exc):
@@ -143,7 +144,7 @@ class Collector:
             red=tuple(_red(s, links, settings, known) for s in shown),
             pending=tuple(_proposal(e, links, qualified) for e in pending),
             reverts=tuple(_proposal(e, links, qualified) for e in finished),
-            blind_spots=tuple(BlindSpotView(*c) for c in blind),
+            blind_spots=tuple(_blind_spot(g) for g in blind),
             window_start=window,
             recent=tuple(_verdict(d, links) for d in recent),
             html_url=links.absolute(self.html_path),
@@ -321,6 +322,17 @@ def _proposal(
             )
             for q in qualified.get(entry.revision, ())
         ),
+    )
+
+
+def _blind_spot(group: StreakGroup) -> BlindSpotView:
+    """A reason's declined streaks, as the page shows them."""
+    return BlindSpotView(
+        reason=group.reason,
+        streaks=group.streaks,
+        builders=group.builders,
+        red_hours=group.red_hours,
+        example=group.example,
     )
 
 

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from twisted.internet import defer
 
-from buildbot_revert.core import verdicts
+from buildbot_revert.core import blindspots, verdicts
+from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.plugin.ledger import TableSet
 
@@ -70,17 +71,6 @@ class Decided(NamedTuple):
     ended_at: float | None
     revision: str | None
     title: str | None
-
-
-class ReasonCount(NamedTuple):
-    """The declined streaks of one reason in a window (the simulator's StreakGroup)."""
-
-    reason: str
-    streaks: int
-    builders: int
-    red_hours: float
-    # The explanation of the streak that kept its builder red longest.
-    example: str
 
 
 class Decisions(TableSet):
@@ -148,38 +138,29 @@ class Decisions(TableSet):
     def declined_by_reason(self, since: float, now: float) -> Any:
         """The streaks decided since ``since`` and declined, by reason, most red hours first.
 
-        A streak still red counts up to ``now``.  The database aggregates the
-        window's rows and reads back one example per reason.
+        A streak still red counts up to ``now``.  The database reads the
+        window's rows in the order they were decided; the core counts them,
+        as it counts the simulator's streaks.
         """
 
-        def thd(conn: sa.Connection) -> list[ReasonCount]:
+        def thd(conn: sa.Connection) -> list[StreakGroup]:
             t = verdicts_table
-            red = sa.func.coalesce(t.c.ended_at, now) - t.c.started_at
-            window = (t.c.decided_at >= since, t.c.reason.not_in(ANSWERED))
-            q = (
-                sa.select(
-                    t.c.reason,
-                    sa.func.count().label("streaks"),
-                    sa.func.count(sa.distinct(t.c.builder)).label("builders"),
-                    sa.func.sum(red).label("red"),
-                )
-                .where(*window)
-                .group_by(t.c.reason)
+            rows = conn.execute(
+                sa.select(t.c.builder, t.c.reason, t.c.explanation, t.c.started_at, t.c.ended_at)
+                .where(t.c.decided_at >= since, t.c.reason.not_in(ANSWERED))
+                .order_by(t.c.id)
             )
-            out = []
-            for g in conn.execute(q).fetchall():
-                example = conn.execute(
-                    sa.select(t.c.explanation)
-                    .where(*window, t.c.reason == g.reason)
-                    .order_by(red.desc(), t.c.id)
-                    .limit(1)
-                ).scalar()
-                hours = max(0.0, float(g.red or 0)) / 3600.0
-                out.append(
-                    ReasonCount(g.reason, int(g.streaks), int(g.builders), hours, example or "")
+            records = (
+                StreakRecord(
+                    builder=r.builder,
+                    reason=r.reason,
+                    explanation=r.explanation,
+                    started_at=r.started_at,
+                    ended_at=r.ended_at,
                 )
-            out.sort(key=lambda c: (-c.red_hours, c.reason))
-            return out
+                for r in rows
+            )
+            return blindspots.declined(records, now)
 
         return self._run(thd)
 

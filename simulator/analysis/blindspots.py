@@ -16,23 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from buildbot_revert.core import blindspots as core
+from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.verdicts import ANSWERED, Streak
 from simulator.analysis.replay import ReplayResult
 from simulator.formatting import iso
 
-_HOUR = 3600.0
-
-
-@dataclass(frozen=True)
-class StreakGroup:
-    """All the streaks that share one reason."""
-
-    reason: str
-    streaks: int
-    builders: int
-    red_hours: float
-    # The explanation of the longest such streak, as an example.
-    example: str
+__all__ = ["BlindSpots", "RedAtEnd", "StreakGroup", "blind_spots", "by_reason", "red_hours"]
 
 
 @dataclass(frozen=True)
@@ -95,45 +85,39 @@ class BlindSpots:
 
 def red_hours(streak: Streak, window_end: float) -> float:
     """How long the streak kept the builder red (up to the window's end)."""
-    end = streak.ended_at if streak.ended_at is not None else window_end
-    return max(0.0, end - streak.started_at) / _HOUR
+    return core.red_hours(streak.started_at, streak.ended_at, window_end)
+
+
+def _record(streak: Streak) -> StreakRecord:
+    """What the core's blind-spot counting reads of a replayed streak."""
+    return StreakRecord(
+        builder=streak.builder,
+        reason=streak.verdict.reason.value,
+        explanation=streak.verdict.explanation,
+        started_at=streak.started_at,
+        ended_at=streak.ended_at,
+    )
 
 
 def by_reason(streaks: Iterable[Streak], window_end: float) -> list[StreakGroup]:
     """The streaks grouped by the reason of their verdict, in order of first appearance."""
-    groups: dict[str, list[Streak]] = {}
-    for streak in streaks:
-        groups.setdefault(streak.verdict.reason.value, []).append(streak)
-    out = []
-    for reason, members in groups.items():
-        longest = max(members, key=lambda s: (red_hours(s, window_end), s.builds))
-        out.append(
-            StreakGroup(
-                reason,
-                len(members),
-                len({s.builder for s in members}),
-                sum(red_hours(s, window_end) for s in members),
-                longest.verdict.explanation,
-            )
-        )
-    return out
+    return core.by_reason(map(_record, streaks), window_end)
 
 
 def blind_spots(result: ReplayResult) -> BlindSpots:
-    """Group the declined streaks and list the builders red at the end."""
+    """The declined streaks by reason (as the dashboard counts them), and the red at the end."""
     end = result.window_end or 0.0
-    declined = by_reason((s for s in result.streaks if s.verdict.reason not in ANSWERED), end)
-    declined.sort(key=lambda g: (-g.red_hours, g.reason))
+    declined = core.declined(map(_record, result.streaks), end)
     red = [
         RedAtEnd(
-            s.builder,
-            s.first_failing_build,
-            s.started_at,
-            red_hours(s, end),
-            s.builds,
-            s.blamelist_size,
-            s.verdict.reason.value,
-            s.verdict.explanation,
+            builder=s.builder,
+            first_failing_build=s.first_failing_build,
+            red_since=s.started_at,
+            red_hours=red_hours(s, end),
+            failing_builds=s.builds,
+            blamelist_size=s.blamelist_size,
+            reason=s.verdict.reason.value,
+            explanation=s.verdict.explanation,
         )
         for s in result.streaks
         if s.ended_at is None

@@ -35,7 +35,7 @@ from click.testing import CliRunner
 from mkdocs.structure.files import File, Files
 
 from buildbot_revert.core.policy import GUARD_NAMES
-from buildbot_revert.core.verdicts import MEANINGS, PROPOSING, Reason
+from buildbot_revert.core.verdicts import ANSWERED, MEANINGS, PROPOSING, Reason
 from buildbot_revert.plugin.config import SettingsError, check_arguments, parse_settings
 from buildbot_revert.plugin.option_docs import BUILDBOT_OPTIONS, OPTION_DOCS
 from simulator.cli import main as simulate
@@ -56,6 +56,8 @@ def verdict_table() -> str:
     for reason in Reason:
         if reason in PROPOSING:
             kind = "proposes a revert"
+        elif reason in ANSWERED:
+            kind = "joins a proposal"
         elif reason.value in GUARD_NAMES:
             kind = "evidence guard (switchable)"
         else:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import buildbot_revert.core
 from buildbot_revert.core.verdicts import MEANINGS, Reason
 from buildbot_revert.plugin.config import OPTIONS, parse_settings
 from buildbot_revert.plugin.option_docs import BUILDBOT_OPTIONS, OPTION_DOCS
@@ -182,3 +183,12 @@ def test_every_link_in_the_readme_resolves() -> None:
         if anchor:
             headings = _anchors(target.read_text(encoding="utf-8"))
             assert anchor in headings, f"{link}: no such heading"
+
+
+def test_the_cores_order_of_checks_names_only_real_reasons() -> None:
+    """The theory of operation lists the checks in order; a renamed reason fails here."""
+    doc = buildbot_revert.core.__doc__ or ""
+    table = doc.split("The order of checks", 1)[1].split("After the verdict", 1)[0]
+    named = re.findall(r"^``([a-z-]+)``", table, re.MULTILINE)
+    assert len(named) >= 15
+    assert set(named) <= {r.value for r in Reason}

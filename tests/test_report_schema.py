@@ -50,6 +50,16 @@ def shipped() -> dict[str, Any]:
     return _simulate("--history", str(ensure_shipped_history()), "--since", "2024-01-01")
 
 
+@pytest.fixture
+def trimmed(shipped: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the shipped year's report with its first streaks only (quick to validate)."""
+    doc = {k: v for k, v in shipped.items() if k != "streaks"}
+    doc = copy.deepcopy(doc)
+    doc["streaks"] = copy.deepcopy(shipped["streaks"][:20])
+    assert _errors(REPORT, doc) == []
+    return doc
+
+
 @pytest.fixture(scope="module")
 def sweep() -> dict[str, Any]:
     """A sweep over two keys of a month of the shipped year."""
@@ -108,8 +118,8 @@ def test_a_github_report_validates(gh: GitHubStandIn, tmp_path: Path) -> None:
         ("calibration", "figures", 0, "status"),
     ],
 )
-def test_a_report_missing_a_key_fails(shipped: dict[str, Any], path: tuple[Any, ...]) -> None:
-    doc = copy.deepcopy(shipped)
+def test_a_report_missing_a_key_fails(trimmed: dict[str, Any], path: tuple[Any, ...]) -> None:
+    doc = trimmed
     parent = doc
     for key in path[:-1]:
         parent = parent[key]
@@ -124,14 +134,12 @@ def test_a_sweep_row_missing_a_key_fails(sweep: dict[str, Any]) -> None:
     assert any("'reverts' is a required property" in e for e in _errors(SWEEP, doc))
 
 
-def test_an_undocumented_key_fails(shipped: dict[str, Any]) -> None:
+def test_an_undocumented_key_fails(trimmed: dict[str, Any]) -> None:
     # A key added to the report must be added to the schema too.
-    doc = copy.deepcopy(shipped)
-    doc["summary"]["undocumented"] = 1
-    assert any("undocumented" in e for e in _errors(REPORT, doc))
+    trimmed["summary"]["undocumented"] = 1
+    assert any("undocumented" in e for e in _errors(REPORT, trimmed))
 
 
-def test_a_wrong_type_fails(shipped: dict[str, Any]) -> None:
-    doc = copy.deepcopy(shipped)
-    doc["streaks"][0]["verdict"] = "maybe"
-    assert _errors(REPORT, doc)
+def test_a_wrong_type_fails(trimmed: dict[str, Any]) -> None:
+    trimmed["streaks"][0]["verdict"] = "maybe"
+    assert any("'maybe' is not one of" in e for e in _errors(REPORT, trimmed))

@@ -1,14 +1,30 @@
 """Packaging for buildbot-revert: the reporter plugin and the backtest simulator."""
 
+import re
+from pathlib import Path
+
 from setuptools import find_packages, setup
+
+
+def _version() -> str:
+    """The version from ``buildbot_revert/__init__.py``, the one place it is written."""
+    text = (Path(__file__).parent / "buildbot_revert" / "__init__.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
+    if found is None:
+        raise RuntimeError("buildbot_revert/__init__.py does not set __version__")
+    return found.group(1)
+
 
 setup(
     name="buildbot-revert",
-    version="0.1.0",
+    version=_version(),
     description=(
         "A Buildbot reporter that proposes revert pull requests for changes that "
         "clearly broke a builder, and a simulator that backtests the policy."
     ),
+    # The README is the package's page on an index (twine check renders it).
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
     # Loaded into Buildbot (GPLv2): see LICENSE.
     license="GPL-2.0-or-later",
     license_files=["LICENSE"],
@@ -17,11 +33,13 @@ setup(
         include=["buildbot_revert", "buildbot_revert.*", "simulator", "simulator.*"]
     ),
     # Data beside the modules that read it, which a plain (non-editable)
-    # install must ship too: the dashboard's page template, and the
-    # calibration figures beside the module that measures them.
+    # install must ship too: the dashboard's page template, the calibration
+    # figures beside the module that measures them, and the reports' schemas.
     package_data={
         "buildbot_revert.dashboard": ["templates/*.html"],
         "simulator.analysis": ["calibration.toml"],
+        # The JSON Schemas of `simulate --format json` (the report, the sweep).
+        "simulator.reports.schemas": ["*.json"],
     },
     install_requires=[
         "click>=8.1",
@@ -64,6 +82,7 @@ setup(
             "pytest-xdist>=3.5",
             "hypothesis>=6.100",
             "graphql-core>=3.2",
+            # Also validates the JSON reports against their shipped schemas.
             "jsonschema>=4.21",
             "psycopg2-binary>=2.9",
             # The masters' WAMP message queue (c['mq'] type 'wamp') for the
@@ -73,6 +92,11 @@ setup(
             "ruff>=0.6",
             "mypy>=1.10",
             "import-linter>=2.0",
+            # The documentation site, built with warnings as errors (docs/, mkdocs.yml).
+            "mkdocs>=1.6",
+            # The sdist and wheel that CI builds, checks and installs from.
+            "build>=1.0",
+            "twine>=5.0",
         ],
     },
     entry_points={

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["RevertReporter"]
+__all__ = ["RevertReporter", "__version__"]
+
+# The one place the version is written: setup.py reads it from this file
+# (without importing the package), and `simulate --version` from the
+# installed package's metadata. CHANGELOG.md says what changed in each.
+__version__ = "0.2.0"
 
 
 def __getattr__(name: str) -> Any:

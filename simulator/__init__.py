@@ -3,5 +3,5 @@
 ``history/`` reads and writes history files (and imports them from a
 Buildbot master), ``synthetic/`` generates the shipped CPython-shaped year,
 ``analysis/`` replays and scores, ``reports/`` renders, ``cli.py`` is the
-``simulate`` command.  See the README's architecture section.
+``simulate`` command.  See docs/architecture.md.
 """

@@ -57,6 +57,9 @@ before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
 and a streak that never reached N failures ends as ``too-short`` (it went
 green) or ``unfinished`` (the history ended).  Every red streak gets exactly
 one verdict, with a machine-readable reason and a sentence that explains it.
+This table gives the order; what every reason means, the verdicts of
+intersection, bisection and verification included, is written once, in
+:data:`.verdicts.MEANINGS`, from which the documentation's table is made.
 The evidence guards (``infra`` .. ``flaky-builder``, :mod:`.guards`) read
 failure signatures off the failing steps' log tails (:mod:`.signatures`)
 and, for relevance and stale green, the paths C touched (:mod:`.relevance`);

@@ -163,3 +163,86 @@ class RedStreak(NamedTuple):
     green_at: float | None
     verdict: Verdict | None
     tags: tuple[str, ...] = ()
+
+
+# What each reason means, in a sentence or two: the documentation's verdict
+# table is generated from this mapping (docs/hooks.py), and a test holds it
+# to the enum, so a new reason cannot ship without its meaning.
+MEANINGS: dict[Reason, str] = {
+    Reason.REVERT: "all conditions hold: a revert is proposed",
+    Reason.REVERT_BY_INTERSECTION: (
+        "the first failing build holds several changes, but builders on other workers failing "
+        "alike (a test module or compile error in common, at least N failures after green) hold "
+        "exactly one of them in common in their first failing builds: that change, through the "
+        "same checks and guards, is proposed; the sentence lists every builder with its "
+        "blamelist (`--no-intersection`, or `policy_options={'intersection': False}` in the "
+        "plugin, turns it off)"
+    ),
+    Reason.REVERT_BY_BISECTION: (
+        "(plugin, `bisection=`) the first failing build held 2 to `max_changes` changes; "
+        "bisection builds (the parent first, then halving the range, each a buildset marked as "
+        "ours and linked to the streak) found the first change that fails the same way, and it "
+        "passed every check a single change must pass"
+    ),
+    Reason.ALREADY_PROPOSED: "this builder qualified too, but the revision was already proposed",
+    Reason.ALWAYS_RED: "no green build was seen on the builder before the streak",
+    Reason.NO_CHANGES: "the first failing build holds no change",
+    Reason.MULTIPLE_CHANGES: "it holds several: the policy does not guess",
+    Reason.TOO_SHORT: "the builder went green before N failures",
+    Reason.UNFINISHED: "the history ended before N failures",
+    Reason.CULPRIT_IS_REVERT: "the suspect is itself a revert: never revert a revert",
+    Reason.CULPRIT_TOO_OLD: "the suspect landed longer ago than the configured maximum",
+    Reason.NOT_WATCHED: "the builder is outside the selection: its builds are evidence only",
+    Reason.INFRA: (
+        "a failing build failed for an infrastructure reason (checkout, lost worker, full "
+        "disk): not the change's fault, but it needs attention"
+    ),
+    Reason.GENERIC_FAILURE: (
+        "the failures name nothing (only `make: *** Error 2`, `program finished with exit code "
+        "2`, no log...): a breakage for a human, never attributed to a change"
+    ),
+    Reason.INCONSISTENT_FAILURE: (
+        "the failing builds do not share a failure: the pattern of flakiness"
+    ),
+    Reason.FAILING_BEFORE: (
+        "the same tests (test cases when the failing builds name any, whole modules only when "
+        "neither side names a case; the sentence says which) also failed, within 14 days before "
+        "the change landed or since, in builds that did not hold the change: on this builder or "
+        "another, on this branch or another (a backport and its original count as one change)"
+    ),
+    Reason.ENVIRONMENT_TEST: (
+        "every failing test exercises what the worker provides (OpenSSL, SQLite, Tk, zlib, "
+        "libffi, locales, gdb, perf, the network) and the change touched none of the code "
+        "behind it: a worker update is the likelier cause"
+    ),
+    Reason.FLAKY_BUILDER: (
+        "more than 20 of the builder's last 100 builds failed alone and recovered at once; "
+        "compile and link errors are exempt"
+    ),
+    Reason.CHANGE_CANNOT_EXPLAIN: (
+        "the change touched only documentation (`Doc/`, `Misc/NEWS.d/`, `*.rst`, `*.md`, "
+        "`*.txt` outside the code) and the failure is not a docs build's (a builder tagged "
+        "`docs`, or failing steps all named like `*doc*`, `*sphinx*`); the sentence names the "
+        "files"
+    ),
+    Reason.STALE_GREEN: (
+        "the builder was last green more than 7 days before the streak, and nothing ties the "
+        "change to the failure: it edited no failing test, touched none of the code a failing "
+        "test is named after (`test_ssl`: `Lib/ssl.py`, `Modules/_ssl.c`) and no file a "
+        "compile error names; the simulator reports it as needing a verification build"
+    ),
+    Reason.TOLERATED_BUILDER: (
+        "the builder is allowed to fail (tagged `unstable`): it never proposes alone; once a "
+        "builder not allowed to fail proposes the change, it joins as `already-proposed`; its "
+        "failures corroborate no other builder"
+    ),
+    Reason.ENVIRONMENT: (
+        "(plugin, `verification=True`) the suspect's parent, built now on the failing builder "
+        "by a verification build, fails the same way: the worker or the world changed"
+    ),
+    Reason.UNVERIFIED: (
+        "(plugin, `verification=True`) the verification builds proved nothing either way (the "
+        "parent failed otherwise, or the suspect, built too, did not fail alike, or a forced "
+        "build never ran): nothing is filed"
+    ),
+}

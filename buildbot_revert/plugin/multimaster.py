@@ -40,5 +40,5 @@ def split_streaks_warning(config: Any) -> str | None:
         "streak whose builds ran on several masters may be split between them and never "
         "judged whole (no revert, or a late one); run a WAMP router (Crossbar.io) and set "
         "c['mq'] = {'type': 'wamp', 'router_url': 'ws://HOST:PORT/ws', 'realm': 'realm1'} "
-        "on every master (see the README, 'Several masters')"
+        "on every master (see docs/operating.md, 'Several masters')"
     )

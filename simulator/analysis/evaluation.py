@@ -1,6 +1,6 @@
 """Scores a replay against a history's ground-truth labels.
 
-Definitions (also in the README, where users read them):
+Definitions (also in docs/report-schema.md, where users read them):
 
 * A proposed revert is a **true positive** when the revision is a labelled
   breaking change (reverting it is right, whichever builder asked), and a

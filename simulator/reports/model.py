@@ -3,8 +3,8 @@
 The reports need more than the replay: the evaluation against the labels,
 what each evidence guard declined, the blind spots, the confirmation
 estimates, for a generated history its calibration against the real fleet
-(:class:`Calibration`), and where to link (the master's URL, the GitHub repository),
-which the history file records in its ``meta`` table.  Gathering it here,
+(:mod:`.calibration`), and where to link (the master's URL, the GitHub
+repository), which the history file records in its ``meta`` table.  Gathering it here,
 once for every format, keeps the renderers (:mod:`.text`, :mod:`.markdown`,
 :mod:`.html`) free of store access and of the analysis: they render this
 model, and each number is computed once, by the code the JSON report uses.
@@ -20,13 +20,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
-from simulator.analysis.calibration import calibrate, is_synthetic
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
 from simulator.analysis.culprit_methods import MethodCosts, MethodRow, method_table
 from simulator.analysis.evaluation import (
@@ -41,6 +39,7 @@ from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
 from simulator.history.store import HistoryStore
 from simulator.outcomes.outcomes import GitHubOutcomes
+from simulator.reports.calibration import Calibration, calibration_of
 
 # How the history itself confirms a proposed revert (see confirm.py).
 _CHECKS = {REVERTED: "reverted later", FIXED_IN_PLACE: "fixed in same files"}
@@ -95,73 +94,6 @@ def lead_text(seconds: float | None) -> str:
 def age_hours(seconds: float | None) -> float | None:
     """Seconds as hours with one decimal, as the JSON report gives durations."""
     return None if seconds is None else round(seconds / _HOUR, 1)
-
-
-@dataclass(frozen=True)
-class CalibrationLine:
-    """One row of a synthetic history's calibration, as the reports show it."""
-
-    name: str
-    figure: str
-    source: str
-    target: str
-    value: str  # the measured value, in words
-    status: str  # "ok", "known miss" or "out of tolerance"
-    known_miss: str | None
-    doc: dict[str, Any]  # the row as the JSON report carries it
-
-    @property
-    def verdict(self) -> str:
-        """The status as the tables show it: a known miss says why."""
-        if self.known_miss and self.status != "ok":
-            return f"{self.status}: {self.known_miss}"
-        return self.status
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """How a generated history compares with the real fleet's published figures."""
-
-    generator_version: str | None
-    seed: str | None
-    lines: tuple[CalibrationLine, ...]
-
-    @property
-    def within(self) -> int:
-        """Rows within their tolerance."""
-        return sum(line.status == "ok" for line in self.lines)
-
-    @property
-    def known_misses(self) -> int:
-        return sum(line.status == "known miss" for line in self.lines)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "synthetic": True,
-            "generator_version": self.generator_version,
-            "seed": self.seed,
-            "figures": [line.doc for line in self.lines],
-        }
-
-
-def calibration_of(store: HistoryStore) -> Calibration | None:
-    """The calibration table of a generated history; ``None`` for a real one."""
-    if not is_synthetic(store):
-        return None
-    lines = tuple(
-        CalibrationLine(
-            row.figure.name,
-            row.figure.figure,
-            row.figure.source,
-            row.figure.target,
-            row.shown,
-            row.status,
-            row.figure.known_miss,
-            row.as_json(),
-        )
-        for row in calibrate(store)
-    )
-    return Calibration(store.get_meta("generator_version"), store.get_meta("seed"), lines)
 
 
 @dataclass

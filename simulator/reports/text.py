@@ -1,7 +1,8 @@
 """The JSON documents and the text for a terminal, rendered from the report model.
 
-The JSON documents are a stable interface (their schema is in the README):
-keys are only ever added, never renamed.  The text renderings are for people
+The JSON documents are a stable interface (their JSON Schemas are in
+``simulator/reports/schemas/``, described in docs/report-schema.md): keys are
+only ever added, never renamed.  The text renderings are for people
 and may change freely.  One renderer per report kind: the backtest
 (:func:`to_json`, :func:`render_text`), its blind spots
 (:func:`render_blind_spots_text`) and the sweep (:func:`sweep_to_json`,

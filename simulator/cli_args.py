@@ -1,0 +1,143 @@
+"""The ``simulate`` command's flags, turned into what the simulator library takes.
+
+Dates, durations, the policy, the builder selection and the sweep's axes are
+read here, each mistake raised as a :class:`~simulator.cli_errors.CLIError`
+naming the flag, so :mod:`simulator.cli` stays the click layer: options in,
+a replay or a sweep run, a report out.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import click
+from click.core import ParameterSource
+
+from buildbot_revert.core import defaults
+from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
+from simulator.analysis.replay import Selection
+from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
+from simulator.cli_errors import CLIError
+
+# The plugin's defaults, so that a run without flags replays a freshly
+# configured reporter: the policy's in buildbot_revert.core.policy, the rest
+# in buildbot_revert.core.defaults.
+DEFAULT_POLICY = Policy()
+DEFAULT_GRACE = defaults.GRACE_PERIOD
+
+
+def parse_when(value: str | None, flag: str) -> float | None:
+    """A date or ISO 8601 time, taken as UTC when it names no zone."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise CLIError(f"{flag}: {value!r} is not a date (use YYYY-MM-DD)") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def parse_flag_duration(value: str | None, flag: str) -> float | None:
+    """A duration flag, read by the parser ``--sweep`` uses (``24h``, ``7d``...)."""
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except SweepError as exc:
+        raise CLIError(f"{flag}: {exc}") from None
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the option was on the command line (not left at its default)."""
+    return ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+
+
+def refuse_options_before_subcommand(ctx: click.Context) -> None:
+    """``simulate --since D pull URL`` would drop --since: say so instead."""
+    misplaced = [p.opts[0] for p in ctx.command.params if p.name and given(ctx, p.name)]
+    if misplaced:
+        sub = ctx.invoked_subcommand
+        raise CLIError(
+            f"{', '.join(misplaced)} given before {sub!r} would be ignored; "
+            f"give {sub}'s options after it (simulate {sub} URL [OPTIONS], "
+            f"see simulate {sub} --help)"
+        )
+
+
+def make_policy(
+    failures: int, max_culprit_age: float | None, without_guards: tuple[str, ...]
+) -> Policy:
+    """The plugin's default policy with --failures, --max-culprit-age and --without-guard."""
+    guards = frozenset() if "all" in without_guards else GUARD_NAMES - set(without_guards)
+    try:
+        policy = DEFAULT_POLICY.with_changes(failures=failures, guards=guards)
+    except PolicyError as exc:
+        raise CLIError(f"--failures: {exc}") from None
+    if max_culprit_age is None:
+        return policy
+    try:
+        return policy.with_changes(max_culprit_age=max_culprit_age)
+    except PolicyError as exc:
+        raise CLIError(f"--max-culprit-age: {exc}") from None
+
+
+def settings_as_axes(
+    ctx: click.Context, sweeps: tuple[str, ...], grace: str | None
+) -> tuple[str, ...]:
+    """The sweep specs, with --grace as a one-value axis; a setting both given and swept
+    is an error.
+
+    --failures and --max-culprit-age reach the sweep through its base policy;
+    the grace period has no such way in, so it becomes ``grace=VALUE``.
+    """
+    try:
+        swept = {axis.key for axis in parse_axes(sweeps)}
+    except SweepError as exc:
+        raise CLIError(f"--sweep: {exc}") from None
+    for key in ("failures", "grace", "max-culprit-age"):
+        if key in swept and given(ctx, key.replace("-", "_")):
+            raise CLIError(f"--{key} and --sweep {key}=... both given: use one of them")
+    if grace is not None:
+        return (*sweeps, f"grace={grace}")
+    return sweeps
+
+
+def make_selection(
+    since: str | None,
+    until: str | None,
+    builders_re: str | None,
+    tags: str | None,
+    builder_names: str | None = None,
+    exclude_tags: str | None = None,
+) -> Selection:
+    """The window and the builders that may propose, as the plugin's selection options."""
+    lo = parse_when(since, "--since")
+    hi = parse_when(until, "--until")
+    if lo is not None and hi is not None and hi <= lo:
+        raise CLIError("--until must be later than --since")
+    pattern = None
+    if builders_re is not None:
+        try:
+            pattern = re.compile(builders_re)
+        except re.error as exc:
+            raise CLIError(f"--builders: not a regular expression ({exc})") from None
+    names = None
+    if builder_names is not None:
+        names = comma_list(builder_names)
+        if not names:
+            raise CLIError("--builder-names: no builder name given")
+    wanted, unwanted = comma_list(tags), comma_list(exclude_tags)
+    both = sorted(wanted & unwanted)
+    if both:
+        raise CLIError(
+            f"--tags and --exclude-tags both name {both[0]!r}: no builder could be selected"
+        )
+    return Selection(lo, hi, pattern, wanted, unwanted, names)
+
+
+def comma_list(value: str | None) -> frozenset[str]:
+    """The names in a comma-separated flag value, stripped, empty ones dropped."""
+    return frozenset(t.strip() for t in (value or "").split(",") if t.strip())

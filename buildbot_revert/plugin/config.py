@@ -36,6 +36,7 @@ from buildbot_revert.core import defaults
 from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.selection import BuilderSelection
+from buildbot_revert.github.origin import api_url_problem
 from buildbot_revert.plugin.notify.settings import WebhookError, WebhookSpec, parse_webhooks
 
 _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
@@ -256,9 +257,16 @@ def _repo(repo: Any) -> str:
 
 
 def _api_url(api_url: Any) -> str:
-    """The API's base URL, without a trailing slash (paths are appended to it)."""
+    """The API's base URL, without a trailing slash (paths are appended to it).
+
+    It receives the token, so it must be ``https`` unless its host is this
+    machine (a stand-in in tests, a local proxy): see :mod:`buildbot_revert.github.origin`.
+    """
     if not isinstance(api_url, str) or not _URL_RE.match(api_url):
         raise SettingsError(f"api_url must be an http(s) URL such as {DEFAULT_API_URL}")
+    problem = api_url_problem(api_url)
+    if problem is not None:
+        raise SettingsError(f"api_url {problem}, not {api_url!r:.80}")
     return api_url.rstrip("/")
 
 

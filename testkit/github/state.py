@@ -219,10 +219,9 @@ class Repository:
             pull.state = "closed"
             pull.merged = True
             pull.merge_commit_sha = merge_sha
-            pull.labels = list(labels)
             pull.updated_at = pull.closed_at = pull.merged_at = self.next_timestamp()
-            for label in labels:
-                self.label_id(label)
+            for label in labels:  # set by its author, as GitHub's events will say
+                self.label_as(number, author_login, label)
             return number, merge_sha
 
     def add_open_pr(

@@ -123,6 +123,22 @@ class ReplayResult:
         """
         return len(self.proposals()) if self.grace > 0 else 0
 
+    @property
+    def objections_unseen(self) -> int:
+        """Proposals whose outcome here rests on nobody with standing having said "no".
+
+        The plugin lets the change's author or a user with write permission
+        stop a revert: the opt-out label on the culprit's pull request when
+        the reporter acts skips it, and, with a grace period, an objection
+        comment or the label before the period ends withdraws it.  A history
+        holds no comments, labels or permissions, so the replay assumes
+        nobody said no.  This counts where that assumption decides: every
+        filed revert, and every proposal still waiting when the window ends.
+        A proposal the grace period stood down is not counted: it is not
+        filed whatever anyone says.
+        """
+        return len(self.proposals()) + len(self.pending)
+
     def proposals(self) -> list[Proposal]:
         """The proposed reverts, one per revision, in the order filed."""
         order: list[str] = []

@@ -293,6 +293,19 @@ def test_a_single_report_says_what_its_grace_period_did(history: Path) -> None:
     plain = json.loads(run("--history", str(history), "--format", "json").stdout)
     assert (plain["policy"]["grace_hours"], plain["summary"]["stood_down"]) == (0.0, 0)
     assert plain["summary"]["left_to_judgement"] == 0
+    # Filed, or waiting at the window's end: each rests on nobody having objected;
+    # the one the grace period stood down does not.
+    assert doc["summary"]["objections_unseen"] == 2
+    assert plain["summary"]["objections_unseen"] == 3 == len(plain["reverts"])
+    assert "Objections unseen: 2 (filed or waiting proposals" in text
+
+
+def test_a_proposal_still_waiting_at_the_end_counts_as_an_objection_unseen(history: Path) -> None:
+    res = run("--history", str(history), "--grace", "30d", "--format", "json")
+    summary = json.loads(res.stdout)["summary"]
+    # Nothing filed, two stood down, one still waiting: only the waiting one could be stopped.
+    assert (summary["reverts"], summary["stood_down"], summary["pending"]) == (0, 2, 1)
+    assert summary["objections_unseen"] == 1
 
 
 @pytest.mark.parametrize("age", ["1h", "32h", "39h", "60h"])

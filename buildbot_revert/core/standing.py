@@ -88,4 +88,5 @@ def label_setter(events: Iterable[LabelEvent], label: str) -> str | None:
 
 
 def _same(login: str, other: str | None) -> bool:
+    """Whether two logins are one account (GitHub logins ignore case)."""
     return other is not None and login.casefold() == other.casefold()

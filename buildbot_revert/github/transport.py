@@ -193,6 +193,7 @@ class Transport:
         return out
 
     async def _get_reply(self, url: str) -> _Reply:
+        """A GET's whole answer (status, headers, body): pages need its ``Link``."""
         result = await self._request("GET", url, None, write=False)
         assert isinstance(result, _Reply)
         return result

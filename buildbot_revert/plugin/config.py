@@ -185,11 +185,7 @@ def parse_settings(
         raise SettingsError("close_touched must be True or False")
     interval = _positive_number("follow_interval", follow_interval)
     timeout = _positive_number("forced_build_timeout", forced_build_timeout)
-    if objection_permission not in REQUIRABLE:
-        raise SettingsError(
-            f"objection_permission must be one of {', '.join(map(repr, REQUIRABLE))}, "
-            f"not {objection_permission!r:.40}"
-        )
+    _check_role("objection_permission", objection_permission)
     try:
         hooks = parse_webhooks(webhooks)
     except WebhookError as exc:
@@ -237,6 +233,14 @@ def _api_url(api_url: Any) -> str:
     if problem is not None:
         raise SettingsError(f"api_url {problem}, not {api_url!r:.80}")
     return api_url.rstrip("/")
+
+
+def _check_role(name: str, value: Any) -> None:
+    """A role a user must have at least (read is not one: everyone has it)."""
+    if value not in REQUIRABLE:
+        raise SettingsError(
+            f"{name} must be one of {', '.join(map(repr, REQUIRABLE))}, not {value!r:.40}"
+        )
 
 
 def _mode_and_token(mode: Any, token: Any) -> tuple[Mode, Any]:

@@ -59,6 +59,7 @@ class Steps:
         ctx: pr_text.RevertContext,
         pull: PullRequest | None,
     ) -> None:
+        """Carry out ``plan`` for ``revision``: skip, withdraw, adopt, comment, wait or file."""
         now = self.clock.seconds()
         log.msg(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
         # What every outcome of the step writes to the row, besides its own fields.

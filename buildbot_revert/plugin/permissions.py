@@ -81,6 +81,7 @@ class Standing:
         return False
 
     def _ignored(self, revision: str, pull: PullRequest, login: str | None, what: str) -> None:
+        """The one log line for a "no" that does not count, naming who said it."""
         who = repr(login) if login is not None else "an unknown account"
         log.msg(
             f"buildbot-revert: {revision[:12]}: ignored the {what} by {who} on #{pull.number}: "

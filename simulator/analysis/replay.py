@@ -125,17 +125,13 @@ class ReplayResult:
 
     @property
     def objections_unseen(self) -> int:
-        """Proposals whose outcome here rests on nobody with standing having said "no".
+        """Proposals whose outcome rests on nobody with standing having said "no".
 
-        The plugin lets the change's author or a user with write permission
-        stop a revert: the opt-out label on the culprit's pull request when
-        the reporter acts skips it, and, with a grace period, an objection
-        comment or the label before the period ends withdraws it.  A history
-        holds no comments, labels or permissions, so the replay assumes
-        nobody said no.  This counts where that assumption decides: every
-        filed revert, and every proposal still waiting when the window ends.
-        A proposal the grace period stood down is not counted: it is not
-        filed whatever anyone says.
+        In the plugin the change's author or a user with write permission
+        stops a revert (the opt-out label when it acts; with a grace period,
+        an objection or the label before it ends).  A history holds no
+        comments, labels or permissions: this counts every filed revert and
+        every proposal still waiting at the window's end, not those stood down.
         """
         return len(self.proposals()) + len(self.pending)
 

@@ -232,6 +232,7 @@ def _get_labels(repo: Repository, params: Params, query: Query, body: Any) -> An
 
 @_route("GET", R + "/issues/{issue_number}/events")
 def _issue_events(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """The issue's label events, oldest first, a page at a time."""
     number = _pull_or_404(repo, params["issue_number"]).number
     events = [e for e in repo.events if e.issue_number == number]
     return 200, [shapes_people.issue_event(repo, e) for e in _page(events, query)]
@@ -239,6 +240,7 @@ def _issue_events(repo: Repository, params: Params, query: Query, body: Any) -> 
 
 @_route("GET", R + "/collaborators/{username}/permission")
 def _permission(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """A user's role; every login is a user here (GitHub's 404 is for none)."""
     return 200, shapes_people.collaborator_permission(repo, params["username"])
 
 

@@ -300,14 +300,6 @@ def test_a_single_report_says_what_its_grace_period_did(history: Path) -> None:
     assert "Objections unseen: 2 (filed or waiting proposals" in text
 
 
-def test_a_proposal_still_waiting_at_the_end_counts_as_an_objection_unseen(history: Path) -> None:
-    res = run("--history", str(history), "--grace", "30d", "--format", "json")
-    summary = json.loads(res.stdout)["summary"]
-    # Nothing filed, two stood down, one still waiting: only the waiting one could be stopped.
-    assert (summary["reverts"], summary["stood_down"], summary["pending"]) == (0, 2, 1)
-    assert summary["objections_unseen"] == 1
-
-
 @pytest.mark.parametrize("age", ["1h", "32h", "39h", "60h"])
 def test_max_culprit_age_gives_the_reverts_the_sweep_counts(history: Path, age: str) -> None:
     (row,) = sweep_rows("--history", str(history), "--sweep", f"max-culprit-age={age}")

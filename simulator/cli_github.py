@@ -10,6 +10,7 @@ refused token) is one line and exit status 2, from :class:`CLIError`.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -67,9 +68,25 @@ def check_options(
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise CLIError(f"--github-url: {display_url(url)!r} is not an http(s) address")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        # The token (a file's or $GITHUB_TOKEN) would cross the network readable.
+        raise CLIError(
+            f"--github-url: {display_url(url)!r} must be https "
+            "(plain http only for a loopback host such as 127.0.0.1)"
+        )
     if token_file is not None:
         read_token_file(token_file)  # now, not after the replay
     return GitHubOptions(repo, url, token_file, refresh)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is this machine (as the plugin's ``api_url`` rule says)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def read_token_file(path: Path) -> str:

@@ -27,18 +27,19 @@ class Received:
 
 
 class WebhookReceiver:
-    """Receives webhooks on a free port of 127.0.0.1."""
+    """Receives webhooks (or any request) on a free port of ``host``, recording headers."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.lock = threading.Lock()
         self.requests: list[Received] = []
         # path prefix -> what to do: an int status, or "hang" (no answer, seconds).
         self.failures: dict[str, str | int] = {}
-        self._server = StandInServer(self._answer)
+        self._server = StandInServer(self._answer, host)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.port}"
+        return f"http://{self.host}:{self._server.port}"
 
     def start(self) -> WebhookReceiver:
         self._server.start()
@@ -73,9 +74,9 @@ class WebhookReceiver:
 
 
 @contextmanager
-def receiving() -> Iterator[WebhookReceiver]:
-    """A started receiver, stopped at the end of the block."""
-    receiver = WebhookReceiver().start()
+def receiving(host: str = "127.0.0.1") -> Iterator[WebhookReceiver]:
+    """A started receiver on ``host``, stopped at the end of the block."""
+    receiver = WebhookReceiver(host).start()
     try:
         yield receiver
     finally:

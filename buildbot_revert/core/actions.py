@@ -24,7 +24,8 @@ Rules, in order, for a revision the reporter has just claimed:
 When a grace period ends (:func:`after_grace`, given the revision's
 :class:`~.grace.GraceOutcome` over every builder that qualified): every
 builder went green in time (stand down), someone objected or added the
-opt-out label (withdraw), a revert already exists (adopt or respect it), the
+opt-out label (withdraw; only a "no" from someone with standing is
+passed in, see :mod:`.standing`), a revert already exists (adopt or respect it), the
 daily cap is reached (keep waiting), otherwise file.
 
 Which ledger rows the periodic check takes up again (:func:`due`): a row
@@ -50,12 +51,10 @@ it completes the filing; not found, it files.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import StrEnum
 from typing import NamedTuple
 
 from buildbot_revert.core.grace import GraceDecision, GraceOutcome
-from buildbot_revert.core.references import MARKER_PREFIX
 
 # A row left ``proposed`` (GitHub failed) is retried after this many seconds.
 RETRY_AFTER = 300.0
@@ -154,19 +153,6 @@ def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
         Step.REVERT,
         f"a builder was still red at the end of its grace period ({n} builder(s) qualified)",
     )
-
-
-def objected(comments: Iterable[tuple[str, str]], words: Iterable[str]) -> bool:
-    """Whether any comment (author, body) not written by us holds an objection phrase."""
-    phrases = [w.lower() for w in words]
-    for _author, body in comments:
-        # Our own comments and PRs carry the marker: they are never objections.
-        if MARKER_PREFIX in body:
-            continue
-        text = body.lower()
-        if any(p in text for p in phrases):
-            return True
-    return False
 
 
 def revert_state(state: str | None, merged: bool = False) -> RevertState:

@@ -18,6 +18,9 @@ DAILY_CAP: int | None = 3
 OPT_OUT_LABEL: str | None = "skip-auto-revert"
 # Comments that, posted on the culprit PR during the grace period, stop the revert.
 OBJECTION_WORDS: tuple[str, ...] = ("/no-revert", "do not revert", "don't revert")
+# Who else than the change's author may object or set the opt-out label: a
+# user with at least this role on the repository (see core.standing).
+OBJECTION_PERMISSION = "write"
 # The lines of each failing step's stdio log handed to the core: the plugin
 # and the simulator's importer read the same tail, so both see the same evidence.
 LOG_TAIL_LINES = 300

@@ -28,10 +28,11 @@ business.  So the outcome depends only on facts dated up to the deadlines:
 a timer that fires late, a master restarted in between, or a later
 unrelated breakage cannot change it.
 
-An objection posted on the culprit's pull request during the grace period
-(:func:`buildbot_revert.core.actions.objected`) also stops the revert.  The
-plugin reads the comments; the simulator cannot see them, so it reports how
-many of its filed reverts a grace period left open to such a human "no".
+An objection posted on the culprit's pull request during the grace period,
+by someone with standing (:mod:`buildbot_revert.core.standing`), also stops
+the revert.  The plugin reads the comments; the simulator cannot see them,
+so it reports how many of its proposals rest on nobody having said "no"
+(``objections_unseen``).
 
 The facts come from the tracker's events, through :func:`fact`: a
 :class:`Qualification` for each ``revert`` or ``already-proposed`` verdict,

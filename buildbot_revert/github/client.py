@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any, Unpack
+from urllib.parse import quote
 
 from twisted.internet.interfaces import IReactorTime
 
 from buildbot_revert.core.references import pr_number_from_title
+from buildbot_revert.core.standing import LabelEvent
 from buildbot_revert.github.responses import (
     IssueComment,
     PullRequest,
@@ -116,6 +118,34 @@ class GitHubClient:
         """
         raw = await self._transport.get_pages(f"{self._repo_path}/pulls/{number}/commits", pages=3)
         return [_login(c.get("author")) for c in raw]
+
+    async def role(self, login: str) -> str | None:
+        """``login``'s role on the repository (None: GitHub knows no such user).
+
+        GitHub's ``role_name`` (``read``, ``triage``, ``write``, ``maintain``,
+        ``admin`` or a custom role's name), else its older ``permission``.
+        """
+        try:
+            raw = await self._transport.get(
+                f"{self._repo_path}/collaborators/{quote(login, safe='')}/permission"
+            )
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if not isinstance(raw, dict):
+            return None
+        role = raw.get("role_name") or raw.get("permission")
+        return role if isinstance(role, str) else None
+
+    async def label_events(self, number: int) -> list[LabelEvent]:
+        """The ``labeled``/``unlabeled`` events of issue or PR ``number``, oldest first."""
+        raw = await self._transport.get_pages(f"{self._repo_path}/issues/{number}/events", pages=10)
+        return [
+            LabelEvent(e["event"], str(e["label"].get("name", "")), _login(e.get("actor")))
+            for e in raw
+            if e.get("event") in ("labeled", "unlabeled") and isinstance(e.get("label"), dict)
+        ]
 
     async def rate_limit(self) -> dict[str, Any]:
         limits: dict[str, Any] = await self._transport.get("/rate_limit")

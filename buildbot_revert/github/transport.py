@@ -18,6 +18,17 @@ Every request goes through :meth:`Transport._request`, which owns:
   then calls the caller's ``look`` for what it was creating before it tries
   again, so a retry never files a second PR, ref or comment.
 
+The token goes only to the origin (scheme, host, port) of ``base_url``
+(:mod:`.origin`): every URL is checked before it is sent, whether it is a path
+under ``base_url`` or an absolute URL GitHub handed back.  Redirects are
+followed here, not by the HTTP client, and only within that origin; a
+redirect or a pagination ``next`` link to another origin is refused (a
+:class:`GitHubError`), not followed without the token: a request without
+the token would still carry its path and body (a revert's text) to a host
+nobody configured, and its answer would be taken for GitHub's (labels and
+comments that decide a revert).  GitHub's REST API never sends the
+endpoints used here to another host.
+
 Errors raise :class:`GitHubError`, whose text never holds the token or any
 request header.  Answers are returned as parsed JSON; turning them into
 records is :mod:`.responses`' job.
@@ -28,7 +39,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol, TypedDict
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin
 
 import treq
 from twisted.internet import defer, error, task
@@ -36,9 +47,14 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 from twisted.web.http_headers import Headers
 
+from buildbot_revert.github.origin import Origin, OriginError
+
 USER_AGENT = "buildbot-revert"
 SECONDARY_LIMIT_BACKOFF = 60.0
 _TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
+# Redirects followed within the API's origin (303 turns the request into a GET).
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 
 # Looks for what a write was creating; None when it is not there.
 Look = Callable[[], Awaitable[Any | None]]
@@ -62,6 +78,7 @@ class HTTPClient(Protocol):
         *,
         headers: dict[bytes | str, bytes | str] | None = None,
         data: bytes | None = None,
+        allow_redirects: bool = True,
     ) -> defer.Deferred[Any]: ...
 
 
@@ -123,6 +140,11 @@ class Transport:
     ) -> None:
         self._http = http
         self.base_url = base_url.rstrip("/")
+        try:
+            # The only origin that ever receives the token.
+            self.origin = Origin.of(self.base_url)
+        except OriginError as exc:
+            raise ValueError(f"GitHub API URL: {exc}") from None
         self.__token = token
         self._clock = clock
         self._timeout = timeout
@@ -144,19 +166,37 @@ class Transport:
 
     async def get(self, path: str, params: dict[str, str] | None = None) -> Any:
         """The parsed body of a GET of ``path`` (relative to the API root, or a full URL)."""
-        result = await self._request("GET", self._url(path, params), None, write=False)
-        assert isinstance(result, _Reply)
-        return result.body
+        return (await self._get_reply(self._url(path, params))).body
 
     async def get_pages(self, path: str, pages: int) -> list[Any]:
-        """Up to ``pages`` pages of 100 items of a list, concatenated."""
+        """Up to ``pages`` pages of 100 items of a list, concatenated.
+
+        GitHub's ``Link: <...>; rel="next"`` is followed when the answer has
+        one (checked against the API's origin like any URL); otherwise pages
+        are asked by number until one comes back short.
+        """
         out: list[Any] = []
-        for page in range(1, pages + 1):
-            batch = await self.get(path, {"per_page": "100", "page": str(page)})
+        url = self._url(path, {"per_page": "100", "page": "1"})
+        for page in range(2, pages + 2):
+            reply = await self._get_reply(url)
+            batch = reply.body if isinstance(reply.body, list) else []
             out.extend(batch)
-            if len(batch) < 100:
+            if "link" in reply.headers:
+                following = _next_link(reply.headers["link"])
+                if following is None:
+                    break
+                url = urljoin(url, following)
+            elif len(batch) < 100:
                 break
+            else:
+                url = self._url(path, {"per_page": "100", "page": str(page)})
         return out
+
+    async def _get_reply(self, url: str) -> _Reply:
+        """A GET's whole answer (status, headers, body): pages need its ``Link``."""
+        result = await self._request("GET", url, None, write=False)
+        assert isinstance(result, _Reply)
+        return result
 
     async def write(self, method: str, path: str, body: Any, look: Look | None = None) -> Any:
         """One write at a time, spaced, with look-before-create on uncertain retries.
@@ -188,9 +228,10 @@ class Transport:
         what = f"GitHub {method} {url.removeprefix(self.base_url).split('?')[0]}"
         secondary_backoff = SECONDARY_LIMIT_BACKOFF
         uncertain = False
-        attempt = 0
+        attempt = redirects = 0
         while True:
             attempt += 1
+            self._check_origin(what, url)
             if uncertain and look is not None:
                 found = await look()
                 if found is not None:
@@ -205,6 +246,13 @@ class Transport:
             else:
                 if 200 <= reply.status < 300:
                     return reply
+                if reply.status in _REDIRECTS and redirects < MAX_REDIRECTS:
+                    redirects += 1
+                    attempt -= 1  # a redirect is not a failed attempt
+                    url = self._location(what, url, reply)
+                    if reply.status == 303:
+                        method, body = "GET", None
+                    continue
                 problem = f"{reply.status} {_message(reply.body)}"
                 limited = self._rate_limit_wait(reply, secondary_backoff)
                 if limited is not None:
@@ -224,6 +272,27 @@ class Transport:
                     self.redact(f"{what}: gave up after {attempt} attempt(s): {problem}")
                 ) from None
             await self._sleep(wait)
+
+    def _check_origin(self, what: str, url: str) -> None:
+        """Refuse, before anything is sent, a URL outside the API's origin."""
+        if not self.origin.holds(url):
+            try:
+                elsewhere = str(Origin.of(url))
+            except OriginError:
+                elsewhere = "a URL that is not http(s)"
+            raise GitHubError(
+                self.redact(
+                    f"{what}: refused: {elsewhere} is not the configured API origin "
+                    f"{self.origin}; the token goes nowhere else"
+                )
+            )
+
+    def _location(self, what: str, url: str, reply: _Reply) -> str:
+        """Where a redirect points, resolved against the URL that was asked."""
+        location = reply.headers.get("location")
+        if not location:
+            raise GitHubError(f"{what}: {reply.status} redirect without a Location", reply.status)
+        return urljoin(url, location)
 
     def _backoff_for(self, attempt: int) -> float:
         return min(self._backoff * 2.0 ** (attempt - 1), self._max_backoff)
@@ -259,7 +328,10 @@ class Transport:
             data = json.dumps(body).encode()
 
         async def exchange() -> _Reply:
-            response = await self._http.request(method, url, headers=headers, data=data)
+            # Redirects are followed by _request, which checks their origin.
+            response = await self._http.request(
+                method, url, headers=headers, data=data, allow_redirects=False
+            )
             raw = await treq.content(response)
             return _Reply(response.code, _lower_headers(response.headers), _parse_json(raw))
 
@@ -290,6 +362,16 @@ def _parse_json(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"message": "non-JSON answer"}
+
+
+def _next_link(header: str) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header (RFC 8288), if it has one."""
+    for part in header.split(","):
+        target, _, params = part.partition(";")
+        rels = [p.strip() for p in params.split(";")]
+        if any(r.replace(" ", "") in ('rel="next"', "rel=next") for r in rels):
+            return target.strip().strip("<>") or None
+    return None
 
 
 def _message(body: Any) -> str:

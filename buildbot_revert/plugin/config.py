@@ -36,7 +36,15 @@ from buildbot_revert.core import defaults
 from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.selection import BuilderSelection
+from buildbot_revert.core.standing import REQUIRABLE
+from buildbot_revert.github.origin import api_url_problem
+from buildbot_revert.plugin.config_bisection import BisectionSettings, bisection_settings
+from buildbot_revert.plugin.config_errors import SettingsError
+from buildbot_revert.plugin.config_errors import positive_number as _positive_number
+from buildbot_revert.plugin.config_errors import whole_number as _whole_number
 from buildbot_revert.plugin.notify.settings import WebhookError, WebhookSpec, parse_webhooks
+
+__all__ = ["BisectionSettings", "Mode", "Settings", "SettingsError", "parse_settings"]
 
 _REPO_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}\Z")
 _URL_RE = re.compile(r"https?://[^\s/]+(?::\d+)?(?:/[^\s]*)?\Z")
@@ -45,10 +53,6 @@ DEFAULT_API_URL = "https://api.github.com"
 _INTERPOLATED_SECRET_RE = re.compile(r"%\(secret:([^:)]+)")
 # The policy a master.cfg gets when it sets none of the policy's options.
 _DEFAULT_POLICY = Policy()
-
-
-class SettingsError(ValueError):
-    """A reporter setting that cannot work (the message is shown to the user as is)."""
 
 
 class Mode(StrEnum):
@@ -60,50 +64,6 @@ class Mode(StrEnum):
     COMMENT = "comment"
     # Comment, and open the revert pull request.
     REVERT = "revert"
-
-
-@dataclass(frozen=True)
-class BisectionSettings:
-    """Bisection's caps (``bisection={...}`` in master.cfg; None: no bisection).
-
-    Only first failing builds of at most ``max_changes`` changes are
-    bisected, and only when their changes are at most ``max_age`` seconds
-    old; at most ``per_builder_per_day`` builds on one builder and
-    ``per_day`` in all are requested in any 24 hours.
-    """
-
-    max_changes: int = defaults.BISECTION_MAX_CHANGES
-    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
-    per_day: int = defaults.BISECTION_PER_DAY
-    max_age: float = defaults.BISECTION_MAX_AGE
-
-
-_BISECTION_KEYS = ("max_changes", "per_builder_per_day", "per_day", "max_age")
-
-
-def _bisection(value: Any) -> BisectionSettings | None:
-    """``None``/``False`` (off), ``True`` (the default caps) or a dict of caps."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return BisectionSettings()
-    if not isinstance(value, Mapping):
-        raise SettingsError("bisection must be True, None or a dict of its caps")
-    unknown = sorted(set(value) - set(_BISECTION_KEYS))
-    if unknown:
-        raise SettingsError(
-            f"bisection has unknown settings: {', '.join(unknown)}; "
-            f"known: {', '.join(_BISECTION_KEYS)}"
-        )
-    counts = {
-        k: _whole_number(f"bisection {k}", v, low=1) for k, v in value.items() if k != "max_age"
-    }
-    if counts.get("max_changes", 2) < 2:
-        raise SettingsError("bisection max_changes must be at least 2")
-    age = value.get("max_age")
-    if age is None:
-        return BisectionSettings(**counts)
-    return BisectionSettings(**counts, max_age=_positive_number("bisection max_age", age))
 
 
 @dataclass(frozen=True)
@@ -153,6 +113,9 @@ class Settings:
     # Seconds after which a verification or bisection build that has not
     # finished is taken to have never run (verdict declined, search abandoned).
     forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
+    # An objection or the opt-out label counts from the culprit's author, or
+    # from a user with at least this role on the repository (core.standing).
+    objection_permission: str = defaults.OBJECTION_PERMISSION
 
     @property
     def owner(self) -> str:
@@ -193,6 +156,7 @@ def parse_settings(
     verification: Any = False,
     bisection: Any = None,
     forced_build_timeout: Any = defaults.FORCED_BUILD_TIMEOUT,
+    objection_permission: Any = defaults.OBJECTION_PERMISSION,
 ) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
     valid_repo = _repo(repo)
@@ -221,6 +185,7 @@ def parse_settings(
         raise SettingsError("close_touched must be True or False")
     interval = _positive_number("follow_interval", follow_interval)
     timeout = _positive_number("forced_build_timeout", forced_build_timeout)
+    _check_role("objection_permission", objection_permission)
     try:
         hooks = parse_webhooks(webhooks)
     except WebhookError as exc:
@@ -244,8 +209,9 @@ def parse_settings(
         follow_interval=max(1.0, interval),
         webhooks=hooks,
         verification=verification,
-        bisection=_bisection(bisection),
+        bisection=bisection_settings(bisection),
         forced_build_timeout=timeout,
+        objection_permission=objection_permission,
     )
 
 
@@ -256,10 +222,25 @@ def _repo(repo: Any) -> str:
 
 
 def _api_url(api_url: Any) -> str:
-    """The API's base URL, without a trailing slash (paths are appended to it)."""
+    """The API's base URL, without a trailing slash (paths are appended to it).
+
+    It receives the token, so it must be ``https`` unless its host is this
+    machine (a stand-in in tests, a local proxy): see :mod:`buildbot_revert.github.origin`.
+    """
     if not isinstance(api_url, str) or not _URL_RE.match(api_url):
         raise SettingsError(f"api_url must be an http(s) URL such as {DEFAULT_API_URL}")
+    problem = api_url_problem(api_url)
+    if problem is not None:
+        raise SettingsError(f"api_url {problem}, not {api_url!r:.80}")
     return api_url.rstrip("/")
+
+
+def _check_role(name: str, value: Any) -> None:
+    """A role a user must have at least (read is not one: everyone has it)."""
+    if value not in REQUIRABLE:
+        raise SettingsError(
+            f"{name} must be one of {', '.join(map(repr, REQUIRABLE))}, not {value!r:.40}"
+        )
 
 
 def _mode_and_token(mode: Any, token: Any) -> tuple[Mode, Any]:
@@ -351,20 +332,6 @@ def _policy(failures: Any, max_culprit_age: Any, policy_options: Any) -> Policy:
         raise SettingsError(f"policy: {exc}") from None
     except TypeError as exc:
         raise SettingsError(f"policy_options: {exc}") from None
-
-
-def _positive_number(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SettingsError(f"{name} must be a number of seconds, not {type(value).__name__}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise SettingsError(f"{name} must be {'zero or ' if allow_zero else ''}positive")
-    return float(value)
-
-
-def _whole_number(name: str, value: Any, *, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise SettingsError(f"{name} must be a whole number of at least {low}")
-    return value
 
 
 def _daily_cap(daily_cap: Any) -> int | None:

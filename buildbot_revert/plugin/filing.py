@@ -9,9 +9,15 @@ restarts and masters) and, like an ``already-proposed`` one, records that
 its builder qualified; the end of a qualifying streak records when it
 ended.  Acting on GitHub comes after, in the background
 (:meth:`Filer.act`): fetch the facts :mod:`buildbot_revert.core.actions`
-needs, and perform the step it plans: record, comment, wait out a grace
-period, open the revert PR and comment on the culprit with its link, or
-name on the revert PR the builders that qualified after it was opened.
+needs, and have :class:`~.filing_steps.Steps` perform the step it plans:
+record, comment, wait out a grace period, open the revert PR and comment on
+the culprit with its link, or name on the revert PR the builders that
+qualified after it was opened.
+
+An objection comment or the opt-out label counts only from someone with
+standing (the culprit's author, or a user with the configured role:
+:mod:`buildbot_revert.core.standing`); :class:`~.permissions.Standing` asks
+GitHub and logs each login it ignores.
 
 Every text is written from the ledger alone (title, explanation, evidence,
 and the builders that qualified, with links to their failing builds), so it
@@ -35,17 +41,18 @@ from typing import Any
 from twisted.python import log
 
 from buildbot_revert.core import actions, grace, pr_text
-from buildbot_revert.core.actions import Facts, Plan, RevertState, Step
+from buildbot_revert.core.actions import Facts, RevertState
 from buildbot_revert.core.grace import GraceDecision, Qualification, Qualified, StreakEnd
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
+from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
+from buildbot_revert.plugin.filing_steps import Steps
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
+from buildbot_revert.plugin.permissions import Standing
 
 _DAY = 86400.0
-# The rows a step may still move: claimed, or waiting out a grace period.
-_ACTIONABLE = (LedgerState.PROPOSED, LedgerState.PENDING)
 
 
 class Filer:
@@ -73,6 +80,20 @@ class Filer:
         self.build_url = build_url
         self.master_url = master_url
         self._busy: set[str] = set()
+        # Through a lambda: a test (or the reporter) may swap ``notify`` later.
+        self.steps = Steps(
+            settings,
+            ledger,
+            client,
+            clock=clock,
+            notify=lambda notice: self.notify(notice),
+            build_url=build_url,
+            master_url=master_url,
+        )
+        # Who may object or opt out (the core's rule; roles asked of GitHub).
+        self.standing = (
+            None if client is None else Standing(client, settings.objection_permission, clock=clock)
+        )
 
     # -- recording the facts ------------------------------------------------------
 
@@ -239,7 +260,7 @@ class Filer:
             )
             if pull is not None and found is not None:
                 how = RevertOutcome("existing", found)
-                await self._filing_done(entry.revision, pull, ctx, how, "recovered", now)
+                await self.steps.filing_done(entry.revision, pull, ctx, how, "recovered", now)
                 return
         except Exception as exc:
             _log_failure(exc, f"buildbot-revert: recovering {entry.revision[:12]} failed")
@@ -255,7 +276,7 @@ class Filer:
     ) -> tuple[PullRequest | None, pr_text.RevertContext]:
         assert self.client is not None
         pull = await self.client.pull_for_commit(entry.revision, entry.title or None)
-        return pull, self._context(entry, qualified, pull)
+        return pull, self.steps.context(entry, qualified, pull)
 
     async def _act_once(self, revision: str) -> None:
         assert self.client is not None
@@ -263,7 +284,7 @@ class Filer:
         if entry is None:
             return
         if entry.state == LedgerState.FILED:
-            await self._announce(entry)
+            await self.steps.announce(entry)
             return
         if entry.state not in _ACTIONABLE:
             return
@@ -277,14 +298,18 @@ class Filer:
         pull, ctx = await self._pull_and_context(entry, qualified)
         facts = await self._facts(revision, pull)
         if fate is not None:
-            comments = await self.client.comments(pull.number) if pull is not None else []
-            objected = actions.objected(
-                ((c.author, c.body) for c in comments), self.settings.objection_words
-            )
+            objected = await self._objected(revision, pull)
             plan = actions.after_grace(fate, facts, objected)
         else:
             plan = actions.plan(facts)
-        await self._perform(plan, revision, entry, ctx, pull)
+        await self.steps.perform(plan, revision, entry, ctx, pull)
+
+    async def _objected(self, revision: str, pull: PullRequest | None) -> bool:
+        """Whether someone with standing objected on the culprit PR (others are logged)."""
+        if pull is None or self.standing is None or self.client is None:
+            return False
+        comments = await self.client.comments(pull.number)
+        return await self.standing.objected(revision, pull, comments, self.settings.objection_words)
 
     def _grace(self, qualified: list[QualifiedBuilder]) -> grace.GraceOutcome:
         """The core's grace rule over every builder recorded as qualified."""
@@ -300,6 +325,10 @@ class Filer:
         labels: tuple[str, ...] = ()
         if pull is not None:
             labels = pull.labels
+            label = self.settings.opt_out_label
+            if label in labels and not await self._opted_out(revision, pull):
+                # Set by someone without standing: as if it were not there.
+                labels = tuple(x for x in labels if x != label)
             found = await self.client.find_revert_pull(revision, pull)
             if found is not None:
                 existing = actions.revert_state(found.state, found.merged)
@@ -315,293 +344,10 @@ class Filer:
             grace_period=self.settings.grace_period,
         )
 
-    async def _perform(
-        self,
-        plan: Plan,
-        revision: str,
-        entry: Entry,
-        ctx: pr_text.RevertContext,
-        pull: PullRequest | None,
-    ) -> None:
-        now = self.clock.seconds()
-        log.msg(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
-        # What every outcome of the step writes to the row, besides its own fields.
-        step_fields: dict[str, Any] = {"updated_at": now, "detail": plan.why}
-        if pull is not None:
-            step_fields["culprit_pr"] = pull.number
-        if plan.step is Step.SKIP:
-            await self.ledger.transition(
-                revision, _ACTIONABLE, state=LedgerState.SKIPPED, **step_fields
-            )
-        elif plan.step is Step.WITHDRAW:
-            await self.ledger.transition(
-                revision, _ACTIONABLE, state=LedgerState.WITHDRAWN, **step_fields
-            )
-        elif pull is None:
-            raise AssertionError(f"{plan.step.value} needs the culprit pull request")
-        elif plan.step is Step.ADOPT:
-            await self._adopt(revision, pull, step_fields)
-        elif plan.step is Step.COMMENT:
-            await self._comment_only(revision, pull, ctx, plan, step_fields)
-        elif plan.step is Step.WAIT:
-            await self._wait(revision, entry, pull, ctx, step_fields)
-        else:
-            await self._file_revert(revision, pull, ctx, plan, now)
-
-    async def _adopt(self, revision: str, pull: PullRequest, step_fields: dict[str, Any]) -> None:
-        """A revert PR already exists: record it as ours."""
-        assert self.client is not None
-        found = await self.client.find_revert_pull(revision, pull)
-        if await self.ledger.transition(
-            revision,
-            _ACTIONABLE,
-            state=LedgerState.FILED,
-            revert_pr=found.number if found else None,
-            revert_url=found.html_url if found else None,
-            **step_fields,
-        ):
-            # Its text is not ours: builders are named from now on, not before.
-            await self._mark_announced(revision)
-
-    async def _comment_only(
-        self,
-        revision: str,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        plan: Plan,
-        step_fields: dict[str, Any],
-    ) -> None:
-        """Tell the culprit PR what was found, and stop there."""
-        assert self.client is not None
-        comment = await self.client.comment(pull.number, pr_text.notice_comment(ctx, plan.why))
-        if await self.ledger.transition(
-            revision,
-            _ACTIONABLE,
-            state=LedgerState.COMMENTED,
-            comment_url=comment.html_url,
-            **step_fields,
-        ):
-            self.notify(_notice(NoticeKind.PROPOSED, ctx, pull, comment.html_url, plan.why))
-
-    async def _wait(
-        self,
-        revision: str,
-        entry: Entry,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        step_fields: dict[str, Any],
-    ) -> None:
-        """Start the grace period with a warning on the culprit PR, or keep waiting."""
-        assert self.client is not None
-        if entry.state == LedgerState.PENDING:
-            await self.ledger.transition(
-                revision, (LedgerState.PENDING,), updated_at=step_fields["updated_at"]
-            )
-            return
-        body = pr_text.warning_comment(
-            ctx, self.settings.grace_period, self.settings.objection_words[0]
-        )
-        comment = await self.client.comment(pull.number, body)
-        await self.ledger.transition(
-            revision,
-            (LedgerState.PROPOSED,),
-            state=LedgerState.PENDING,
-            comment_url=comment.html_url,
-            due_at=grace.deadline(entry.decided_at, self.settings.grace_period),
-            **step_fields,
-        )
-
-    async def _file_revert(
-        self,
-        revision: str,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        plan: Plan,
-        now: float,
-    ) -> None:
-        """Open the revert PR and tell the culprit PR, or say why a human has to."""
-        assert self.client is not None
-        # Take the row from proposed/pending to filing first, so that a second
-        # master whose grace period also ended cannot file it too.
-        if not await self.ledger.transition(
-            revision, _ACTIONABLE, state=LedgerState.FILING, filed_at=now, updated_at=now
-        ):
-            return
-        outcome = await self.client.open_revert(
-            pull, pr_text.revert_title(ctx), pr_text.revert_body(ctx), draft=self.settings.draft
-        )
-        await self._filing_done(revision, pull, ctx, outcome, plan.why, now)
-
-    async def _filing_done(
-        self,
-        revision: str,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        outcome: RevertOutcome,
-        why: str,
-        now: float,
-    ) -> None:
-        """The ``filing`` row's end, once GitHub said what exists (filed now, or before)."""
-        revert = outcome.pull
-        if revert is None:
-            await self._manual_revert_needed(revision, pull, ctx, outcome, now)
-        elif (
-            outcome.how == "existing"
-            and actions.revert_state(revert.state, revert.merged) is RevertState.CLOSED
-        ):
-            await self.ledger.transition(
-                revision,
-                (LedgerState.FILING,),
-                state=LedgerState.CLOSED,
-                filed_at=None,
-                revert_pr=revert.number,
-                revert_url=revert.html_url,
-                updated_at=now,
-            )
-        else:
-            await self._filed(revision, pull, ctx, revert, f"{outcome.how}: {why}", now)
-
-    async def _manual_revert_needed(
-        self,
-        revision: str,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        outcome: RevertOutcome,
-        now: float,
-    ) -> None:
-        """No revert could be built: say why on the culprit PR and file nothing."""
-        assert self.client is not None
-        body = pr_text.manual_comment(ctx, outcome.reason, outcome.files)
-        comment = await self.client.comment(pull.number, body)
-        await self.ledger.transition(
-            revision,
-            (LedgerState.FILING,),
-            state=LedgerState.SKIPPED,
-            filed_at=None,
-            comment_url=comment.html_url,
-            detail=f"manual revert needed: {outcome.reason}"[:2000],
-            updated_at=now,
-        )
-
-    async def _filed(
-        self,
-        revision: str,
-        pull: PullRequest,
-        ctx: pr_text.RevertContext,
-        revert: PullRequest,
-        detail: str,
-        now: float,
-    ) -> None:
-        """The revert PR is open: label it and link it from the culprit PR."""
-        assert self.client is not None
-        if self.settings.revert_labels:
-            await self.client.add_labels(revert.number, self.settings.revert_labels)
-        body = pr_text.reverted_comment(ctx, revert.html_url, revert.number)
-        comment = await self.client.comment(pull.number, body)
-        named = {link.builder for link in ctx.builds}
-        if await self.ledger.transition(
-            revision,
-            (LedgerState.FILING,),
-            state=LedgerState.FILED,
-            culprit_pr=pull.number,
-            revert_pr=revert.number,
-            revert_url=revert.html_url,
-            comment_url=comment.html_url,
-            detail=detail,
-            updated_at=now,
-        ):
-            await self._mark_announced(revision, named)
-            self.notify(_notice(NoticeKind.FILED, ctx, pull, revert.html_url, detail))
-
-    # -- builders that qualify after the revert PR is open ------------------------------
-
-    async def _announce(self, entry: Entry) -> None:
-        """Name on the revert PR, in one comment, the builders it does not name yet."""
-        assert self.client is not None
-        if entry.revert_pr is None:
-            return
-        late = [q for q in await self.ledger.qualified(entry.revision) if not q.announced]
-        # Take them first (a compare-and-set per builder): of two masters
-        # announcing at once, one posts each builder; a failure hands them back.
-        taken = set(
-            await self.ledger.announce(entry.revision, [(q.builder, q.first_build) for q in late])
-        )
-        late = [q for q in late if (q.builder, q.first_build) in taken]
-        if not late:
-            return
-        body = pr_text.more_builders_comment(_links(late), self.settings.policy.failures)
-        try:
-            await self.client.comment(entry.revert_pr, body)
-        except BaseException:
-            await self.ledger.unannounce(entry.revision, taken)
-            raise
-        log.msg(
-            f"buildbot-revert: {entry.revision[:12]}: named {len(late)} more builder(s) "
-            f"on revert PR #{entry.revert_pr}"
-        )
-
-    async def _mark_announced(self, revision: str, builders: set[str] | None = None) -> None:
-        qualified = await self.ledger.qualified(revision)
-        await self.ledger.announce(
-            revision,
-            [
-                (q.builder, q.first_build)
-                for q in qualified
-                if builders is None or q.builder in builders
-            ],
-        )
-
-    # -- the texts ----------------------------------------------------------------
-
-    def _context(
-        self, entry: Entry, qualified: list[QualifiedBuilder], pull: PullRequest | None
-    ) -> pr_text.RevertContext:
-        """What the texts say, from the ledger alone (and GitHub's PR, for its author)."""
-        if qualified:
-            links = _links(qualified)
-        else:
-            # A row from before the ledger kept its builders.
-            links = (
-                pr_text.BuildLink(
-                    entry.builder,
-                    entry.build_number,
-                    self.build_url(entry.builder, entry.build_number),
-                ),
-            )
-        return pr_text.RevertContext(
-            revision=entry.revision,
-            title=entry.title or "",
-            pr_number=pull.number if pull is not None else entry.culprit_pr,
-            author_login=pull.author if pull is not None else None,
-            builds=links,
-            failures=self.settings.policy.failures,
-            explanation=entry.explanation or entry.detail,
-            evidence=entry.evidence_items,
-            master_url=self.master_url,
-        )
-
-
-def _notice(
-    kind: NoticeKind, ctx: pr_text.RevertContext, pull: PullRequest, url: str, why: str
-) -> Notice:
-    """The webhook announcement of a step on GitHub (the culprit PR's author is GitHub's)."""
-    return Notice(
-        kind,
-        ctx.revision,
-        ctx.title,
-        pull.author,
-        tuple(dict.fromkeys(link.builder for link in ctx.builds)),
-        url,
-        why,
-        author_login=pull.author,
-    )
-
-
-def _links(qualified: list[QualifiedBuilder]) -> tuple[pr_text.BuildLink, ...]:
-    """The failing builds of each qualified builder, first to qualify first."""
-    return tuple(
-        pr_text.BuildLink(q.builder, number, url) for q in qualified for number, url in q.builds
-    )
+    async def _opted_out(self, revision: str, pull: PullRequest) -> bool:
+        """Whether the opt-out label on ``pull`` was set by someone with standing."""
+        assert self.standing is not None
+        return await self.standing.opted_out(revision, pull, self.settings.opt_out_label)
 
 
 def _log_failure(failure: BaseException, why: str) -> None:

@@ -123,6 +123,18 @@ class ReplayResult:
         """
         return len(self.proposals()) if self.grace > 0 else 0
 
+    @property
+    def objections_unseen(self) -> int:
+        """Proposals whose outcome rests on nobody with standing having said "no".
+
+        In the plugin the change's author or a user with write permission
+        stops a revert (the opt-out label when it acts; with a grace period,
+        an objection or the label before it ends).  A history holds no
+        comments, labels or permissions: this counts every filed revert and
+        every proposal still waiting at the window's end, not those stood down.
+        """
+        return len(self.proposals()) + len(self.pending)
+
     def proposals(self) -> list[Proposal]:
         """The proposed reverts, one per revision, in the order filed."""
         order: list[str] = []

@@ -139,6 +139,10 @@ def _summary_json(ctx: ReportContext) -> dict[str, Any]:
         # Filed reverts that a warning comment announced first: an objection
         # there would have stopped each (a history holds no comments).
         "left_to_judgement": result.left_to_judgement,
+        # Filed or waiting proposals that a "no" from the change's author or
+        # a user with write permission would have stopped, which a history
+        # cannot show (ReplayResult.objections_unseen).
+        "objections_unseen": result.objections_unseen,
         "by_reason": result.by_reason(),
     }
 
@@ -174,6 +178,9 @@ def render_text(ctx: ReportContext) -> str:
         f"Red streaks: {len(result.streaks):,}",
         f"Revert pull requests that would have been filed: {len(result.proposals())}",
         *_grace_lines(ctx),
+        f"Objections unseen: {result.objections_unseen} (filed or waiting proposals that a "
+        "'no' from the change's author or a maintainer would have stopped; a history holds "
+        "no comments, labels or permissions).",
         ctx.stand_down_line,
         "",
         "Why streaks were or were not answered with a revert:",

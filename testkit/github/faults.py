@@ -30,7 +30,7 @@ class Fault:
     kind: str  # "status", "slow", "lost", "corrupt"
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
-    body: dict[str, Any] | None = None
+    body: Any = None  # a JSON object, or a list for a page of items
     delay: float = 0.0
     mutate: Callable[[Any], Any] | None = None
 
@@ -52,6 +52,18 @@ class Fault:
         }
         body = {"message": "API rate limit exceeded for user.", "documentation_url": DOCS}
         return cls("status", status, headers=headers, body=body)
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 301) -> Fault:
+        """Answer with a redirect to ``location`` (GitHub's body for a moved resource)."""
+        body = {"message": "Moved Permanently", "url": location, "documentation_url": DOCS}
+        return cls("status", status, headers={"Location": location}, body=body)
+
+    @classmethod
+    def next_link(cls, location: str, items: list[Any] | None = None) -> Fault:
+        """Answer 200 with ``items`` and a ``Link`` whose ``rel="next"`` is ``location``."""
+        headers = {"Link": f'<{location}>; rel="next", <{location}>; rel="last"'}
+        return cls("status", 200, headers=headers, body=items or [])
 
     @classmethod
     def slow(cls, delay: float) -> Fault:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from testkit.github import shapes
+from testkit.github import shapes, shapes_people
 from testkit.github.openapi import DOCS, find_operation, validate_request
 from testkit.github.state import BOT_LOGIN, Comment, Pull, Repository, StandInError, iso
 
@@ -220,8 +220,7 @@ def _add_labels(repo: Repository, params: Params, query: Query, body: Any) -> An
     entries = body["labels"] if isinstance(body, dict) else body
     names = [n if isinstance(n, str) else n["name"] for n in entries]
     for name in names:
-        if name not in pull.labels:
-            pull.labels.append(name)
+        repo.label_as(pull.number, BOT_LOGIN, name)
     return 200, [shapes.label(repo, name) for name in pull.labels]
 
 
@@ -229,6 +228,20 @@ def _add_labels(repo: Repository, params: Params, query: Query, body: Any) -> An
 def _get_labels(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
     pull = _pull_or_404(repo, params["issue_number"])
     return 200, [shapes.label(repo, name) for name in pull.labels]
+
+
+@_route("GET", R + "/issues/{issue_number}/events")
+def _issue_events(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """The issue's label events, oldest first, a page at a time."""
+    number = _pull_or_404(repo, params["issue_number"]).number
+    events = [e for e in repo.events if e.issue_number == number]
+    return 200, [shapes_people.issue_event(repo, e) for e in _page(events, query)]
+
+
+@_route("GET", R + "/collaborators/{username}/permission")
+def _permission(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """A user's role; every login is a user here (GitHub's 404 is for none)."""
+    return 200, shapes_people.collaborator_permission(repo, params["username"])
 
 
 @_route("GET", R + "/git/commits/{commit_sha}")

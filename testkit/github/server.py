@@ -1,4 +1,4 @@
-"""The stand-in's HTTP server: a stdlib ``ThreadingHTTPServer`` on 127.0.0.1, in its own thread.
+"""The stand-in's HTTP server: a stdlib ``ThreadingHTTPServer`` on loopback, in its own thread.
 
 A thread rather than the reactor, so that it answers whichever reactor the
 test runs (or none: a Buildbot master in another process, plain urllib).
@@ -57,12 +57,16 @@ class RequestHandler(BaseHTTPRequestHandler):
 
 
 class StandInServer(ThreadingHTTPServer):
-    """Serves on a free port of 127.0.0.1 from a daemon thread once :meth:`start` is called."""
+    """Serves on a free port of ``host`` (127.0.0.1) from a daemon thread once started.
+
+    Another loopback address (127.0.0.2) makes a second host on this machine:
+    another origin for the same-origin rules, with nothing leaving it.
+    """
 
     daemon_threads = True
 
-    def __init__(self, answer: Callable[[RequestHandler], None]) -> None:
-        super().__init__(("127.0.0.1", 0), RequestHandler)
+    def __init__(self, answer: Callable[[RequestHandler], None], host: str = "127.0.0.1") -> None:
+        super().__init__((host, 0), RequestHandler)
         self.answer = answer
 
     @property

@@ -73,6 +73,22 @@ class Review:
     submitted_at: str
 
 
+@dataclass
+class IssueEvent:
+    """One entry of an issue's timeline of events (only labels are kept)."""
+
+    id: int
+    issue_number: int
+    event: str  # "labeled" or "unlabeled"
+    actor: str
+    label: str
+    created_at: str
+
+
+# GitHub's repository roles, weakest first; the permission endpoint names them.
+ROLES = ("none", "read", "triage", "write", "maintain", "admin")
+
+
 class StandInError(Exception):
     """A request the stand-in answers with an error status (GitHub's own errors)."""
 
@@ -105,6 +121,10 @@ class Repository:
         self.pulls: dict[int, Pull] = {}
         self.comments: list[Comment] = []
         self.reviews: list[Review] = []
+        self.events: list[IssueEvent] = []
+        # A user's role on the repository (GitHub's collaborator permission);
+        # anyone else reads it, as anyone reads a public repository.
+        self.roles: dict[str, str] = {BOT_LOGIN: "write"}
         self.label_catalog: dict[str, int] = {}
         self._numbers = itertools.count(1)
         self._ids = itertools.count(1000)
@@ -199,10 +219,9 @@ class Repository:
             pull.state = "closed"
             pull.merged = True
             pull.merge_commit_sha = merge_sha
-            pull.labels = list(labels)
             pull.updated_at = pull.closed_at = pull.merged_at = self.next_timestamp()
-            for label in labels:
-                self.label_id(label)
+            for label in labels:  # set by its author, as GitHub's events will say
+                self.label_as(number, author_login, label)
             return number, merge_sha
 
     def add_open_pr(
@@ -252,6 +271,29 @@ class Repository:
             comment = Comment(self.new_id(), number, body, user, self.next_timestamp())
             self.comments.append(comment)
             return comment
+
+    def label_as(self, number: int, user: str, name: str) -> None:
+        """``user`` adds label ``name`` to PR ``number`` (recorded as a ``labeled`` event)."""
+        with self.lock:
+            pull = self.pulls[number]
+            if name not in pull.labels:
+                pull.labels.append(name)
+                self.label_id(name)
+                event = IssueEvent(
+                    self.new_id(), number, "labeled", user, name, self.next_timestamp()
+                )
+                self.events.append(event)
+
+    def grant(self, user: str, role: str) -> None:
+        """Give ``user`` a role on the repository (``write``, ``triage``, ``read``...)."""
+        assert role in ROLES, role
+        with self.lock:
+            self.roles[user] = role
+
+    def role_of(self, user: str) -> str:
+        """``user``'s role: the one granted, else ``read`` (the repository is public)."""
+        with self.lock:
+            return self.roles.get(user, "read")
 
     def review_as(self, number: int, user: str, state: str = "APPROVED", body: str = "") -> Review:
         """A review of PR ``number`` by ``user``."""

@@ -194,6 +194,14 @@ def test_a_fix_that_lands_first_stands_the_revert_down_and_every_webhook_says_so
         assert "<script>" not in text and "<@1234567>" not in text
     assert "\\*Tweak\\*" in discord[0]["content"] and "&lt;script&gt;" in slack[0]["text"]
     assert zulip[0].headers["content-type"] == "application/x-www-form-urlencoded"
+    # The GitHub token goes to the GitHub API only: no webhook request carries it,
+    # and only Zulip's (its own credentials, from its URL) has an Authorization.
+    for received in webhooks.received("/"):
+        assert DEFAULT_TOKEN not in repr(received.headers) + received.body.decode(errors="replace")
+    authorised = {
+        r.path.split("/")[1] for r in webhooks.received("/") if "authorization" in r.headers
+    }
+    assert authorised == {"api"}
     # The broken webhook: three attempts per event, one line per event, no secret.
     wait_for(lambda: len(webhooks.received("/broken")) == 6, timeout=WAIT, what="the retries")
     wait_for(

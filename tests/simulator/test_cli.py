@@ -293,6 +293,11 @@ def test_a_single_report_says_what_its_grace_period_did(history: Path) -> None:
     plain = json.loads(run("--history", str(history), "--format", "json").stdout)
     assert (plain["policy"]["grace_hours"], plain["summary"]["stood_down"]) == (0.0, 0)
     assert plain["summary"]["left_to_judgement"] == 0
+    # Filed, or waiting at the window's end: each rests on nobody having objected;
+    # the one the grace period stood down does not.
+    assert doc["summary"]["objections_unseen"] == 2
+    assert plain["summary"]["objections_unseen"] == 3 == len(plain["reverts"])
+    assert "Objections unseen: 2 (filed or waiting proposals" in text
 
 
 @pytest.mark.parametrize("age", ["1h", "32h", "39h", "60h"])

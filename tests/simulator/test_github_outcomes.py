@@ -227,6 +227,7 @@ def test_bad_options_are_found_before_the_replay(scenario: Scenario, tmp_path: P
     cases = {
         ("--github", "not a repo"): "is not a repository",
         ("--github", REPO, "--github-url", "ftp://x"): "is not an http(s) address",
+        ("--github", REPO, "--github-url", "http://github.example"): "must be https",
         ("--github-url", "https://x"): "given without --github",
         ("--github", REPO, "--github-token-file", str(tmp_path / "nope")): "cannot read it",
         ("--github", REPO, "--sweep", "failures=2,3"): "--github and --sweep",

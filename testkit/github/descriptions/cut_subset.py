@@ -16,6 +16,7 @@ from typing import Any
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "/rate_limit": ("get",),
     "/repos/{owner}/{repo}": ("get",),
+    "/repos/{owner}/{repo}/collaborators/{username}/permission": ("get",),
     "/repos/{owner}/{repo}/commits/{commit_sha}/pulls": ("get",),
     "/repos/{owner}/{repo}/commits/{ref}": ("get",),
     "/repos/{owner}/{repo}/compare/{basehead}": ("get",),
@@ -28,6 +29,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "/repos/{owner}/{repo}/git/trees/{tree_sha}": ("get",),
     "/repos/{owner}/{repo}/issues/comments/{comment_id}": ("patch",),
     "/repos/{owner}/{repo}/issues/{issue_number}/comments": ("get", "post"),
+    "/repos/{owner}/{repo}/issues/{issue_number}/events": ("get",),
     "/repos/{owner}/{repo}/issues/{issue_number}/labels": ("get", "post"),
     "/repos/{owner}/{repo}/pulls": ("get", "post"),
     "/repos/{owner}/{repo}/pulls/{pull_number}": ("get", "patch"),
@@ -75,5 +77,5 @@ def cut(full: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":
     with open(sys.argv[1], encoding="utf-8") as fh:
-        json.dump(cut(json.load(fh)), sys.stdout, indent=2)
+        json.dump(cut(json.load(fh)), sys.stdout, indent=1, sort_keys=True)
     sys.stdout.write("\n")

@@ -54,6 +54,10 @@ OPTION_DOCS: dict[str, str] = {
         "phrases that, in a comment on the culprit's pull request during the grace period, "
         "withdraw the revert"
     ),
+    "objection_permission": (
+        "the least permission (`triage`, `write`, `maintain`, `admin`) that makes an objection "
+        "or the opt-out label count, besides the culprit's author (see [security](security.md))"
+    ),
     "stand_down": (
         "once a fix made a revert pull request unnecessary: `close` it, `mark` it with a label, "
         "or only `comment`"

@@ -25,7 +25,8 @@ from click.core import ParameterSource
 from buildbot_revert.core import defaults
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
-from simulator.analysis.culprit_methods import Methods, play_out
+from simulator.analysis.culprit_methods import Methods
+from simulator.analysis.executor import play_out
 from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration

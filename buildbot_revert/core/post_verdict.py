@@ -63,8 +63,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from buildbot_revert.core import defaults
 from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
+from buildbot_revert.core.machine_io import (
+    BisectionCaps,
+    Command,
+    CommentOnly,
+    Conclude,
+    File,
+    Judged,
+    MachineSettings,
+    RequestBuild,
+    Say,
+)
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
@@ -125,81 +135,6 @@ def move(phase: Phase, outcome: Outcome) -> Phase:
         return TRANSITIONS[(phase, outcome)]
     except KeyError:
         raise AssertionError(f"no move from {phase} on {outcome}") from None
-
-
-# -- settings, events, commands ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BisectionCaps:
-    """Which streaks bisection takes up, and the builds it may request in any 24 hours."""
-
-    max_changes: int = defaults.BISECTION_MAX_CHANGES
-    max_age: float = defaults.BISECTION_MAX_AGE
-    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
-    per_day: int = defaults.BISECTION_PER_DAY
-
-
-@dataclass(frozen=True)
-class MachineSettings:
-    """The methods on, and their limits."""
-
-    verification: bool = False
-    bisection: BisectionCaps | None = None
-    forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
-    daily_cap: int | None = defaults.DAILY_CAP
-
-
-@dataclass(frozen=True)
-class Judged:
-    """The tracker judged a watched builder's streak."""
-
-    verdict: Verdict
-    # The streak's suspects (the first failing build's blamelist, or more).
-    suspects: tuple[Change, ...]
-    tolerated: bool
-    # How many builds the builder runs at once (bisection's batch width).
-    width: int
-    now: float
-
-
-@dataclass(frozen=True)
-class RequestBuild:
-    """Ask for a build of ``key.revision`` on ``key.builder``."""
-
-    key: RequestKey
-
-
-@dataclass(frozen=True)
-class Conclude:
-    """The verdict as it ends: record it (and file it, if it proposes)."""
-
-    verdict: Verdict
-
-
-@dataclass(frozen=True)
-class Say:
-    """A line for the log."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class File:
-    """File the revert of ``revision``."""
-
-    revision: str
-
-
-@dataclass(frozen=True)
-class CommentOnly:
-    """Comment on the culprit of ``revision`` instead of filing: ``why``."""
-
-    revision: str
-    why: str
-
-
-Command = RequestBuild | Conclude | Say | File | CommentOnly
 
 
 # -- state -----------------------------------------------------------------------------
@@ -348,6 +283,19 @@ class PostVerdict:
             return CommentOnly(revision, f"the daily cap of {cap} revert PR(s) is reached")
         filed.append(now)
         return File(revision)
+
+    def bisection_room(self, builder: str, now: float) -> int:
+        """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""
+        return self._spent.room(builder, now)
+
+    def count_bisection(self, builder: str, now: float, builds: int) -> None:
+        """Count ``builds`` bisection builds against the caps without requesting them.
+
+        A shell that knows no build's outcome (a history without labels) still
+        spends what a search would have, so the caps hold later ones back alike.
+        """
+        self._spent.spend(builder, now, builds)
+        self.state.requests += [(builder, now)] * builds
 
     @property
     def waiting(self) -> tuple[RequestKey, ...]:

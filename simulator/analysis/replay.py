@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
+from buildbot_revert.core.tracker import Event, StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
@@ -113,6 +113,9 @@ class ReplayResult:
     grace: float = 0.0
     stood_down: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()
+    # The proposed revisions the daily cap on filed reverts turned into
+    # comments (set when the post-verdict machine is played out).
+    commented: frozenset[str] = frozenset()
 
     @property
     def left_to_judgement(self) -> int:
@@ -163,6 +166,18 @@ class ReplayResult:
         return counts
 
 
+class Executes(Protocol):
+    """What stands between a tracker and a replay's result (simulator.analysis.executor)."""
+
+    def feed(self, build: Build) -> tuple[Event, ...]:
+        """Feed one build; the events to keep."""
+        ...
+
+
+# Makes the executor of one replay's tracker, told which builders are selected.
+Play = Callable[[StreakTracker, Callable[[str], bool]], Executes]
+
+
 def select_builds(
     store: HistoryStore, selection: Selection, policy: Policy, *, steps: bool = False
 ) -> tuple[list[Builder], Iterator[Build], StoredEvidence]:
@@ -193,7 +208,7 @@ def replay_builds(
     policy: Policy,
     selection: Selection,
     builders: list[Builder],
-    tracker_class: type[StreakTracker] | None = None,
+    play: Play | None = None,
     *,
     evidence: EvidenceReader | None = None,
 ) -> ReplayResult:
@@ -204,11 +219,11 @@ def replay_builds(
     failures when the window opens); what they decide is not reported, nor
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
-    theirs is reported or counted.  ``tracker_class`` may play out what
-    the plugin does beyond the tracker (culprit_methods.py); ``evidence``
+    theirs is reported or counted.  ``play`` may carry out what the
+    plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
     reads a failing build's signature (see :class:`Replayer`).
     """
-    replayer = Replayer(policy, selection, builders, tracker_class, evidence=evidence)
+    replayer = Replayer(policy, selection, builders, play, evidence=evidence)
     feed = replayer.feed
     with fewer_collections():
         for build in builds:
@@ -234,17 +249,20 @@ class Replayer:
         policy: Policy,
         selection: Selection,
         builders: list[Builder],
-        tracker_class: type[StreakTracker] | None = None,
+        play: Play | None = None,
         *,
         evidence: EvidenceReader | None = None,
     ) -> None:
         self.kept = frozenset(b.name for b in builders)
-        self.tracker = (tracker_class or StreakTracker)(
+        self.tracker = StreakTracker(
             policy,
             watched=self.kept.__contains__,
             tags_of=selection.tags_of(builders),
             evidence=evidence,
         )
+        # What stands between the tracker and the result, when the plugin's
+        # post-verdict methods are played out.
+        self.executor = None if play is None else play(self.tracker, self.kept.__contains__)
         self.result = ReplayResult(policy, selection, builders=builders)
         self._keep = _Keeper(self.result.verdicts, self.result.streaks)
         since = selection.since
@@ -254,7 +272,7 @@ class Replayer:
         self.feed = self._feeder()
 
     def _feeder(self) -> Callable[[Build], None]:
-        tracker_feed = self.tracker.feed
+        tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
         counts = self._counts
         take = self.take
 
@@ -291,9 +309,9 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     once for every tracker whose policy keeps the same books, and asks each
     to judge only the builds that can change its streaks; the window's
     builds are counted once.  Each replayer's result is what it gives fed
-    alone.  Trackers of their own class (culprit finding) are fed alone.
+    alone.  Replayers with an executor (culprit finding) are fed alone.
     """
-    if any(type(r.tracker) is not StreakTracker for r in replayers):
+    if any(r.executor is not None for r in replayers):
         feeds = [r.feed for r in replayers]
 
         def each(build: Build) -> None:

@@ -31,8 +31,9 @@ from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.collector import fewer_collections
-from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
+from simulator.analysis.culprit_methods import MethodCosts, Methods
 from simulator.analysis.evaluation import evaluate
+from simulator.analysis.executor import methods_play
 from simulator.analysis.grace import apply_grace, qualifications
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
 from simulator.formatting import json_share
@@ -294,8 +295,8 @@ def run_sweep(
     for policy, methods in by_policy:
         # Verification and bisection played out by the replay's own tracker.
         costs = MethodCosts(labelled=labels is not None) if methods.any else None
-        tracker_class = None if costs is None else methods_tracker(methods, labels, costs)
-        replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
+        play = None if costs is None else methods_play(methods, labels, costs)[0]
+        replayers.append(Replayer(policy, selection, builders, play, evidence=evidence))
         costs_of.append(costs)
     feed = feed_together(replayers)
     with fewer_collections():

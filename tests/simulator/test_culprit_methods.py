@@ -10,8 +10,9 @@ from __future__ import annotations
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.verdicts import Reason, Verdict
-from simulator.analysis.culprit_methods import MethodCosts, Methods, method_table, play_out
-from simulator.analysis.replay import ReplayResult, Selection, replay_builds
+from simulator.analysis.culprit_methods import MethodCosts, Methods, method_table
+from simulator.analysis.executor import play_out
+from simulator.analysis.replay import Play, ReplayResult, Selection, replay_builds
 from simulator.history.labels import Labels
 from tests.builds_dsl import builds, change
 from tests.core.test_guards import LOGS
@@ -37,8 +38,8 @@ def labelled(cause: str, culprit: str | None = None) -> Labels:
 def replayed(
     spec: str, methods: Methods, labels: Labels | None
 ) -> tuple[ReplayResult, MethodCosts]:
-    def replay(tracker_class: type) -> ReplayResult:
-        return replay_builds(history(spec), Policy(), Selection(), [Builder("B")], tracker_class)
+    def replay(play: Play) -> ReplayResult:
+        return replay_builds(history(spec), Policy(), Selection(), [Builder("B")], play)
 
     return play_out(replay, methods, labels)
 

@@ -115,6 +115,8 @@ class Pipeline:
         self.tags: dict[str, tuple[str, ...]] = {}
         self.builder_ids: dict[str, int] = {}
         self.verdicts: list[Verdict] = []
+        # The verdicts as the machine concluded them (a thousand at most).
+        self.concluded: list[Verdict] = []
 
     def configure(self, settings: Settings, hands: Hands) -> None:
         """New settings and collaborators; the machine keeps what it holds."""
@@ -216,6 +218,8 @@ class Pipeline:
                 yield self._request(command.key)
             elif isinstance(command, Conclude):
                 verdict = command.verdict
+                self.concluded.append(verdict)
+                del self.concluded[:-1000]
                 if verdict is not came:
                     yield self._note(verdict)
                     self._log_verdict(verdict, live=act)

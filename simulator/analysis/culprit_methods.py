@@ -79,6 +79,8 @@ class Methods:
     # (core.bisection.Bisection.batch), as the plugin does on a builder
     # with several slots; the builds counted are the builds it requests.
     width: int = 1
+    # At most this many reverts filed in any 24 hours; beyond, a comment.
+    daily_cap: int | None = defaults.DAILY_CAP
 
     @property
     def any(self) -> bool:

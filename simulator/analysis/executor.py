@@ -113,7 +113,9 @@ def machine_settings(methods: Methods) -> MachineSettings:
         per_day=methods.per_day,
     )
     return MachineSettings(
-        verification=methods.verification, bisection=caps if methods.bisection else None
+        verification=methods.verification,
+        bisection=caps if methods.bisection else None,
+        daily_cap=methods.daily_cap,
     )
 
 
@@ -141,6 +143,8 @@ class Executor:
         # The verdicts the machine changed, until their streak's end reports them.
         self._replaced: dict[tuple[str, int], Verdict] = {}
         self._working: dict[tuple[str, int], _Streak] = {}
+        # What the machine asked for, in order, and the revisions it only commented on.
+        self.requested: list[RequestKey] = []
         self.commented: list[str] = []
 
     def feed(self, build: Build) -> tuple[Event, ...]:
@@ -213,6 +217,7 @@ class Executor:
         while queue:
             command = queue.pop(0)
             if isinstance(command, RequestBuild):
+                self.requested.append(command.key)
                 queue += self.machine.finished(self._run(command.key, now))
             elif isinstance(command, Conclude):
                 concluded.append(command.verdict)

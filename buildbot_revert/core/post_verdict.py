@@ -306,6 +306,7 @@ class PostVerdict:
     # -- verification ------------------------------------------------------------------
 
     def _join(self, verdict: Verdict) -> bool:
+        """Add another builder's qualification to the held verdict on its suspect, if any."""
         for held in self.state.verifying:
             if verdict.suspect is not None and held.verdict.suspect == verdict.suspect:
                 held.joined.append(verdict)
@@ -313,6 +314,7 @@ class PostVerdict:
         return False
 
     def _hold(self, event: Judged) -> list[Command]:
+        """Hold a proposing verdict, requesting its verification builds (no parent known: pass)."""
         verdict = event.verdict
         suspect = verdict.suspect
         assert suspect is not None
@@ -337,6 +339,7 @@ class PostVerdict:
         return [RequestBuild(k) for k in keys]
 
     def _verified(self, held: Verifying, key: RequestKey, build: Build) -> list[Command]:
+        """One verification build finished: wait for the other, or judge the held verdict."""
         if key.role is Role.PARENT:
             held.parent_build = build
         else:
@@ -360,6 +363,7 @@ class PostVerdict:
         return [said, Conclude(verified(verdict, judgement))]
 
     def _gave_up(self, verdict: Verdict, key: RequestKey, waited: float) -> list[Command]:
+        """The verdict declined because the build ``key`` names never ran."""
         judgement = never_ran(key.describe(), verdict.builder, waited)
         return [
             Say(f"gave up waiting for the {key.describe()}"),
@@ -370,6 +374,7 @@ class PostVerdict:
     # -- bisection -----------------------------------------------------------------------
 
     def _bisects(self, event: Judged) -> bool:
+        """Whether bisection takes up the streak and the caps hold a whole search now."""
         caps = self.settings.bisection
         assert caps is not None
         verdict = event.verdict
@@ -385,6 +390,7 @@ class PostVerdict:
         return room >= builds_needed(len(event.suspects), event.width)
 
     def _bisect(self, event: Judged) -> list[Command]:
+        """Begin a search from the builder's last green revision (none known: pass)."""
         verdict = event.verdict
         green = self.state.revisions.green_of(verdict.builder)
         if green is None:
@@ -397,6 +403,7 @@ class PostVerdict:
         return self._next_batch(bisecting, event.now)
 
     def _next_batch(self, bisecting: Bisecting, now: float) -> list[Command]:
+        """Request the next batch, as wide as the builder and the caps allow."""
         builder = bisecting.verdict.builder
         room = min(self._spent.room(builder, now), bisecting.width)
         if room < 1:
@@ -426,6 +433,7 @@ class PostVerdict:
         return [RequestBuild(k) for k in bisecting.batch]
 
     def _probed(self, bisecting: Bisecting, key: RequestKey, build: Build) -> list[Command]:
+        """One bisection build finished: wait for its batch, go on, or end the search."""
         bisecting.built.append((key.revision, build))
         if bisecting.waiting:
             move(Phase.BISECTING, Outcome.WAIT)

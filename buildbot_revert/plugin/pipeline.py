@@ -126,6 +126,7 @@ class Pipeline:
         )
 
     def _judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The tracker's verdict on a change bisection found (None without a tracker)."""
         if self.tracker is None:
             return None
         return self.tracker.judge_found(builder, change, how)
@@ -168,6 +169,7 @@ class Pipeline:
 
     @defer.inlineCallbacks
     def _gather(self, msg: dict[str, Any]) -> Any:
+        """The core's record of a finished build; notes its builder's selection, tags and id."""
         assert self.hands is not None and self.settings is not None
         gatherer = self.hands.gatherer
         builder = yield gatherer.builder(msg["builderid"])
@@ -228,6 +230,7 @@ class Pipeline:
                 log.msg(f"buildbot-revert: {command.text}")
 
     def _request(self, key: RequestKey) -> Any:
+        """Ask the master for the build ``key`` names."""
         assert self.hands is not None
         builderid = self.builder_ids.get(key.builder)
         if builderid is None:
@@ -238,6 +241,7 @@ class Pipeline:
 
     @defer.inlineCallbacks
     def _record(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> Any:
+        """Write the event to the ledger; a revision the filer claims is to be acted on."""
         assert self.hands is not None
         if self.hands.filer is None:
             return
@@ -336,6 +340,7 @@ class Pipeline:
             yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
+        """Keep the verdict among the latest and write it to the log."""
         self.verdicts.append(event)
         del self.verdicts[:-1000]
         log.msg(

@@ -172,6 +172,7 @@ class Executor:
         return tuple(out)
 
     def _judged(self, verdict: Verdict) -> list[Verdict]:
+        """A tracker's verdict through the machine: the verdicts that take its place."""
         tracker = self.tracker
         if not self.watched(verdict.builder):
             return [verdict]
@@ -301,6 +302,7 @@ def methods_play(
     made: list[Executor] = []
 
     def play(tracker: StreakTracker, watched: Callable[[str], bool]) -> Executor:
+        """The executor of one replay's tracker."""
         executor = Executor(tracker, watched, methods, truth, costs)
         made.append(executor)
         return executor

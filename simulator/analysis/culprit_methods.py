@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from buildbot_revert.core import defaults
-from buildbot_revert.core.verdicts import Reason
+from buildbot_revert.core.verdicts import PROPOSING, Reason
 from simulator.analysis.evaluation import Evaluation
 from simulator.analysis.replay import ReplayResult
 
@@ -143,8 +143,7 @@ def method_table(
             by_method[method].append(verdict.request.revision)
     # A grace period may have stood some down, the daily cap turned some
     # into comments: count what was filed.
-    proposed = {p.request.revision for p in result.proposals()}
-    filed = proposed - result.stood_down - result.commented
+    filed = {p.request.revision for p in result.proposals()} - result.stood_down
     wrong_revisions = set(evaluation.false_positive_revisions) if evaluation is not None else None
     costs = costs or MethodCosts()
     rows = []
@@ -163,7 +162,7 @@ def method_table(
             )
         )
     if costs.capped:
-        rows.append(_capped_row(proposed & result.commented, wrong_revisions))
+        rows.append(_capped_row(result))
     if VERIFICATION in costs.acted:
         withdrawn = costs.withdrawn
         right = -sum(1 for _, culprit in withdrawn if culprit) if costs.labelled else None
@@ -181,8 +180,16 @@ def method_table(
     return rows
 
 
-def _capped_row(commented: set[str], wrong_revisions: set[str] | None) -> MethodRow:
-    """The reverts the daily cap turned into comments, as negative numbers (as verification's)."""
-    wrong = None if wrong_revisions is None else -len(commented & wrong_revisions)
-    right = None if wrong is None else -len(commented) - wrong
-    return MethodRow(DAILY_CAP, -len(commented), right, wrong, 0.0, len(commented))
+def _capped_row(result: ReplayResult) -> MethodRow:
+    """The reverts the daily cap turned into comments, as negative numbers (as verification's).
+
+    Their rightness is not scored: a comment reverts nothing.
+    """
+    capped = {
+        v.request.revision
+        for v in result.verdicts
+        if v.reason in PROPOSING
+        and v.request is not None
+        and v.request.revision in result.commented
+    }
+    return MethodRow(DAILY_CAP, -len(capped), None, None, 0.0, len(capped))

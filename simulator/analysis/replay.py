@@ -135,6 +135,8 @@ class ReplayResult:
         for verdict in self.verdicts:
             if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
+                if rev in self.commented:
+                    continue  # the daily cap made it a comment: never filed
                 order.append(rev)
                 requests[rev] = verdict.request
                 started[rev] = verdict.started_at

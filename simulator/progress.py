@@ -18,7 +18,8 @@ import click
 
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
-from simulator.analysis.replay import Play, ReplayResult, Selection, replay_builds, select_builds
+from simulator.analysis.play import Play
+from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.analysis.sweep import Axis, SweepResult, combinations, run_sweep
 from simulator.history.store import HistoryStore
 

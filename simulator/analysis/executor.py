@@ -38,7 +38,8 @@ from buildbot_revert.core.tracker import Event, StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
 from buildbot_revert.core.verification import wants_verification
 from simulator.analysis.culprit_methods import VERIFICATION, MethodCosts, Methods
-from simulator.analysis.replay import Play, ReplayResult
+from simulator.analysis.play import Play
+from simulator.analysis.replay import ReplayResult
 from simulator.history.labels import Labels
 
 _HOUR = 3600.0

@@ -11,16 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import Event, StreakTracker, TrackerGroup
+from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
+from simulator.analysis.play import Play
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 
@@ -166,18 +167,6 @@ class ReplayResult:
         for streak in self.streaks:
             counts[streak.verdict.reason.value] += 1
         return counts
-
-
-class Executes(Protocol):
-    """What stands between a tracker and a replay's result (simulator.analysis.executor)."""
-
-    def feed(self, build: Build) -> tuple[Event, ...]:
-        """Feed one build; the events to keep."""
-        ...
-
-
-# Makes the executor of one replay's tracker, told which builders are selected.
-Play = Callable[[StreakTracker, Callable[[str], bool]], Executes]
 
 
 def select_builds(

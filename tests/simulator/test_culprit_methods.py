@@ -12,7 +12,8 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.culprit_methods import MethodCosts, Methods, method_table
 from simulator.analysis.executor import play_out
-from simulator.analysis.replay import Play, ReplayResult, Selection, replay_builds
+from simulator.analysis.play import Play
+from simulator.analysis.replay import ReplayResult, Selection, replay_builds
 from simulator.history.labels import Labels
 from tests.builds_dsl import builds, change
 from tests.core.test_guards import LOGS

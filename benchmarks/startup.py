@@ -149,10 +149,10 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
     For ``--check``: ``RevertReporter.verdicts`` keeps only the last 1,000.
     """
     from buildbot_revert.plugin.gather import Gatherer
-    from buildbot_revert.plugin.reporter import RevertReporter
+    from buildbot_revert.plugin.pipeline import Pipeline
 
     gather = Gatherer.build
-    log_verdict = RevertReporter._log_verdict
+    log_verdict = Pipeline._log_verdict
 
     def build(self, entity):
         def keep(gathered: Build | None) -> Build | None:
@@ -167,7 +167,7 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
         return log_verdict(self, event, live=live)
 
     Gatherer.build = build  # type: ignore[method-assign]
-    RevertReporter._log_verdict = logged  # type: ignore[method-assign]
+    Pipeline._log_verdict = logged  # type: ignore[method-assign]
 
 
 def run_phase(phase: str, basedir: Path, out: Path, record: Path | None) -> None:

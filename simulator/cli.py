@@ -22,7 +22,8 @@ import click
 
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
-from simulator.analysis.culprit_methods import Methods, play_out
+from simulator.analysis.culprit_methods import Methods
+from simulator.analysis.executor import play_out
 from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes

@@ -18,7 +18,7 @@ import click
 
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.tracker import StreakTracker
+from simulator.analysis.play import Play
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.analysis.sweep import Axis, SweepResult, combinations, run_sweep
 from simulator.history.store import HistoryStore
@@ -68,21 +68,19 @@ def replay_with_progress(
     store: HistoryStore,
     policy: Policy,
     selection: Selection,
-    tracker_class: type[StreakTracker] | None = None,
+    play: Play | None = None,
 ) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal."""
     selection = selection.of_history(store.builders())
-    # A tracker of its own plays out culprit finding, which copies failing
-    # builds with their logs: it is fed them.
-    builders, builds, evidence = select_builds(
-        store, selection, policy, steps=tracker_class is not None
-    )
+    # An executor plays out culprit finding, which copies failing builds
+    # with their logs: it is fed them.
+    builders, builds, evidence = select_builds(store, selection, policy, steps=play is not None)
     return replay_builds(
         counted(builds, store.count_builds(), "Replaying"),
         policy,
         selection,
         builders,
-        tracker_class,
+        play,
         evidence=evidence,
     )
 

@@ -113,6 +113,9 @@ builders' first failing builds share: ``revert-by-intersection``),
 :mod:`.verification` (what a build of the suspect's parent proves:
 ``environment``, ``unverified``) and :mod:`.bisection` (which revision to
 build next, and the culprit found: ``revert-by-bisection``, judged by
-``StreakTracker.judge_found``); the plugin requests those builds, the
-simulator plays them out.
+``StreakTracker.judge_found``); past the verdict, :mod:`.post_verdict` (the
+machine that decides which builds to request, what to conclude and when the
+daily cap turns a revert into a comment; its events and commands in
+:mod:`.machine_io`, requested builds named by :mod:`.requests`): the plugin
+carries its commands out on the master, the simulator from its truth model.
 """

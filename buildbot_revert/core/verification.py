@@ -116,3 +116,12 @@ def judge(
         f"verified: the parent of {short}, built now on {parent.builder} "
         f"(build {parent.number}), passes{built}",
     )
+
+
+def verified(verdict: Verdict, judgement: Judgement) -> Verdict:
+    """The verdict as its requested builds end it: kept with their proof, or declined."""
+    if judgement.reason is None:
+        return verdict._replace(explanation=f"{verdict.explanation}; {judgement.explanation}")
+    return verdict._replace(
+        reason=judgement.reason, explanation=judgement.explanation, request=None
+    )

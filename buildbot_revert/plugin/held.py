@@ -1,7 +1,7 @@
 """Held verdicts and bisections in flight, kept in the master's database.
 
-A verdict held for its verification builds (:mod:`.verification`) and a
-bisection waiting for its next build (:mod:`.bisection`) exist only until
+A verdict held for its verification builds and a bisection waiting for its
+next build (the post-verdict machine's state, :mod:`.pipeline`) exist only until
 their builds finish; the tracker has already counted the change as
 proposed, so a reporter that forgot them after a restart would never file
 it.  This module keeps each of them as a row (the core's own objects,

@@ -1,21 +1,18 @@
 """``RevertReporter``: the Buildbot service that watches builds and proposes reverts.
 
-Thin by design.  On every finished build (the ``('builds', None,
-'finished')`` event Buildbot's own reporters consume) it asks
-:class:`~.gather.Gatherer` for the core's record of the build, feeds the
-shared :class:`~buildbot_revert.core.tracker.StreakTracker`, logs every
-verdict, and hands REVERT verdicts to :class:`~.filing.Filer`.  Builds are
-handled one at a time, in the order they finished, behind a
+Thin by design: a Buildbot service that wires its collaborators
+(:class:`~.wiring.Wiring`, on every (re)configuration) and hands every
+finished build (the ``('builds', None, 'finished')`` event Buildbot's own
+reporters consume) to one :class:`~.pipeline.Pipeline`, which feeds the
+tracker and carries out what the core's post-verdict machine decides.
+Builds are handled one at a time, in the order they finished, behind a
 ``DeferredLock``: the tracker needs completion order, and the event consumer
 returns at once so the master never waits for the reporter.  Any error while
 handling one build is logged with ``log.err`` and the next build is handled
-as usual.
-
-Every event of a watched builder goes to the filer, which records what it
-tells a grace decision in the ledger while the lock is held (so a deadline
-checked later sees every build completed before it) and acts on GitHub in
-the background; its verdicts and streak ends are also kept, once per
-streak, in :mod:`.decisions` for the dashboard (:mod:`buildbot_revert.dashboard`).
+as usual.  Besides the builds it runs two loops: the filer's periodic check
+(grace deadlines, rows to retry, revert PRs to follow) and, with
+verification or bisection on, the machine's clock (requested builds that
+never ran).
 
 On start (in the background: the master does not wait, the builds that
 finish meanwhile wait behind the lock, and ``ready`` fires when it is done)
@@ -31,12 +28,8 @@ and when it stops, pickled in the database's thread: the reactor's thread
 never serialises the tracker (it is the master's, and the state grows with
 the builders and the guards' windows).
 
-The GitHub token is rendered here, on every (re)configuration, and only when
-the mode needs it (``comment`` or ``revert``): a dry run starts without one.
-A token that cannot be rendered (say the secret is missing) is one line in
-the log naming the secret, never a traceback and never the value; the
-reporter then decides and logs as usual but does nothing on GitHub until a
-later (re)configuration renders the token.  (A restart is the sure way:
+The GitHub token is rendered on every (re)configuration (:mod:`.wiring`),
+only when the mode needs it.  (A restart is the sure way to supply one:
 Buildbot reconfigures ``c['services']`` before ``c['secretsProviders']``,
 and ``SecretInAFile`` reads its files only when its arguments change.)
 
@@ -54,38 +47,18 @@ from typing import Any
 
 from buildbot import config as bb_config
 from buildbot.util import service
-from treq.client import HTTPClient
 from twisted.internet import defer, task
 from twisted.python import log
 from twisted.python.failure import Failure
-from twisted.web.client import Agent, HTTPConnectionPool
 
-from buildbot_revert.core.model import Build
-from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
-from buildbot_revert.core.verification import Judgement, wants_verification
-from buildbot_revert.github import GitHubClient
-from buildbot_revert.plugin.bisection import Bisector, builder_slots
-from buildbot_revert.plugin.config import (
-    Mode,
-    Settings,
-    SettingsError,
-    describe_token,
-    parse_arguments,
-    rendered_token,
-)
-from buildbot_revert.plugin.decisions import Decisions
-from buildbot_revert.plugin.filing import Filer
-from buildbot_revert.plugin.follow_up import FollowUp
-from buildbot_revert.plugin.gather import Gatherer
-from buildbot_revert.plugin.held import HeldStore
-from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Memory, Snapshot
+from buildbot_revert.core.verdicts import Verdict
+from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_arguments
+from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
-from buildbot_revert.plugin.notify import Notifier, Webhook
-from buildbot_revert.plugin.notify.settings import public_part
-from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, verified
+from buildbot_revert.plugin.notify import Notifier
+from buildbot_revert.plugin.pipeline import Hands, Pipeline
+from buildbot_revert.plugin.wiring import Parts, Wiring
 
 FINISHED = ("builds", None, "finished")
 # A new change's event carries the change as the data API returns it.
@@ -93,11 +66,6 @@ NEW_CHANGE = ("changes", None, "new")
 # The tracker's memory is saved after this many builds, or this many seconds.
 SAVE_EVERY = 500
 SAVE_AFTER = 600.0
-# The daily caps count the builds requested in the last day.
-DAY = 86400.0
-# A restarted reporter looks this far back for the builds its held verdicts
-# requested before requesting any again.
-RESUME_LOOK_BACK = 7 * DAY
 
 
 # Buildbot ships no type information, so BuildbotService is Any to mypy.
@@ -107,43 +75,22 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     name = "RevertReporter"
     # No ``secrets = ["token"]``: Buildbot would render the token before every
     # reconfigService, even in dry-run, and a missing secret would stop the
-    # master with a traceback.  reconfigService renders it (_render_token).
+    # master with a traceback.  reconfigService renders it (.wiring).
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.settings: Settings | None = None
-        self.tracker: StreakTracker | None = None
-        self.gatherer: Gatherer | None = None
-        self.ledger: Ledger | None = None
-        self.filer: Filer | None = None
-        # Follows filed revert PRs to their end; announces on webhooks (issue 16).
-        self.follow_up: FollowUp | None = None
-        self.notifier = Notifier()
-        # Verification and bisection builds (settings.verification,
-        # settings.bisection): None when off; what each builder last built green.
-        self.verifier: Verifier | None = None
-        self.bisector: Bisector | None = None
-        self._revisions = BuiltRevisions()
-        self.verdicts: list[Verdict] = []
+        # The collaborators of the current configuration (.wiring).
+        self.parts: Parts | None = None
+        self._wiring: Wiring | None = None
+        self.pipeline = Pipeline(None, lambda: 0.0, self._build_url, self._background)
         self._consumer: Any = None
         self._change_consumer: Any = None
         self._lock = defer.DeferredLock()
         self._replayed: set[int] = set()
-        self._builder_ids: dict[str, int] = {}
-        # Builders the selection (regex or names, tags) lets propose; others are evidence.
-        self._watched: set[str] = set()
-        # Every gathered builder's tags, which the tracker asks for (pull
-        # requests, tolerated builders, docs builders).
-        self._tags: dict[str, tuple[str, ...]] = {}
         self._pending_loop: task.LoopingCall | None = None
         # Looks for verification and bisection builds that never ran.
         self._overdue_loop: task.LoopingCall | None = None
-        self._http_pool: HTTPConnectionPool | None = None
         self._filing: set[defer.Deferred[Any]] = set()
-        self.memory: Memory | None = None
-        # Held verdicts and bisections in flight, and the builds requested.
-        self.held: HeldStore | None = None
-        # Every verdict of a watched builder, for the dashboard (plugin.decisions).
-        self.decisions: Decisions | None = None
         # Where the next snapshot's catch-up starts.
         self._catch_up = CatchUp()
         self._unsaved = 0
@@ -152,6 +99,28 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Fires once the tracker's memory is restored or rebuilt (see startService).
         self.ready: defer.Deferred[Any] = defer.succeed(None)
         super().__init__(*args, **kwargs)
+
+    # -- the parts, as their own names ----------------------------------------------
+
+    @property
+    def tracker(self) -> StreakTracker | None:
+        return self.pipeline.tracker
+
+    @tracker.setter
+    def tracker(self, tracker: StreakTracker | None) -> None:
+        self.pipeline.tracker = tracker
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """The latest verdicts logged (a thousand at most)."""
+        return self.pipeline.verdicts
+
+    def __getattr__(self, name: str) -> Any:
+        # gatherer, ledger, memory, decisions, held, notifier, filer, follow_up.
+        if name in _PARTS:
+            parts = self.__dict__.get("parts")
+            return getattr(parts, name) if parts is not None else _NO_PART.get(name)
+        raise AttributeError(name)
 
     # -- configuration ----------------------------------------------------------
 
@@ -188,90 +157,19 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         kwargs.pop("name", None)
         settings = parse_arguments(args, kwargs)
         self.settings = settings
-        if self.gatherer is None:
-            self.gatherer = Gatherer(self.master, settings.log_lines)
-        else:
-            self.gatherer.log_lines = settings.log_lines
-            self.gatherer.forget_builders()
-        if self.ledger is None:
-            self.ledger = Ledger(self.master.db.pool.do)
-        if self.memory is None:
-            self.memory = Memory(self.master.db.pool.do)
-        if self.decisions is None:
-            self.decisions = Decisions(self.master.db.pool.do)
-        if self.held is None:
-            self.held = HeldStore(self.master.db.pool.do, self._memory_owner())
-        client = None
-        if settings.mode is Mode.DRY_RUN:
-            log.msg(
-                f"buildbot-revert: {settings.repo}, mode 'dry-run': verdicts are logged and "
-                "proposed reverts recorded in the master's database; nothing is done on GitHub"
-            )
-        else:
-            token = yield self._render_token(settings)
-            if token is not None:
-                client = self._client(settings, token)
-                log.msg(
-                    f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
-                    f"acting on GitHub with {describe_token(settings.token)}"
-                )
-        self.notifier = yield self._notifier(settings)
-        # Without a client a mode that acts on GitHub has no hands: verdicts
-        # are still logged, nothing is filed or recorded.
-        self.filer = None
-        self.follow_up = None
-        if settings.mode is Mode.DRY_RUN or client is not None:
-            self.filer = Filer(
-                settings,
-                self.ledger,
-                client,
-                clock=self._reactor(),
-                master_name=self._master_name(),
-                build_url=self._build_url,
-                master_url=self._web_url(),
-                notify=self.notifier.notify,
-            )
-        if client is not None:
-            self.follow_up = FollowUp(
-                settings,
-                self.ledger,
-                client,
-                clock=self._reactor(),
-                master_name=self._master_name(),
-                build_url=self._build_url,
-                notify=self.notifier.notify,
-            )
-        self.verifier = (
-            Verifier(
+        if self._wiring is None:
+            self._wiring = Wiring(
                 self.master,
-                self.gatherer,
-                self._builder_ids.get,
+                self._reactor(),
+                self.renderSecrets,
+                self._memory_owner(),
                 self._build_url,
-                self._revisions,
-                store=self.held,
-                clock=self._reactor().seconds,
             )
-            if settings.verification
-            else None
-        )
-        self.bisector = (
-            Bisector(
-                self.master,
-                self.gatherer,
-                settings.bisection,
-                self._builder_ids.get,
-                self._build_url,
-                self._revisions,
-                self._reactor().seconds,
-                store=self.held,
-                width=lambda builder: builder_slots(self.master, builder),
-            )
-            if settings.bisection is not None
-            else None
-        )
+        self.parts = yield self._wiring.wire(settings, self.parts)
+        pipeline = self.pipeline
+        pipeline.master, pipeline.clock = self.master, self._reactor().seconds
+        pipeline.configure(settings, Hands(**{name: getattr(self.parts, name) for name in _HANDS}))
         if self.tracker is not None:
-            # A reconfiguration makes new ones: they take back what is held.
-            yield self._restore_held()
             self._schedule_overdue()
         if self.tracker is not None and self.tracker.policy != settings.policy:
             # A new policy needs a fresh tracker, rebuilt from recent history.
@@ -283,65 +181,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     def _reactor(self) -> Any:
         return getattr(self.master, "reactor", None) or _global_reactor()
 
-    @defer.inlineCallbacks
     def _render_token(self, settings: Settings) -> Any:
-        """The token as a string, or None after one line in the log saying why not.
-
-        Neither the line nor anything else here ever holds the token's value.
-        """
-        what = describe_token(settings.token)
-        try:
-            value = yield self.renderSecrets(settings.token)
-        except Exception as exc:
-            problem = f"could not be rendered: {_one_line(exc)}"
-        else:
-            try:
-                return rendered_token(value)
-            except SettingsError as exc:
-                problem = f"is unusable: {exc}"
-        log.msg(
-            f"buildbot-revert: {what} {problem}; mode {settings.mode.value!r} needs it, "
-            "so nothing is done on GitHub until it is supplied and the master restarted"
-        )
-        return None
-
-    def _client(self, settings: Settings, token: str) -> GitHubClient:
-        reactor = self._reactor()
-        return GitHubClient(self._http(), settings.api_url, settings.repo, token, clock=reactor)
-
-    def _http(self) -> HTTPClient:
-        """The master's HTTP client (treq on its reactor), shared by GitHub and the webhooks."""
-        reactor = self._reactor()
-        if self._http_pool is None:
-            # twisted.web.client has no annotations for HTTPConnectionPool and Agent.
-            self._http_pool = HTTPConnectionPool(reactor, persistent=True)  # type: ignore[no-untyped-call]
-        # Agent implements IAgent, which mypy cannot see without the zope plugin.
-        agent = Agent(reactor, pool=self._http_pool)  # type: ignore[no-untyped-call]
-        return HTTPClient(agent)  # type: ignore[arg-type]
-
-    @defer.inlineCallbacks
-    def _notifier(self, settings: Settings) -> Any:
-        """The webhooks, their URLs rendered (a secret's value never reaches the log)."""
-        hooks = []
-        for spec in settings.webhooks:
-            try:
-                url = yield self.renderSecrets(spec.url)
-            except Exception as exc:
-                log.msg(
-                    f"buildbot-revert: a {spec.name} webhook URL could not be rendered "
-                    f"({type(exc).__name__}); that webhook is off"
-                )
-                continue
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                log.msg(f"buildbot-revert: a {spec.name} webhook URL is not http(s); it is off")
-                continue
-            hooks.append(Webhook(spec, url.strip(), self._http(), self._reactor()))
-            log.msg(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")
-        return Notifier(hooks)
-
-    def _master_name(self) -> str:
-        name = getattr(self.master, "name", None) or ""
-        return str(name)[:255]
+        """The token as a string, or None after one line in the log (see .wiring)."""
+        if self._wiring is None:
+            self._wiring = Wiring(
+                self.master, self._reactor(), self.renderSecrets, "", self._build_url
+            )
+        return self._wiring.render_token(settings)
 
     def _web_url(self) -> str | None:
         url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
@@ -349,10 +195,14 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     def _build_url(self, builder: str, number: int) -> str | None:
         base = self._web_url()
-        builderid = self._builder_ids.get(builder)
+        builderid = self.pipeline.builder_ids.get(builder)
         if base is None or builderid is None:
             return None
         return f"{base.rstrip('/')}/#/builders/{builderid}/builds/{number}"
+
+    def _master_name(self) -> str:
+        name = getattr(self.master, "name", None) or ""
+        return str(name)[:255]
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -400,9 +250,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         yield self._lock.run(lambda: None)
         yield defer.DeferredList(list(self._filing))
         yield self._lock.run(self._save_memory)
-        if self._http_pool is not None:
+        pool = self._wiring.http_pool if self._wiring is not None else None
+        if pool is not None:
             # twisted.web.client has no annotations for HTTPConnectionPool.
-            yield self._http_pool.closeCachedConnections()  # type: ignore[no-untyped-call]
+            yield pool.closeCachedConnections()  # type: ignore[no-untyped-call]
         yield super().stopService()
 
     @defer.inlineCallbacks
@@ -418,12 +269,12 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 yield self.held.create()
             # Before the replay: a verification build that finished while
             # the master was down completes the verdict it was held for.
-            yield self._restore_held()
+            yield self.pipeline.restore()
             proposed = yield self.ledger.revisions()
             snapshot = yield self._load_memory()
             if snapshot is not None:
                 self.tracker = snapshot.tracker
-                self.tracker.attach(self._watched.__contains__, self._builder_tags)
+                self.tracker.attach(self.pipeline.watched.__contains__, self.pipeline.builder_tags)
                 self.tracker.also_proposed(proposed)
                 self._catch_up = CatchUp.of(snapshot)
                 since = snapshot.last_complete_at - OVERLAP
@@ -453,41 +304,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )
             yield self._save_memory()
-            yield self._resume_held()
+            yield self.pipeline.resume()
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
-
-    @defer.inlineCallbacks
-    def _restore_held(self) -> Any:
-        """Take back the held verdicts and bisections a previous process left (:mod:`.held`)."""
-        if self.held is None or (self.verifier is None and self.bisector is None):
-            return
-        try:
-            rows = yield self.held.load()
-            requests = yield self.held.requests_since(self._reactor().seconds() - DAY)
-        except Exception as exc:
-            _log_failure(exc, "buildbot-revert: could not read the held verdicts")
-            return
-        held = self.verifier.restore(rows) if self.verifier is not None else 0
-        searches = self.bisector.restore(rows, requests) if self.bisector is not None else 0
-        if held or searches:
-            log.msg(
-                f"buildbot-revert: took back {held} verdict(s) held for verification and "
-                f"{searches} bisection(s) in flight"
-            )
-
-    @defer.inlineCallbacks
-    def _resume_held(self) -> Any:
-        """Request again what the held verdicts and searches never had requested."""
-        since = self._reactor().seconds() - RESUME_LOOK_BACK
-        again = 0
-        for holder in (self.verifier, self.bisector):
-            if holder is not None:
-                again += yield holder.resume(since)
-        if again:
-            log.msg(f"buildbot-revert: requested {again} build(s) again that never were")
 
     @defer.inlineCallbacks
     def _load_memory(self) -> Any:
@@ -534,12 +355,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         return StreakTracker(
             self.settings.policy,
             proposed=proposed,
-            watched=self._watched.__contains__,
-            tags_of=self._builder_tags,
+            watched=self.pipeline.watched.__contains__,
+            tags_of=self.pipeline.builder_tags,
         )
-
-    def _builder_tags(self, builder: str) -> tuple[str, ...]:
-        return self._tags.get(builder, ())
 
     def _schedule_pending(self) -> None:
         settings = self.settings
@@ -558,13 +376,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop.start(interval, now=False)
 
     def _schedule_overdue(self) -> None:
-        """Look for forced builds that never ran, a few times per timeout."""
+        """Look for requested builds that never ran, a few times per timeout."""
         settings = self.settings
         if settings is None or not self.running:
             return
         if self._overdue_loop is not None and self._overdue_loop.running:
             self._overdue_loop.stop()
-        if self.verifier is None and self.bisector is None:
+        if not self.pipeline.waits:
             return
         interval = min(60.0, max(1.0, settings.forced_build_timeout / 4))
         self._overdue_loop = task.LoopingCall(lambda: self._lock.run(self._check_overdue))
@@ -573,20 +391,9 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     @defer.inlineCallbacks
     def _check_overdue(self) -> Any:
-        """Decline held verdicts, and abandon bisections, whose builds never ran."""
-        assert self.settings is not None
-        now, timeout = self._reactor().seconds(), self.settings.forced_build_timeout
+        """The machine's clock: decline what waits for builds that never ran."""
         try:
-            ended = []
-            for holder in (self.verifier, self.bisector):
-                if holder is not None:
-                    ended += yield holder.overdue(now, timeout)
-            for verdict, judgement in ended:
-                for event in self._verified(verdict, judgement):
-                    yield self._note(event)
-                    self._log_verdict(event, live=True)
-                    if self.filer is not None:
-                        yield defer.Deferred.fromCoroutine(self.filer.record(event))
+            yield self.pipeline.check_overdue()
         except Exception as exc:  # the loop must go on
             _log_failure(exc, "buildbot-revert: checking for forced builds that never ran failed")
 
@@ -635,21 +442,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 _log_failure(exc, "buildbot-revert: could not read a new change's event")
 
     @defer.inlineCallbacks
-    def _gather(self, msg: dict[str, Any]) -> Any:
-        assert self.gatherer is not None and self.settings is not None
-        builder = yield self.gatherer.builder(msg["builderid"])
-        if builder is None:
-            return None
-        if self.settings.watches(builder.name, builder.tags):
-            self._watched.add(builder.name)
-        else:
-            self._watched.discard(builder.name)
-        self._builder_ids[builder.name] = msg["builderid"]
-        self._tags[builder.name] = builder.tags
-        build = yield self.gatherer.build(msg)
-        return build
-
-    @defer.inlineCallbacks
     def _handle(self, msg: dict[str, Any]) -> Any:
         try:
             if msg.get("buildid") in self._replayed:
@@ -669,148 +461,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     @defer.inlineCallbacks
     def _feed(self, msg: dict[str, Any], *, act: bool) -> Any:
-        """Gather one finished build, feed it to the tracker, and hand on its events.
-
-        ``act`` False: a rebuild of the memory from history, whose verdicts
-        are recorded for revisions already in the ledger and acted on never.
-        """
-        assert self.tracker is not None
-        build = yield self._gather(msg)
-        if build is None:
-            return
-        verifier = self.verifier
-        if build.verification is None:
-            self._revisions.remember(build)
-            if self.follow_up is not None and act:
-                yield self._follow(build)
-        events = self.tracker.feed(build)
-        self._catch_up.note(build.completed_at, msg["buildid"])
-        if build.verification is not None:
-            events = (yield self._requested_build_finished(build)) if act else ()
-        # Acted on once every event of the build is recorded: a verified
-        # revert's builders that joined it while it was held are then named.
-        to_file: list[str] = []
-        for event in events:
-            # Builders outside the selection only lend their evidence.
-            if event.builder not in self._watched:
-                continue
-            # Kept for the dashboard, a verdict held for verification too.
-            yield self._note(event)
-            if isinstance(event, Verdict):
-                self._log_verdict(event, live=act)
-                if (
-                    verifier is not None
-                    and act
-                    and build.verification is None
-                    and ((yield self._hold(verifier, event)) or (yield verifier.join(event)))
-                ):
-                    continue
-                if act and build.verification is None:
-                    yield self._bisect(event)
-            if self.filer is None:
-                continue
-            revision = yield defer.Deferred.fromCoroutine(self.filer.record(event, claim=act))
-            if revision is not None:
-                to_file.append(revision)
-        for revision in dict.fromkeys(to_file):
-            self._file(revision)
-
-    @defer.inlineCallbacks
-    def _hold(self, verifier: Verifier, verdict: Verdict) -> Any:
-        """Hold a proposing verdict for its verification builds; False if not held."""
-        if not wants_verification(verdict) or verdict.suspect is None or self.tracker is None:
-            return False
-        suspects = self.tracker.suspects_of(verdict.builder) or (verdict.suspect,)
-        held = yield verifier.hold(verdict, suspects)
-        return bool(held)
-
-    @defer.inlineCallbacks
-    def _bisect(self, verdict: Verdict) -> Any:
-        """Start bisecting a several-change streak, when bisection is on and may."""
-        bisector, tracker = self.bisector, self.tracker
-        if bisector is None or tracker is None:
-            return
-        suspects = tracker.suspects_of(verdict.builder)
-        if bisector.wants(verdict, suspects, tolerated=tracker.is_tolerated(verdict.builder)):
-            started = yield bisector.start(verdict, suspects)
-            if not started:
-                log.msg(f"buildbot-revert: cannot bisect {verdict.builder}: no green revision")
-
-    @defer.inlineCallbacks
-    def _requested_build_finished(self, build: Build) -> Any:
-        """One of our builds finished: the verdicts it completes (held, or found)."""
-        if self.verifier is not None:
-            done = yield self.verifier.finished(build)
-            if done is not None:
-                verdict, judgement, joined = done
-                ended = self._verified(verdict, judgement)
-                # Builders that qualified meanwhile join a filed revert; a
-                # declined one takes them with it.
-                return ended + tuple(joined) if judgement.confirmed else ended
-        if self.bisector is None or self.tracker is None:
-            return ()
-        outcome = yield self.bisector.finished(build)
-        if outcome is None:
-            return ()
-        if outcome[0] == "declined":
-            _, verdict, judgement = outcome
-            return self._verified(verdict, judgement)
-        _, verdict, change, how = outcome
-        found = self.tracker.judge_found(verdict.builder, change, how)
-        log.msg(f"buildbot-revert: bisection on {verdict.builder} found {change.revision[:12]}")
-        return () if found is None else (found,)
-
-    def _verified(self, verdict: Verdict, judgement: Judgement) -> tuple[Verdict, ...]:
-        """A verification ended: the held verdict as it ends."""
-        outcome = judgement.reason.value if judgement.reason else "confirmed"
-        log.msg(f"buildbot-revert: verification on {verdict.builder}: {outcome}")
-        return (verified(verdict, judgement),)
-
-    @defer.inlineCallbacks
-    def _note(self, event: Verdict | Streak) -> Any:
-        """Keep the verdict (or the streak's end) for the dashboard; never stops the feed."""
-        if self.decisions is None:
-            return
-        try:
-            yield self.decisions.note(event)
-        except Exception as exc:
-            _log_failure(exc, "buildbot-revert: could not keep a verdict for the dashboard")
-
-    @defer.inlineCallbacks
-    def _follow(self, build: Any) -> Any:
-        """A build of a revert PR updates its summary; a reland is linked (issue 16)."""
-        assert self.follow_up is not None
-        follow_up = self.follow_up
-        if pull_number_of_branch(build.branch) is not None:
-            revision = yield defer.Deferred.fromCoroutine(follow_up.revert_build(build))
-            if revision is not None:
-                self._background(
-                    defer.Deferred.fromCoroutine(follow_up.summarise(revision)),
-                    f"summarising the builds of the revert of {revision[:12]}",
-                )
-        elif build.changes and follow_up.relands(build.changes):
-            yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
-
-    def _log_verdict(self, event: Verdict, *, live: bool) -> None:
-        self.verdicts.append(event)
-        del self.verdicts[:-1000]
-        log.msg(
-            f"buildbot-revert: {event.builder} streak from build "
-            f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
-        )
-        if live and event.reason in PROPOSING and self.filer is None:
-            revision = event.request.revision if event.request else "?"
-            log.msg(
-                f"buildbot-revert: not acting on {revision[:12]}: "
-                "no usable GitHub token (see the line about it above)"
-            )
-
-    def _file(self, revision: str) -> None:
-        """Act on a revision in the background: GitHub may take minutes."""
-        assert self.filer is not None
-        self._background(
-            defer.Deferred.fromCoroutine(self.filer.act(revision)), f"acting on {revision[:12]}"
-        )
+        """Hand one finished build to the pipeline; note it for the memory's catch-up."""
+        build = yield self.pipeline.feed(msg, act=act)
+        if build is not None:
+            self._catch_up.note(build.completed_at, msg["buildid"])
 
     def _background(self, d: defer.Deferred[Any], what: str) -> None:
         """Run ``d`` on its own; stopping the service waits for it."""
@@ -825,18 +479,12 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
 
 _HIDDEN = "<the GitHub token, hidden>"
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception's message on one short line (a KeyError's without its quotes)."""
-    # util.Interpolate renders its parts with gatherResults: the cause is inside.
-    while isinstance(exc, defer.FirstError) and exc.subFailure.value is not None:
-        exc = exc.subFailure.value
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        text = exc.args[0]
-    else:
-        text = str(exc) or type(exc).__name__
-    return " ".join(text.split())[:300]
+# The parts a reporter reads as attributes, and those the pipeline acts through.
+_PARTS = frozenset(
+    ("gatherer", "ledger", "memory", "decisions", "held", "notifier", "filer", "follow_up")
+)
+_HANDS = ("gatherer", "filer", "follow_up", "decisions", "held")
+_NO_PART: dict[str, Any] = {"notifier": Notifier()}
 
 
 def _log_failure(failure: BaseException | Failure, why: str) -> None:

@@ -21,6 +21,7 @@ from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
+from simulator.analysis.play import Play
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 
@@ -113,6 +114,9 @@ class ReplayResult:
     grace: float = 0.0
     stood_down: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()
+    # The proposed revisions the daily cap on filed reverts turned into
+    # comments (set when the post-verdict machine is played out).
+    commented: frozenset[str] = frozenset()
 
     @property
     def left_to_judgement(self) -> int:
@@ -144,6 +148,8 @@ class ReplayResult:
         for verdict in self.verdicts:
             if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
+                if rev in self.commented:
+                    continue  # the daily cap made it a comment: never filed
                 order.append(rev)
                 requests[rev] = verdict.request
                 started[rev] = verdict.started_at
@@ -205,7 +211,7 @@ def replay_builds(
     policy: Policy,
     selection: Selection,
     builders: list[Builder],
-    tracker_class: type[StreakTracker] | None = None,
+    play: Play | None = None,
     *,
     evidence: EvidenceReader | None = None,
 ) -> ReplayResult:
@@ -216,11 +222,11 @@ def replay_builds(
     failures when the window opens); what they decide is not reported, nor
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
-    theirs is reported or counted.  ``tracker_class`` may play out what
-    the plugin does beyond the tracker (culprit_methods.py); ``evidence``
+    theirs is reported or counted.  ``play`` may carry out what the
+    plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
     reads a failing build's signature (see :class:`Replayer`).
     """
-    replayer = Replayer(policy, selection, builders, tracker_class, evidence=evidence)
+    replayer = Replayer(policy, selection, builders, play, evidence=evidence)
     feed = replayer.feed
     with fewer_collections():
         for build in builds:
@@ -246,17 +252,20 @@ class Replayer:
         policy: Policy,
         selection: Selection,
         builders: list[Builder],
-        tracker_class: type[StreakTracker] | None = None,
+        play: Play | None = None,
         *,
         evidence: EvidenceReader | None = None,
     ) -> None:
         self.kept = frozenset(b.name for b in builders)
-        self.tracker = (tracker_class or StreakTracker)(
+        self.tracker = StreakTracker(
             policy,
             watched=self.kept.__contains__,
             tags_of=selection.tags_of(builders),
             evidence=evidence,
         )
+        # What stands between the tracker and the result, when the plugin's
+        # post-verdict methods are played out.
+        self.executor = None if play is None else play(self.tracker, self.kept.__contains__)
         self.result = ReplayResult(policy, selection, builders=builders)
         self._keep = _Keeper(self.result.verdicts, self.result.streaks)
         since = selection.since
@@ -266,7 +275,7 @@ class Replayer:
         self.feed = self._feeder()
 
     def _feeder(self) -> Callable[[Build], None]:
-        tracker_feed = self.tracker.feed
+        tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
         counts = self._counts
         take = self.take
 
@@ -303,9 +312,9 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     once for every tracker whose policy keeps the same books, and asks each
     to judge only the builds that can change its streaks; the window's
     builds are counted once.  Each replayer's result is what it gives fed
-    alone.  Trackers of their own class (culprit finding) are fed alone.
+    alone.  Replayers with an executor (culprit finding) are fed alone.
     """
-    if any(type(r.tracker) is not StreakTracker for r in replayers):
+    if any(r.executor is not None for r in replayers):
         feeds = [r.feed for r in replayers]
 
         def each(build: Build) -> None:

@@ -31,8 +31,9 @@ from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.collector import fewer_collections
-from simulator.analysis.culprit_methods import MethodCosts, Methods, methods_tracker
+from simulator.analysis.culprit_methods import MethodCosts, Methods
 from simulator.analysis.evaluation import evaluate
+from simulator.analysis.executor import Executor, methods_play
 from simulator.analysis.grace import apply_grace, qualifications
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
 from simulator.formatting import json_share
@@ -291,17 +292,22 @@ def run_sweep(
         by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
     replayers: list[Replayer] = []
     costs_of: list[MethodCosts | None] = []
+    # Each replay's executors: the reverts the daily cap made comments.
+    executors: list[list[Executor]] = []
     for policy, methods in by_policy:
         # Verification and bisection played out by the replay's own tracker.
         costs = MethodCosts(labelled=labels is not None) if methods.any else None
-        tracker_class = None if costs is None else methods_tracker(methods, labels, costs)
-        replayers.append(Replayer(policy, selection, builders, tracker_class, evidence=evidence))
+        play, made = (None, []) if costs is None else methods_play(methods, labels, costs)
+        replayers.append(Replayer(policy, selection, builders, play, evidence=evidence))
         costs_of.append(costs)
+        executors.append(made)
     feed = feed_together(replayers)
     with fewer_collections():
         for build in builds:
             feed(build)
         results = [replayer.finish() for replayer in replayers]
+    for result, made in zip(results, executors, strict=True):
+        result.commented = frozenset(r for e in made for r in e.commented)
     rows: list[SweepRow | None] = [None] * len(combos)
     first: ReplayResult | None = None
     for result, costs, settled in zip(results, costs_of, by_policy.values(), strict=True):

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
 from tests.plugin.test_reporter_e2e import merged_pr, reporter_config, wait_for
@@ -59,8 +60,11 @@ def test_bisection_finds_the_breaking_commit_of_one_push(github, masters, tmp_pa
     # The parent, then the first of the two: exactly the revisions needed.
     built = [(b["properties"]["got_revision"][0], b["results"]) for b in requested_builds(harness)]
     assert built == [(good, 0), (bad, 2)]
-    for b in requested_builds(harness):
-        assert "of the red streak of stable-linux" in b["properties"][PROPERTY][0]
+    keys = [RequestKey.decode(b["properties"][PROPERTY][0]) for b in requested_builds(harness)]
+    assert [(k.builder, k.revision, k.role) for k in keys if k is not None] == [
+        ("stable-linux", good, Role.BISECTION_PARENT),
+        ("stable-linux", bad, Role.PROBE),
+    ]
     time.sleep(1.0)
     assert len(github.revert_pulls()) == 1
     assert github.comments_on(other_number) == []

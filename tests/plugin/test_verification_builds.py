@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verification import PROPERTY
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.processes import kill_process_group
@@ -56,8 +57,8 @@ def test_a_worker_side_change_fails_the_parent_too_and_nothing_is_filed(github, 
         what="the parent's verification build",
     )
     [check] = verification_builds(harness)
-    why = check["properties"][PROPERTY][0]
-    assert f"parent {good[:12]} of suspect {innocent[:12]}" in why
+    key = RequestKey.decode(check["properties"][PROPERTY][0])
+    assert key == RequestKey("fast-linux", key.streak, good, Role.PARENT)
     assert check["results"] == 2  # the parent fails the same way
     log = harness.master_log.read_text()
     assert "environment: the parent of" in log
@@ -92,7 +93,8 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
     # other, qualifying while it ran or after, is named on the revert too.
     [check] = verification_builds(harness)
     assert check["results"] == 0
-    assert f"parent {good[:12]} of suspect {bad[:12]}" in check["properties"][PROPERTY][0]
+    key = RequestKey.decode(check["properties"][PROPERTY][0])
+    assert key is not None and (key.revision, key.role) == (good, Role.PARENT)
 
     def named() -> str:
         texts = [revert.body or "", *(c.body for c in github.comments_on(revert.number))]
@@ -144,7 +146,8 @@ def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes
     checks = verification_builds(harness)
     assert checks and checks[-1]["results"] == 0
     assert all(c["results"] in (0, 5) for c in checks)  # passed, or retried
-    assert f"parent {good[:12]} of suspect {bad[:12]}" in checks[-1]["properties"][PROPERTY][0]
+    key = RequestKey.decode(checks[-1]["properties"][PROPERTY][0])
+    assert key is not None and (key.revision, key.role) == (good, Role.PARENT)
     time.sleep(1.0)
     assert len(github.revert_pulls()) == 1
 
@@ -166,7 +169,7 @@ def test_a_verification_build_that_never_runs_declines_the_verdict_after_the_tim
         what="the held verdict to be declined",
     )
     log = harness.master_log.read_text()
-    assert f"the verification build of the parent {good[:12]} of suspect {bad[:12]}" in log
+    assert f"the verification build of the parent {good[:12]} on fast-linux" in log
     assert "never ran (no worker took it, or its request was cancelled)" in log
     assert all(c["results"] == 5 for c in verification_builds(harness))  # none ran to the end
     time.sleep(1.0)

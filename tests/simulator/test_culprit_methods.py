@@ -10,7 +10,9 @@ from __future__ import annotations
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.verdicts import Reason, Verdict
-from simulator.analysis.culprit_methods import MethodCosts, Methods, method_table, play_out
+from simulator.analysis.culprit_methods import MethodCosts, Methods, method_table
+from simulator.analysis.executor import play_out
+from simulator.analysis.play import Play
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds
 from simulator.history.labels import Labels
 from tests.builds_dsl import builds, change
@@ -37,8 +39,8 @@ def labelled(cause: str, culprit: str | None = None) -> Labels:
 def replayed(
     spec: str, methods: Methods, labels: Labels | None
 ) -> tuple[ReplayResult, MethodCosts]:
-    def replay(tracker_class: type) -> ReplayResult:
-        return replay_builds(history(spec), Policy(), Selection(), [Builder("B")], tracker_class)
+    def replay(play: Play) -> ReplayResult:
+        return replay_builds(history(spec), Policy(), Selection(), [Builder("B")], play)
 
     return play_out(replay, methods, labels)
 
@@ -197,3 +199,16 @@ def test_every_report_format_shows_each_method_as_its_own_row(tmp_path) -> None:
         assert f"| {method} | {row['proposals']} |" in markdown
         assert f"<tr><td>{method}</td><td class=n>{row['proposals']:,}</td>" in table.group(1)
         assert shown in table.group(1)
+
+
+def test_a_revert_beyond_the_daily_cap_becomes_a_comment_and_is_not_counted_as_filed() -> None:
+    spec = "S:a F:c1@os F@os F@os S:c2 F:c3@ssl F@ssl F@ssl S"
+    capped = Methods(bisection=True, daily_cap=1)
+    result, costs = replayed(spec, capped, None)
+    assert [v.reason for v in result.verdicts] == [Reason.REVERT, Reason.REVERT]
+    assert result.commented == {"c3"}
+    assert [p.request.revision for p in result.proposals()] == ["c1"]
+    rows = {r.method: r for r in method_table(result, None, costs)}
+    assert (rows["single-change"].proposals, rows["daily-cap"].proposals) == (1, -1)
+    uncapped, _ = replayed(spec, Methods(bisection=True, daily_cap=2), None)
+    assert [p.request.revision for p in uncapped.proposals()] == ["c1", "c3"]

@@ -1,0 +1,86 @@
+"""The post-verdict machine's settings, the events it takes and the commands it returns.
+
+Records only (see :mod:`.post_verdict` for the rules): a shell builds the
+events, reads the commands, and carries them out.  Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from buildbot_revert.core import defaults
+from buildbot_revert.core.model import Change
+from buildbot_revert.core.requests import RequestKey
+from buildbot_revert.core.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class BisectionCaps:
+    """Which streaks bisection takes up, and the builds it may request in any 24 hours."""
+
+    max_changes: int = defaults.BISECTION_MAX_CHANGES
+    max_age: float = defaults.BISECTION_MAX_AGE
+    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
+    per_day: int = defaults.BISECTION_PER_DAY
+
+
+@dataclass(frozen=True)
+class MachineSettings:
+    """The methods on, and their limits."""
+
+    verification: bool = False
+    bisection: BisectionCaps | None = None
+    forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
+    daily_cap: int | None = defaults.DAILY_CAP
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The tracker judged a watched builder's streak."""
+
+    verdict: Verdict
+    # The streak's suspects (the first failing build's blamelist, or more).
+    suspects: tuple[Change, ...]
+    tolerated: bool
+    # How many builds the builder runs at once (bisection's batch width).
+    width: int
+    now: float
+
+
+@dataclass(frozen=True)
+class RequestBuild:
+    """Ask for a build of ``key.revision`` on ``key.builder``."""
+
+    key: RequestKey
+
+
+@dataclass(frozen=True)
+class Conclude:
+    """The verdict as it ends: record it (and file it, if it proposes)."""
+
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Say:
+    """A line for the log."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class File:
+    """File the revert of ``revision``."""
+
+    revision: str
+
+
+@dataclass(frozen=True)
+class CommentOnly:
+    """Comment on the culprit of ``revision`` instead of filing: ``why``."""
+
+    revision: str
+    why: str
+
+
+Command = RequestBuild | Conclude | Say | File | CommentOnly

@@ -1,0 +1,455 @@
+"""The post-verdict machine: what happens to a streak's verdict once it is judged.
+
+Theory of operation
+-------------------
+
+The tracker judges a red streak; this machine owns what follows, in both
+shells.  It takes *events* and returns *commands*; it never performs one.
+The plugin turns commands into master and GitHub calls
+(:mod:`buildbot_revert.plugin.pipeline`), the simulator into outcomes of its
+truth model on a simulated clock (:mod:`simulator.analysis.executor`).
+
+Events in:
+
+=====================  ======================================================
+``Built(build)``       an ordinary build finished (what each builder last
+                       built green: where verification and bisection start)
+``Judged(verdict)``    the tracker judged a watched builder's streak
+``OursFinished``       a build the machine requested finished
+``ClockPassed(now)``   time passed: a requested build may never have run
+``Restarted``          a new process took the state back: the builds it
+                       never requested are requested again
+``Filing``             a proposing verdict is about to be filed: the daily cap
+=====================  ======================================================
+
+Commands out: :class:`RequestBuild` (revision R on builder B, named by a
+:class:`~.requests.RequestKey`), :class:`Conclude` (the verdict as it ends:
+record it, file it if it proposes), :class:`File`, :class:`CommentOnly`
+(the daily cap is reached) and :class:`Say` (a line for the log).
+
+Each verdict lives in one :class:`Phase`; the moves between phases are the
+table :data:`TRANSITIONS`, keyed by ``(phase, outcome)``.  A move not in
+the table is a bug (:func:`move` raises).
+
+- A verdict that proposes a revert, with ``verification`` on and the
+  suspect's parent known, is *held*: the parent is built on the builder
+  that qualified (and the suspect too, when its first failing build held
+  other changes).  When they finish, :func:`~.verification.judge` decides:
+  concluded with its proof appended (``confirmed``), or declined
+  (``environment``, ``unverified``).  Another builder qualifying on the
+  held suspect meanwhile (``already-proposed``) *joins* it: concluded
+  after a confirmed verdict, dropped with a declined one.
+- A ``multiple-changes`` verdict that :func:`~.bisection.worth_bisecting`
+  takes up, when the bisection caps (builds in any 24 hours, per builder and
+  in all) hold a whole search and the builder's last green revision is
+  known, is *bisected*: one batch at a time, as wide as the builder runs
+  builds at once (n-section).  Found: the tracker's ``judge_found``
+  verdict is concluded; a probe that neither passes nor fails alike
+  declines it; running out of builds concludes the verdict as it was.
+- A requested build not finished ``forced_build_timeout`` seconds after it
+  was requested never ran: the verdict is declined ``unverified``.
+- Everything else is concluded as it came.
+- Filing a proposing verdict counts against ``daily_cap`` (reverts filed
+  in any 24 hours); beyond it the revert becomes a comment.
+
+State is plain data (:class:`MachineState`: verdicts, builds, revisions,
+times), so a shell can save it and a restarted process take it back.  Times
+come in with the events: the machine never reads a clock.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
+from buildbot_revert.core.machine_io import (
+    BisectionCaps,
+    Command,
+    CommentOnly,
+    Conclude,
+    File,
+    Judged,
+    MachineSettings,
+    RequestBuild,
+    Say,
+)
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
+from buildbot_revert.core.verdicts import Reason, Verdict
+from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
+
+_DAY = 86400.0
+# A build the master stopped (a restart, a lost worker) that Buildbot runs
+# again: the request's next build is the one that counts.
+_AGAIN = frozenset({int(Result.RETRY)})
+
+
+class Phase(StrEnum):
+    """Where one verdict is."""
+
+    JUDGED = "judged"
+    VERIFYING = "verifying"
+    BISECTING = "bisecting"
+    CONCLUDED = "concluded"
+
+
+class Outcome(StrEnum):
+    """What an event did to a verdict."""
+
+    PASS = "pass"  # no method applies: concluded as it came
+    HOLD = "hold"  # verification builds requested
+    JOIN = "join"  # another builder's qualification on a held suspect
+    BISECT = "bisect"  # the first bisection batch requested
+    WAIT = "wait"  # one of several requested builds finished
+    CONFIRMED = "confirmed"  # the verification builds prove it
+    DECLINED = "declined"  # they do not, or a probe ended the search
+    NEXT_BATCH = "next-batch"  # the search goes on
+    FOUND = "found"  # one change is left
+    OUT_OF_BUILDS = "out-of-builds"  # the caps stop the search
+    TIMED_OUT = "timed-out"  # a requested build never ran
+
+
+TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
+    (Phase.JUDGED, Outcome.PASS): Phase.CONCLUDED,
+    (Phase.JUDGED, Outcome.HOLD): Phase.VERIFYING,
+    (Phase.JUDGED, Outcome.JOIN): Phase.VERIFYING,
+    (Phase.JUDGED, Outcome.BISECT): Phase.BISECTING,
+    (Phase.VERIFYING, Outcome.WAIT): Phase.VERIFYING,
+    (Phase.VERIFYING, Outcome.CONFIRMED): Phase.CONCLUDED,
+    (Phase.VERIFYING, Outcome.DECLINED): Phase.CONCLUDED,
+    (Phase.VERIFYING, Outcome.TIMED_OUT): Phase.CONCLUDED,
+    (Phase.BISECTING, Outcome.WAIT): Phase.BISECTING,
+    (Phase.BISECTING, Outcome.NEXT_BATCH): Phase.BISECTING,
+    (Phase.BISECTING, Outcome.FOUND): Phase.CONCLUDED,
+    (Phase.BISECTING, Outcome.DECLINED): Phase.CONCLUDED,
+    (Phase.BISECTING, Outcome.OUT_OF_BUILDS): Phase.CONCLUDED,
+    (Phase.BISECTING, Outcome.TIMED_OUT): Phase.CONCLUDED,
+}
+
+
+def move(phase: Phase, outcome: Outcome) -> Phase:
+    """The phase ``outcome`` leads to from ``phase`` (:data:`TRANSITIONS`)."""
+    try:
+        return TRANSITIONS[(phase, outcome)]
+    except KeyError:
+        raise AssertionError(f"no move from {phase} on {outcome}") from None
+
+
+# -- state -----------------------------------------------------------------------------
+
+
+@dataclass
+class Verifying:
+    """A proposing verdict held for its verification builds."""
+
+    verdict: Verdict
+    # The parent first, then (when its first failing build held more) the suspect.
+    keys: tuple[RequestKey, ...]
+    requested_at: float
+    parent_build: Build | None = None
+    suspect_build: Build | None = None
+    # Other builders that qualified on the same change meanwhile.
+    joined: list[Verdict] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> tuple[RequestKey, ...]:
+        """The keys whose builds have not finished."""
+        done = (self.parent_build, self.suspect_build)
+        return tuple(k for i, k in enumerate(self.keys) if done[i] is None)
+
+
+@dataclass
+class Bisecting:
+    """A bisection in flight: the search and the batch requested."""
+
+    verdict: Verdict
+    search: Bisection
+    width: int
+    batch: tuple[RequestKey, ...]
+    requested_at: float
+    built: list[tuple[str, Build]] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> tuple[RequestKey, ...]:
+        """The keys of the batch whose builds have not finished."""
+        done = {revision for revision, _ in self.built}
+        return tuple(k for k in self.batch if k.revision not in done)
+
+
+@dataclass
+class MachineState:
+    """Everything the machine holds: what a shell saves and takes back."""
+
+    verifying: list[Verifying] = field(default_factory=list)
+    bisecting: list[Bisecting] = field(default_factory=list)
+    # Bisection builds requested: (builder, when), for the daily caps.
+    requests: list[tuple[str, float]] = field(default_factory=list)
+    # When each revert was filed, for the daily cap on filed reverts.
+    filed: list[float] = field(default_factory=list)
+    revisions: GreenRevisions = field(default_factory=GreenRevisions)
+
+
+# The tracker's judgement of a change bisection found (None: the streak moved on).
+JudgeFound = Callable[[str, Change, str], Verdict | None]
+
+
+class PostVerdict:
+    """The machine (see the module): events in, commands out, state as data."""
+
+    def __init__(
+        self,
+        settings: MachineSettings,
+        judge_found: JudgeFound,
+        state: MachineState | None = None,
+    ) -> None:
+        self.settings = settings
+        self.judge_found = judge_found
+        self.state = state or MachineState()
+        caps = settings.bisection or BisectionCaps()
+        self._spent = DailyCaps(caps.per_day, caps.per_builder_per_day)
+        self._spent.reset(self.state.requests)
+
+    # -- events ---------------------------------------------------------------------
+
+    def built(self, build: Build) -> None:
+        """An ordinary build finished: remember what its builder built (green)."""
+        self.state.revisions.remember(build)
+
+    def judged(self, event: Judged) -> list[Command]:
+        """A watched builder's verdict: hold it, join it, bisect it, or conclude it."""
+        verdict = event.verdict
+        if self.settings.verification:
+            if verdict.reason is Reason.ALREADY_PROPOSED and self._join(verdict):
+                move(Phase.JUDGED, Outcome.JOIN)
+                return []
+            if wants_verification(verdict):
+                return self._hold(event)
+        if self.settings.bisection is not None and self._bisects(event):
+            return self._bisect(event)
+        move(Phase.JUDGED, Outcome.PASS)
+        return [Conclude(verdict)]
+
+    def finished(self, build: Build) -> list[Command]:
+        """A build this machine requested finished (others: nothing)."""
+        key = RequestKey.decode(build.verification)
+        if key is None or build.result in _AGAIN:
+            return []
+        for held in self.state.verifying:
+            if key in held.waiting:
+                return self._verified(held, key, build)
+        for search in self.state.bisecting:
+            if key in search.waiting:
+                return self._probed(search, key, build)
+        return []
+
+    def clock_passed(self, now: float) -> list[Command]:
+        """Decline what waits for a build that never ran."""
+        timeout = self.settings.forced_build_timeout
+        commands: list[Command] = []
+        for held in list(self.state.verifying):
+            if now - held.requested_at >= timeout:
+                move(Phase.VERIFYING, Outcome.TIMED_OUT)
+                self.state.verifying.remove(held)
+                commands += self._gave_up(held.verdict, held.waiting[0], now - held.requested_at)
+        for search in list(self.state.bisecting):
+            if now - search.requested_at >= timeout:
+                move(Phase.BISECTING, Outcome.TIMED_OUT)
+                self.state.bisecting.remove(search)
+                commands += self._gave_up(
+                    search.verdict, search.waiting[0], now - search.requested_at
+                )
+        return commands
+
+    def restarted(self, requested: frozenset[RequestKey], now: float) -> list[Command]:
+        """Request again what a previous process never requested (``requested``: what it did)."""
+        commands: list[Command] = []
+        holders: list[Verifying | Bisecting] = [*self.state.verifying, *self.state.bisecting]
+        for holder in holders:
+            missing = [k for k in holder.waiting if k not in requested]
+            if missing:
+                # The timeout counts from this request: the first never happened.
+                holder.requested_at = now
+                commands += [RequestBuild(k) for k in missing]
+        return commands
+
+    def filing(self, revision: str, now: float) -> Command:
+        """File ``revision``, or only comment when the daily cap is reached."""
+        cap = self.settings.daily_cap
+        filed = self.state.filed
+        filed[:] = [at for at in filed if at > now - _DAY]
+        if cap is not None and len(filed) >= cap:
+            return CommentOnly(revision, f"the daily cap of {cap} revert PR(s) is reached")
+        filed.append(now)
+        return File(revision)
+
+    def bisection_room(self, builder: str, now: float) -> int:
+        """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""
+        return self._spent.room(builder, now)
+
+    def count_bisection(self, builder: str, now: float, builds: int) -> None:
+        """Count ``builds`` bisection builds against the caps without requesting them.
+
+        A shell that knows no build's outcome (a history without labels) still
+        spends what a search would have, so the caps hold later ones back alike.
+        """
+        self._spent.spend(builder, now, builds)
+        self.state.requests += [(builder, now)] * builds
+
+    @property
+    def waiting(self) -> tuple[RequestKey, ...]:
+        """Every requested build not finished yet."""
+        holders: list[Verifying | Bisecting] = [*self.state.verifying, *self.state.bisecting]
+        return tuple(k for h in holders for k in h.waiting)
+
+    # -- verification ------------------------------------------------------------------
+
+    def _join(self, verdict: Verdict) -> bool:
+        """Add another builder's qualification to the held verdict on its suspect, if any."""
+        for held in self.state.verifying:
+            if verdict.suspect is not None and held.verdict.suspect == verdict.suspect:
+                held.joined.append(verdict)
+                return True
+        return False
+
+    def _hold(self, event: Judged) -> list[Command]:
+        """Hold a proposing verdict, requesting its verification builds (no parent known: pass)."""
+        verdict = event.verdict
+        suspect = verdict.suspect
+        assert suspect is not None
+        suspects = event.suspects or (suspect,)
+        green = self.state.revisions.green_of(verdict.builder)
+        parent = parent_in(suspects, suspect.revision, green)
+        if parent is None:
+            move(Phase.JUDGED, Outcome.PASS)
+            return [
+                Say(
+                    f"cannot verify {suspect.revision[:12]} on {verdict.builder}: "
+                    "its parent revision is unknown"
+                ),
+                Conclude(verdict),
+            ]
+        move(Phase.JUDGED, Outcome.HOLD)
+        stamp = (verdict.builder, verdict.first_failing_build)
+        keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
+        if len(suspects) > 1:
+            keys.append(RequestKey(*stamp, revision=suspect.revision, role=Role.SUSPECT))
+        self.state.verifying.append(Verifying(verdict, tuple(keys), event.now))
+        return [RequestBuild(k) for k in keys]
+
+    def _verified(self, held: Verifying, key: RequestKey, build: Build) -> list[Command]:
+        """One verification build finished: wait for the other, or judge the held verdict."""
+        if key.role is Role.PARENT:
+            held.parent_build = build
+        else:
+            held.suspect_build = build
+        if held.waiting:
+            move(Phase.VERIFYING, Outcome.WAIT)
+            return []
+        self.state.verifying.remove(held)
+        verdict = held.verdict
+        assert verdict.suspect is not None and held.parent_build is not None
+        judgement = judge(
+            held.parent_build, verdict.evidence, held.suspect_build, verdict.suspect.revision
+        )
+        outcome = judgement.reason.value if judgement.reason else "confirmed"
+        said = Say(f"verification on {verdict.builder}: {outcome}")
+        if judgement.confirmed:
+            move(Phase.VERIFYING, Outcome.CONFIRMED)
+            joined = [Conclude(v) for v in held.joined]
+            return [said, Conclude(verified(verdict, judgement)), *joined]
+        move(Phase.VERIFYING, Outcome.DECLINED)
+        return [said, Conclude(verified(verdict, judgement))]
+
+    def _gave_up(self, verdict: Verdict, key: RequestKey, waited: float) -> list[Command]:
+        """The verdict declined because the build ``key`` names never ran."""
+        judgement = never_ran(key.describe(), verdict.builder, waited)
+        return [
+            Say(f"gave up waiting for the {key.describe()}"),
+            Say(f"verification on {verdict.builder}: {Reason.UNVERIFIED.value}"),
+            Conclude(verified(verdict, judgement)),
+        ]
+
+    # -- bisection -----------------------------------------------------------------------
+
+    def _bisects(self, event: Judged) -> bool:
+        """Whether bisection takes up the streak and the caps hold a whole search now."""
+        caps = self.settings.bisection
+        assert caps is not None
+        verdict = event.verdict
+        if not worth_bisecting(
+            verdict,
+            event.suspects,
+            max_changes=caps.max_changes,
+            max_age=caps.max_age,
+            tolerated=event.tolerated,
+        ):
+            return False
+        room = self._spent.room(verdict.builder, event.now)
+        return room >= builds_needed(len(event.suspects), event.width)
+
+    def _bisect(self, event: Judged) -> list[Command]:
+        """Begin a search from the builder's last green revision (none known: pass)."""
+        verdict = event.verdict
+        green = self.state.revisions.green_of(verdict.builder)
+        if green is None:
+            move(Phase.JUDGED, Outcome.PASS)
+            return [Say(f"cannot bisect {verdict.builder}: no green revision"), Conclude(verdict)]
+        move(Phase.JUDGED, Outcome.BISECT)
+        search = Bisection(green, event.suspects, frozenset(verdict.evidence))
+        bisecting = Bisecting(verdict, search, max(1, event.width), (), event.now)
+        self.state.bisecting.append(bisecting)
+        return self._next_batch(bisecting, event.now)
+
+    def _next_batch(self, bisecting: Bisecting, now: float) -> list[Command]:
+        """Request the next batch, as wide as the builder and the caps allow."""
+        builder = bisecting.verdict.builder
+        room = min(self._spent.room(builder, now), bisecting.width)
+        if room < 1:
+            move(Phase.BISECTING, Outcome.OUT_OF_BUILDS)
+            self.state.bisecting.remove(bisecting)
+            return [
+                Say(f"bisection on {builder} stopped: out of builds"),
+                Conclude(bisecting.verdict),
+            ]
+        search = bisecting.search
+        batch = search.batch(room)
+        assert batch
+        stamp = (builder, bisecting.verdict.first_failing_build)
+        bisecting.batch = tuple(
+            RequestKey(
+                *stamp,
+                revision=revision,
+                role=Role.BISECTION_PARENT if revision == search.parent else Role.PROBE,
+            )
+            for revision in batch
+        )
+        bisecting.built, bisecting.requested_at = [], now
+        for _ in batch:
+            self._spent.spend(builder, now)
+            self.state.requests.append((builder, now))
+        self.state.requests[:] = [(b, at) for b, at in self.state.requests if at > now - _DAY]
+        return [RequestBuild(k) for k in bisecting.batch]
+
+    def _probed(self, bisecting: Bisecting, key: RequestKey, build: Build) -> list[Command]:
+        """One bisection build finished: wait for its batch, go on, or end the search."""
+        bisecting.built.append((key.revision, build))
+        if bisecting.waiting:
+            move(Phase.BISECTING, Outcome.WAIT)
+            return []
+        search, verdict = bisecting.search, bisecting.verdict
+        judgement = search.record_batch(bisecting.built)
+        found = search.found
+        if judgement is not None:
+            move(Phase.BISECTING, Outcome.DECLINED)
+            self.state.bisecting.remove(bisecting)
+            return [Conclude(verified(verdict, judgement))]
+        if found is None:
+            move(Phase.BISECTING, Outcome.NEXT_BATCH)
+            return self._next_batch(bisecting, build.completed_at)
+        move(Phase.BISECTING, Outcome.FOUND)
+        self.state.bisecting.remove(bisecting)
+        judged = self.judge_found(verdict.builder, found, search.explain())
+        said = Say(f"bisection on {verdict.builder} found {found.revision[:12]}")
+        return [said, Conclude(judged if judged is not None else verdict)]

@@ -1,0 +1,62 @@
+"""The master's side of a requested build: a buildset at one revision, marked as ours.
+
+The post-verdict machine (:mod:`buildbot_revert.core.post_verdict`) asks
+for builds by :class:`~buildbot_revert.core.requests.RequestKey`; this
+module asks the master's data API for them.  The key, encoded, is the value
+of the :data:`~buildbot_revert.core.verification.PROPERTY` property: the
+gatherer reads it back into :attr:`~buildbot_revert.core.model.Build.verification`,
+so the tracker leaves the build out of every streak and the machine knows
+which question it answers.  The buildset's reason is the key's sentence,
+after :data:`~buildbot_revert.core.verification.REASON_PREFIX` (what a
+pulled history recognises requested builds by).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+from twisted.python import log
+
+from buildbot_revert.core.requests import RequestKey
+from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
+
+# The property linking a requested build to the red streak it serves.
+STREAK_PROPERTY = "buildbot_revert_streak"
+SCHEDULER = "buildbot-revert"
+
+
+@defer.inlineCallbacks
+def request_build(master: Any, gatherer: Any, builderid: int, key: RequestKey, streak: str) -> Any:
+    """Ask the master for the build ``key`` names on one builder; ``streak`` links the streak."""
+    stamp = yield gatherer.sourcestamp_of(key.revision)
+    if stamp is None:
+        # Never built as such: name the same line as the suspect's builds.
+        stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
+    stamp = dict(stamp, revision=key.revision)
+    yield master.data.updates.addBuildset(
+        waited_for=False,
+        scheduler=SCHEDULER,
+        sourcestamps=[stamp],
+        reason=f"{REASON_PREFIX}{key.describe()}",
+        properties={PROPERTY: (key.encode(), SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
+        builderids=[builderid],
+    )
+    log.msg(f"buildbot-revert: requested a {key.describe()}")
+
+
+def builder_slots(master: Any, builder: str) -> int:
+    """How many builds ``builder`` can run at once: its connected workers.
+
+    Buildbot runs at most one build of a builder on a worker at a time (one
+    worker-for-builder each), whatever the worker's ``max_builds``: only
+    several workers give a builder several slots.  1 when the master does
+    not say (the halving).
+    """
+    try:
+        names = master.botmaster.builders[builder].config.workernames
+        workers = master.workers.workers
+    except (AttributeError, KeyError):
+        return 1
+    connected = [n for n in names if getattr(workers.get(n), "conn", None) is not None]
+    return max(1, len(connected))

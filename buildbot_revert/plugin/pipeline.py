@@ -1,0 +1,363 @@
+"""The pipeline every finished build goes through, and the hands of the post-verdict machine.
+
+:class:`Pipeline` takes one finished build at a time (the reporter calls
+it behind its lock, in completion order): it gathers the core's record of
+the build, feeds the tracker, keeps each watched builder's verdicts and
+streak ends for the dashboard (:mod:`.decisions`), and hands each verdict to
+the core's :class:`~buildbot_revert.core.post_verdict.PostVerdict`.  The
+machine decides what follows; the pipeline only carries its commands out:
+
+- :class:`~buildbot_revert.core.machine_io.RequestBuild`: a buildset at the
+  key's revision on the key's builder (:mod:`.forced_builds`);
+- :class:`~buildbot_revert.core.machine_io.Conclude`: the verdict goes to
+  the filer's ledger, and a revision it claims is acted on in the
+  background (GitHub may take minutes); the filer keeps the daily cap on
+  filed reverts from the ledger, which every master shares;
+- :class:`~buildbot_revert.core.machine_io.Say`: a line in the log.
+
+A build the machine requested goes to the machine, never into a streak.
+The machine's state (verdicts held for verification, bisections in flight,
+the builds they requested) is written to the master's database
+(:mod:`.held`) before any build is requested and whenever it changes, so a
+restarted reporter takes it back (:meth:`Pipeline.restore`) and requests
+again what was never requested (:meth:`Pipeline.resume`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+from twisted.python import log
+
+from buildbot_revert.core.machine_io import (
+    BisectionCaps,
+    Command,
+    Conclude,
+    Judged,
+    MachineSettings,
+    RequestBuild,
+    Say,
+)
+from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.outcomes import pull_number_of_branch
+from buildbot_revert.core.post_verdict import MachineState, PostVerdict
+from buildbot_revert.core.requests import RequestKey
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
+from buildbot_revert.plugin.config import Settings
+from buildbot_revert.plugin.forced_builds import builder_slots, request_build
+from buildbot_revert.plugin.held import HeldStore, key_of
+
+# The held row the machine's state is kept in.
+KIND = "post-verdict"
+_KEY = key_of(KIND)
+# A restarted reporter looks this far back for the builds the machine
+# requested before requesting any again.
+RESUME_LOOK_BACK = 7 * 86400.0
+
+
+@dataclass
+class Hands:
+    """The collaborators the pipeline acts through (made by :mod:`.wiring`)."""
+
+    gatherer: Any
+    filer: Any = None
+    follow_up: Any = None
+    decisions: Any = None
+    held: HeldStore | None = None
+
+
+def machine_settings(settings: Settings) -> MachineSettings:
+    """The machine's settings from the reporter's."""
+    caps = settings.bisection
+    bisection = (
+        None
+        if caps is None
+        else BisectionCaps(
+            max_changes=caps.max_changes,
+            max_age=caps.max_age,
+            per_builder_per_day=caps.per_builder_per_day,
+            per_day=caps.per_day,
+        )
+    )
+    return MachineSettings(
+        verification=settings.verification,
+        bisection=bisection,
+        forced_build_timeout=settings.forced_build_timeout,
+        daily_cap=settings.daily_cap,
+    )
+
+
+class Pipeline:
+    """One finished build at a time, from the master to the ledger (see the module)."""
+
+    def __init__(
+        self,
+        master: Any,
+        clock: Callable[[], float],
+        build_url: Callable[[str, int], str | None],
+        background: Callable[[defer.Deferred[Any], str], None],
+    ) -> None:
+        self.master = master
+        self.clock = clock
+        self.build_url = build_url
+        self.background = background
+        self.hands: Hands | None = None
+        self.settings: Settings | None = None
+        self.tracker: StreakTracker | None = None
+        self.machine = PostVerdict(MachineSettings(), self._judge_found)
+        # Builders the selection lets propose; the others are evidence.
+        self.watched: set[str] = set()
+        # Every gathered builder's tags and id.
+        self.tags: dict[str, tuple[str, ...]] = {}
+        self.builder_ids: dict[str, int] = {}
+        self.verdicts: list[Verdict] = []
+        # The verdicts as the machine concluded them (a thousand at most).
+        self.concluded: list[Verdict] = []
+
+    def configure(self, settings: Settings, hands: Hands) -> None:
+        """New settings and collaborators; the machine keeps what it holds."""
+        self.settings, self.hands = settings, hands
+        self.machine = PostVerdict(
+            machine_settings(settings), self._judge_found, state=self.machine.state
+        )
+
+    def _judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The tracker's verdict on a change bisection found (None without a tracker)."""
+        if self.tracker is None:
+            return None
+        return self.tracker.judge_found(builder, change, how)
+
+    def builder_tags(self, builder: str) -> tuple[str, ...]:
+        """The tags gathered with the builder's latest build (what the tracker asks)."""
+        return self.tags.get(builder, ())
+
+    # -- one build ------------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def feed(self, msg: dict[str, Any], *, act: bool) -> Any:
+        """Gather one finished build, feed it, and carry its verdicts through; the build.
+
+        ``act`` False: a rebuild of the memory from history, whose verdicts
+        are recorded for revisions already in the ledger and acted on never.
+        """
+        assert self.tracker is not None and self.hands is not None
+        build = yield self._gather(msg)
+        if build is None:
+            return None
+        ours = build.verification is not None
+        if not ours:
+            self.machine.built(build)
+            if self.hands.follow_up is not None and act:
+                yield self._follow(build)
+        events = self.tracker.feed(build)
+        to_file: list[str] = []
+        if ours:
+            if act:
+                yield self._carry_out(self.machine.finished(build), None, act, to_file)
+        else:
+            for event in events:
+                # Builders outside the selection only lend their evidence.
+                if event.builder in self.watched:
+                    yield self._take(event, act, to_file)
+        for revision in dict.fromkeys(to_file):
+            self._file(revision)
+        return build
+
+    @defer.inlineCallbacks
+    def _gather(self, msg: dict[str, Any]) -> Any:
+        """The core's record of a finished build; notes its builder's selection, tags and id."""
+        assert self.hands is not None and self.settings is not None
+        gatherer = self.hands.gatherer
+        builder = yield gatherer.builder(msg["builderid"])
+        if builder is None:
+            return None
+        if self.settings.watches(builder.name, builder.tags):
+            self.watched.add(builder.name)
+        else:
+            self.watched.discard(builder.name)
+        self.builder_ids[builder.name] = msg["builderid"]
+        self.tags[builder.name] = builder.tags
+        build = yield gatherer.build(msg)
+        return build
+
+    @defer.inlineCallbacks
+    def _take(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> Any:
+        """One watched builder's event: kept, logged, and handed to the machine."""
+        # Kept for the dashboard as it comes, a verdict held for verification too.
+        yield self._note(event)
+        if isinstance(event, Streak):
+            yield self._record(event, act, to_file)
+            return
+        self._log_verdict(event, live=act)
+        if not act:
+            yield self._record(event, act, to_file)
+            return
+        assert self.tracker is not None
+        judged = Judged(
+            event,
+            self.tracker.suspects_of(event.builder),
+            tolerated=self.tracker.is_tolerated(event.builder),
+            width=builder_slots(self.master, event.builder),
+            now=self.clock(),
+        )
+        yield self._carry_out(self.machine.judged(judged), event, act, to_file)
+
+    @defer.inlineCallbacks
+    def _carry_out(
+        self, commands: Sequence[Command], came: Verdict | None, act: bool, to_file: list[str]
+    ) -> Any:
+        """Carry out the machine's commands in order (``came``: the verdict handed in)."""
+        if came is None or list(commands) != [Conclude(came)]:
+            # Written before any build is requested: a restart in between
+            # requests it again rather than forgetting the verdict.
+            yield self.save()
+        for command in commands:
+            if isinstance(command, RequestBuild):
+                yield self._request(command.key)
+            elif isinstance(command, Conclude):
+                verdict = command.verdict
+                self.concluded.append(verdict)
+                del self.concluded[:-1000]
+                if verdict is not came:
+                    yield self._note(verdict)
+                    self._log_verdict(verdict, live=act)
+                yield self._record(verdict, act, to_file)
+            elif isinstance(command, Say):
+                log.msg(f"buildbot-revert: {command.text}")
+
+    def _request(self, key: RequestKey) -> Any:
+        """Ask the master for the build ``key`` names."""
+        assert self.hands is not None
+        builderid = self.builder_ids.get(key.builder)
+        if builderid is None:
+            log.msg(f"buildbot-revert: cannot request a {key.describe()}: unknown builder")
+            return defer.succeed(None)
+        streak = self.build_url(key.builder, key.streak) or (f"{key.builder} build {key.streak}")
+        return request_build(self.master, self.hands.gatherer, builderid, key, streak)
+
+    @defer.inlineCallbacks
+    def _record(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> Any:
+        """Write the event to the ledger; a revision the filer claims is to be acted on."""
+        assert self.hands is not None
+        if self.hands.filer is None:
+            return
+        revision = yield defer.Deferred.fromCoroutine(self.hands.filer.record(event, claim=act))
+        if revision is not None:
+            to_file.append(revision)
+
+    # -- the clock, restarts --------------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def check_overdue(self) -> Any:
+        """Decline what waits for a requested build that never ran."""
+        commands = self.machine.clock_passed(self.clock())
+        if commands:
+            to_file: list[str] = []
+            yield self._carry_out(commands, None, True, to_file)
+            for revision in dict.fromkeys(to_file):
+                self._file(revision)
+
+    @property
+    def waits(self) -> bool:
+        """Whether a method is on that may request builds (the overdue check is needed)."""
+        settings = self.machine.settings
+        return settings.verification or settings.bisection is not None
+
+    @defer.inlineCallbacks
+    def restore(self) -> Any:
+        """Take back the state a previous process saved (replacing what is held)."""
+        held = self.hands.held if self.hands is not None else None
+        if held is None or not self.waits:
+            return
+        try:
+            rows = yield held.load()
+        except Exception as exc:
+            log.err(exc, "buildbot-revert: could not read the held verdicts")  # type: ignore[no-untyped-call]
+            return
+        for row in rows:
+            if row.kind == KIND and isinstance(row.state, MachineState):
+                self.machine = PostVerdict(
+                    self.machine.settings, self._judge_found, state=row.state
+                )
+                state = row.state
+                log.msg(
+                    f"buildbot-revert: took back {len(state.verifying)} verdict(s) held for "
+                    f"verification and {len(state.bisecting)} bisection(s) in flight"
+                )
+
+    @defer.inlineCallbacks
+    def resume(self) -> Any:
+        """Request again what the machine waits for and the master never had requested."""
+        if not self.machine.waiting or self.hands is None:
+            return
+        now = self.clock()
+        marks = yield self.hands.gatherer.requested_marks(now - RESUME_LOOK_BACK)
+        requested = frozenset(k for k in map(RequestKey.decode, marks) if k is not None)
+        commands = self.machine.restarted(requested, now)
+        if commands:
+            yield self._carry_out(commands, None, True, [])
+            log.msg(f"buildbot-revert: requested {len(commands)} build(s) again that never were")
+
+    def save(self) -> Any:
+        """Write the machine's state (or drop it when nothing is held)."""
+        held = self.hands.held if self.hands is not None else None
+        if held is None:
+            return defer.succeed(None)
+        if not self.machine.waiting:
+            return held.drop(_KEY)
+        return held.put(_KEY, KIND, self.machine.state, self.clock())
+
+    # -- what else a build tells ----------------------------------------------------------
+
+    @defer.inlineCallbacks
+    def _note(self, event: Verdict | Streak) -> Any:
+        """Keep the verdict (or the streak's end) for the dashboard; never stops the feed."""
+        decisions = self.hands.decisions if self.hands is not None else None
+        if decisions is None:
+            return
+        try:
+            yield decisions.note(event)
+        except Exception as exc:
+            log.err(exc, "buildbot-revert: could not keep a verdict for the dashboard")  # type: ignore[no-untyped-call]
+
+    @defer.inlineCallbacks
+    def _follow(self, build: Build) -> Any:
+        """A build of a revert PR updates its summary; a reland is linked."""
+        assert self.hands is not None
+        follow_up = self.hands.follow_up
+        if pull_number_of_branch(build.branch) is not None:
+            revision = yield defer.Deferred.fromCoroutine(follow_up.revert_build(build))
+            if revision is not None:
+                self.background(
+                    defer.Deferred.fromCoroutine(follow_up.summarise(revision)),
+                    f"summarising the builds of the revert of {revision[:12]}",
+                )
+        elif build.changes and follow_up.relands(build.changes):
+            yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
+
+    def _log_verdict(self, event: Verdict, *, live: bool) -> None:
+        """Keep the verdict among the latest and write it to the log."""
+        self.verdicts.append(event)
+        del self.verdicts[:-1000]
+        log.msg(
+            f"buildbot-revert: {event.builder} streak from build "
+            f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+        )
+        if live and event.reason in PROPOSING and self.hands and self.hands.filer is None:
+            revision = event.request.revision if event.request else "?"
+            log.msg(
+                f"buildbot-revert: not acting on {revision[:12]}: "
+                "no usable GitHub token (see the line about it above)"
+            )
+
+    def _file(self, revision: str) -> None:
+        """Act on a revision in the background: GitHub may take minutes."""
+        assert self.hands is not None and self.hands.filer is not None
+        self.background(
+            defer.Deferred.fromCoroutine(self.hands.filer.act(revision)),
+            f"acting on {revision[:12]}",
+        )

@@ -1,0 +1,201 @@
+"""The reporter's collaborators, made from its settings on every (re)configuration.
+
+:class:`Wiring` is the factory the reporter (:mod:`.reporter`) asks for the
+parts it hands each finished build to: the gatherer (kept across
+reconfigurations, its caches forgotten), the ledger, memory, dashboard and
+held-state tables (made once), the GitHub client (when the mode needs one
+and the token renders), the webhooks, the filer and the follow-up.  It
+owns the HTTP connection pool they share.
+
+The GitHub token is rendered here, on every (re)configuration, and only when
+the mode needs it (``comment`` or ``revert``): a dry run starts without one.
+A token that cannot be rendered (say the secret is missing) is one line in
+the log naming the secret, never a traceback and never the value; the
+reporter then decides and logs as usual but does nothing on GitHub until a
+later (re)configuration renders the token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from treq.client import HTTPClient
+from twisted.internet import defer
+from twisted.python import log
+from twisted.web.client import Agent, HTTPConnectionPool
+
+from buildbot_revert.github import GitHubClient
+from buildbot_revert.plugin.config import (
+    Mode,
+    Settings,
+    SettingsError,
+    describe_token,
+    rendered_token,
+)
+from buildbot_revert.plugin.decisions import Decisions
+from buildbot_revert.plugin.filing import Filer
+from buildbot_revert.plugin.follow_up import FollowUp
+from buildbot_revert.plugin.gather import Gatherer
+from buildbot_revert.plugin.held import HeldStore
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.memory import Memory
+from buildbot_revert.plugin.notify import Notifier, Webhook
+from buildbot_revert.plugin.notify.settings import public_part
+
+
+@dataclass
+class Parts:
+    """What one configuration is wired from (the tables are made once and kept)."""
+
+    gatherer: Gatherer
+    ledger: Ledger
+    memory: Memory
+    decisions: Decisions
+    held: HeldStore
+    notifier: Notifier
+    filer: Filer | None = None
+    follow_up: FollowUp | None = None
+
+
+class Wiring:
+    """Makes the reporter's parts (see the module); one per reporter."""
+
+    def __init__(
+        self,
+        master: Any,
+        reactor: Any,
+        render: Callable[[Any], Any],
+        owner: str,
+        build_url: Callable[[str, int], str | None],
+    ) -> None:
+        self.master = master
+        self.reactor = reactor
+        # The service's renderSecrets: a Deferred of the rendered value.
+        self.render = render
+        self.owner = owner
+        self.build_url = build_url
+        self.http_pool: HTTPConnectionPool | None = None
+
+    @defer.inlineCallbacks
+    def wire(self, settings: Settings, previous: Parts | None) -> Any:
+        """A Deferred of the :class:`Parts` for ``settings``, with ``previous``'s tables."""
+        if previous is None:
+            run = self.master.db.pool.do
+            gatherer = Gatherer(self.master, settings.log_lines)
+            tables = (Ledger(run), Memory(run), Decisions(run), HeldStore(run, self.owner))
+        else:
+            gatherer = previous.gatherer
+            gatherer.log_lines = settings.log_lines
+            gatherer.forget_builders()
+            tables = (previous.ledger, previous.memory, previous.decisions, previous.held)
+        ledger, memory, decisions, held = tables
+        client = yield self._github(settings)
+        notifier = yield self.notifier(settings)
+        parts = Parts(gatherer, ledger, memory, decisions, held, notifier)
+        # Without a client a mode that acts on GitHub has no hands: verdicts
+        # are still logged, nothing is filed or recorded.
+        common = {
+            "clock": self.reactor,
+            "master_name": self.master_name(),
+            "build_url": self.build_url,
+            "notify": notifier.notify,
+        }
+        if settings.mode is Mode.DRY_RUN or client is not None:
+            parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
+        if client is not None:
+            parts.follow_up = FollowUp(settings, ledger, client, **common)
+        return parts
+
+    @defer.inlineCallbacks
+    def _github(self, settings: Settings) -> Any:
+        """The GitHub client the mode needs, or None (dry run, or no usable token)."""
+        if settings.mode is Mode.DRY_RUN:
+            log.msg(
+                f"buildbot-revert: {settings.repo}, mode 'dry-run': verdicts are logged and "
+                "proposed reverts recorded in the master's database; nothing is done on GitHub"
+            )
+            return None
+        token = yield self.render_token(settings)
+        if token is None:
+            return None
+        log.msg(
+            f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
+            f"acting on GitHub with {describe_token(settings.token)}"
+        )
+        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
+
+    @defer.inlineCallbacks
+    def render_token(self, settings: Settings) -> Any:
+        """The token as a string, or None after one line in the log saying why not.
+
+        Neither the line nor anything else here ever holds the token's value.
+        """
+        what = describe_token(settings.token)
+        try:
+            value = yield self.render(settings.token)
+        except Exception as exc:
+            problem = f"could not be rendered: {one_line(exc)}"
+        else:
+            try:
+                return rendered_token(value)
+            except SettingsError as exc:
+                problem = f"is unusable: {exc}"
+        log.msg(
+            f"buildbot-revert: {what} {problem}; mode {settings.mode.value!r} needs it, "
+            "so nothing is done on GitHub until it is supplied and the master restarted"
+        )
+        return None
+
+    def http(self) -> HTTPClient:
+        """The master's HTTP client (treq on its reactor), shared by GitHub and the webhooks."""
+        reactor = self.reactor
+        if self.http_pool is None:
+            # twisted.web.client has no annotations for HTTPConnectionPool and Agent.
+            self.http_pool = HTTPConnectionPool(reactor, persistent=True)  # type: ignore[no-untyped-call]
+        # Agent implements IAgent, which mypy cannot see without the zope plugin.
+        agent = Agent(reactor, pool=self.http_pool)  # type: ignore[no-untyped-call]
+        return HTTPClient(agent)  # type: ignore[arg-type]
+
+    @defer.inlineCallbacks
+    def notifier(self, settings: Settings) -> Any:
+        """The webhooks, their URLs rendered (a secret's value never reaches the log)."""
+        hooks = []
+        for spec in settings.webhooks:
+            try:
+                url = yield self.render(spec.url)
+            except Exception as exc:
+                log.msg(
+                    f"buildbot-revert: a {spec.name} webhook URL could not be rendered "
+                    f"({type(exc).__name__}); that webhook is off"
+                )
+                continue
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                log.msg(f"buildbot-revert: a {spec.name} webhook URL is not http(s); it is off")
+                continue
+            hooks.append(Webhook(spec, url.strip(), self.http(), self.reactor))
+            log.msg(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")
+        return Notifier(hooks)
+
+    def master_name(self) -> str:
+        """The master's name, as the ledger's rows name who claimed them."""
+        name = getattr(self.master, "name", None) or ""
+        return str(name)[:255]
+
+    def web_url(self) -> str | None:
+        """The master's web address, if it has one."""
+        url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
+        return url if isinstance(url, str) and url else None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one short line (a KeyError's without its quotes)."""
+    # util.Interpolate renders its parts with gatherResults: the cause is inside.
+    while isinstance(exc, defer.FirstError) and exc.subFailure.value is not None:
+        exc = exc.subFailure.value
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = exc.args[0]
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())[:300]

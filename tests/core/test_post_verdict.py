@@ -1,0 +1,172 @@
+"""The post-verdict machine: events in, commands out, with no shell around it.
+
+Hand-written verdicts and builds: what it requests (typed keys), what it
+concludes and when, its caps, its timeout, and that its state read back
+after a restart carries on where it stopped.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from buildbot_revert.core.machine_io import (
+    BisectionCaps,
+    CommentOnly,
+    Conclude,
+    File,
+    Judged,
+    MachineSettings,
+    RequestBuild,
+)
+from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.post_verdict import TRANSITIONS, Outcome, Phase, PostVerdict, move
+from buildbot_revert.core.requests import RequestKey, Role
+from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
+from tests.builds_dsl import builds, change
+from tests.core.test_guards import LOGS
+
+GREEN = change("green", when=1.0)
+C = tuple(change(f"c{i}", when=100.0 + i) for i in range(1, 8))
+
+
+def verdict(reason: Reason, suspect: Change | None = None, builder: str = "B") -> Verdict:
+    request = None
+    if suspect is not None and reason is Reason.REVERT:
+        request = RevertRequest(suspect.revision, builder, (7,), "why", 200.0)
+    return Verdict(
+        builder,
+        7,
+        reason,
+        "the first failing build holds one change",
+        200.0,
+        suspect=suspect,
+        request=request,
+        evidence=("test_os",),
+        started_at=150.0,
+    )
+
+
+def ran(key: RequestKey, spec: str, at: float = 300.0) -> Build:
+    """The build ``key`` asked for, ended as ``spec`` says (S passes, F@os fails alike)."""
+    [build] = builds(spec, builder=key.builder, logs=LOGS)
+    return build._replace(verification=key.encode(), completed_at=at)
+
+
+def machine(**settings: object) -> PostVerdict:
+    found: list[tuple[str, Change, str]] = []
+
+    def judge_found(builder: str, change: Change, how: str) -> Verdict:
+        found.append((builder, change, how))
+        return verdict(Reason.REVERT_BY_BISECTION, change)._replace(explanation=how)
+
+    m = PostVerdict(MachineSettings(**settings), judge_found)  # type: ignore[arg-type]
+    # The builder last built green at GREEN.
+    [green] = builds("S:green", logs=LOGS)
+    m.built(green._replace(changes=(GREEN,)))
+    return m
+
+
+def judged(v: Verdict, suspects: tuple[Change, ...], width: int = 1) -> Judged:
+    return Judged(v, suspects, tolerated=False, width=width, now=200.0)
+
+
+def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
+    assert move(Phase.JUDGED, Outcome.HOLD) is Phase.VERIFYING
+    with pytest.raises(AssertionError):
+        move(Phase.CONCLUDED, Outcome.HOLD)
+    assert {p for p, _ in TRANSITIONS} == {Phase.JUDGED, Phase.VERIFYING, Phase.BISECTING}
+
+
+def test_a_key_survives_its_text_and_an_english_mark_is_no_key() -> None:
+    key = RequestKey("AMD64 Debian: 3.13", 7, "a" * 40, Role.PROBE)
+    assert RequestKey.decode(key.encode()) == key
+    assert RequestKey.decode("verification build of the parent of change 2") is None
+    assert "bisection build (probe) aaaaaaaaaaaa on AMD64 Debian: 3.13" in key.describe()
+
+
+def test_a_held_verdict_is_filed_with_its_proof_once_the_parent_passes() -> None:
+    m = machine(verification=True)
+    v = verdict(Reason.REVERT, C[0])
+    [request] = m.judged(judged(v, (C[0],)))
+    assert isinstance(request, RequestBuild)
+    assert request.key == RequestKey("B", 7, "green", Role.PARENT)
+    # Another builder qualifies on the held change: it joins, concluded after.
+    joined = verdict(Reason.ALREADY_PROPOSED, C[0], builder="B2")
+    assert m.judged(judged(joined, (C[0],))) == []
+    commands = m.finished(ran(request.key, "S"))
+    ended = [c.verdict for c in commands if isinstance(c, Conclude)]
+    assert [e.reason for e in ended] == [Reason.REVERT, Reason.ALREADY_PROPOSED]
+    assert "; verified: the parent of c1, built now on B" in ended[0].explanation
+    assert m.waiting == ()
+
+
+def test_a_parent_that_fails_alike_withdraws_the_verdict() -> None:
+    m = machine(verification=True)
+    v = verdict(Reason.REVERT, C[1])
+    # Found among two changes: the parent (c1) and the suspect itself are built.
+    parent, suspect = (c.key for c in m.judged(judged(v, C[:2])))  # type: ignore[union-attr]
+    assert (parent.revision, parent.role, suspect.role) == ("c1", Role.PARENT, Role.SUSPECT)
+    assert m.finished(ran(suspect, "F@os")) == []
+    [_, ended] = m.finished(ran(parent, "F@os"))
+    assert isinstance(ended, Conclude)
+    assert (ended.verdict.reason, ended.verdict.request) == (Reason.ENVIRONMENT, None)
+
+
+def test_a_retried_build_keeps_the_verdict_waiting() -> None:
+    m = machine(verification=True)
+    [request] = m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    retried = ran(request.key, "S")._replace(result=int(Result.RETRY))  # type: ignore[union-attr]
+    assert m.finished(retried) == []
+    assert m.waiting == (request.key,)  # type: ignore[union-attr]
+
+
+def test_a_build_that_never_ran_declines_after_the_timeout() -> None:
+    m = machine(verification=True, forced_build_timeout=3600.0)
+    m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    assert m.clock_passed(200.0 + 3599.0) == []
+    *said, ended = m.clock_passed(200.0 + 3600.0)
+    assert isinstance(ended, Conclude) and ended.verdict.reason is Reason.UNVERIFIED
+    assert "never ran" in ended.verdict.explanation and m.waiting == ()
+
+
+def test_bisection_n_sects_three_at_a_time_and_finds_the_culprit() -> None:
+    m = machine(bisection=BisectionCaps())
+    v = verdict(Reason.MULTIPLE_CHANGES)
+    [parent] = m.judged(judged(v, C, width=3))
+    assert parent.key.role is Role.BISECTION_PARENT  # type: ignore[union-attr]
+    batch = [c.key for c in m.finished(ran(parent.key, "S"))]  # type: ignore[union-attr]
+    # The seven gaps from green to c7 (known to fail) cut in four: c1, c3, c5.
+    assert [k.revision for k in batch] == ["c1", "c3", "c5"]
+    results = {"c1": "S", "c3": "S", "c5": "F@os"}
+    assert m.finished(ran(batch[0], results["c1"])) == []
+    assert m.finished(ran(batch[1], results["c3"])) == []
+    [last] = m.finished(ran(batch[2], results["c5"]))
+    assert last.key.revision == "c4"  # type: ignore[union-attr]
+    *_, ended = m.finished(ran(last.key, "S"))  # type: ignore[union-attr]
+    assert isinstance(ended, Conclude)
+    assert (ended.verdict.reason, ended.verdict.suspect) == (Reason.REVERT_BY_BISECTION, C[4])
+
+
+def test_a_bisection_the_caps_cannot_hold_is_not_begun_and_the_state_survives_a_pickle() -> None:
+    m = machine(bisection=BisectionCaps(per_builder_per_day=3))
+    v = verdict(Reason.MULTIPLE_CHANGES)
+    [parent] = m.judged(judged(v, C[:2]))
+    # Taken back by a new process: the search goes on, the builds counted.
+    again = PostVerdict(m.settings, m.judge_found, state=pickle.loads(pickle.dumps(m.state)))
+    assert again.bisection_room("B", 200.0) == 2
+    assert again.restarted(frozenset(), 250.0) == [parent]
+    [probe] = again.finished(ran(parent.key, "S"))  # type: ignore[union-attr]
+    assert probe.key.revision == "c1"  # type: ignore[union-attr]
+    # With one build left a day, a new two-change streak is concluded as it came.
+    other = verdict(Reason.MULTIPLE_CHANGES, builder="B")._replace(first_failing_build=9)
+    assert again.judged(judged(other, C[2:4])) == [Conclude(other)]
+
+
+def test_the_daily_cap_turns_the_fourth_revert_of_a_day_into_a_comment() -> None:
+    m = machine(daily_cap=3)
+    assert [m.filing(f"r{i}", 1000.0 + i) for i in range(3)] == [File(f"r{i}") for i in range(3)]
+    assert isinstance(m.filing("r3", 2000.0), CommentOnly)
+    # A day after the first, there is room again.
+    assert m.filing("r4", 1000.0 + 86400.0) == File("r4")

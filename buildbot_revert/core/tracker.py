@@ -69,7 +69,7 @@ failed where, on which branch and with which changes built, when each
 commit landed on each branch (backports carry their original), and counts
 each builder's isolated failures.  A builder past its streak's evidence
 keeps failing what the evidence failed: its later FAILURE builds are not
-read, but appended to the builder's run (:class:`~.guards.FailureRun`),
+read, but appended to the builder's run (:class:`~.memory.FailureRun`),
 which the failure memory follows for the evidence's tests; a streak's
 count is its run's length.
 
@@ -81,24 +81,26 @@ proposes one twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 
 from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
 from buildbot_revert.core.guards import (
     CORROBORABLE,
-    FailureMemory,
-    FailureRun,
-    FlakeMemory,
     Guard,
-    Landings,
     common_tests,
     consistent,
     environment_only,
-    failing_ids,
     specific_tests,
 )
 from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
+from buildbot_revert.core.memory import (
+    FailureMemory,
+    FailureRun,
+    FlakeMemory,
+    Landings,
+    failing_ids,
+)
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.references import is_revert
@@ -109,8 +111,9 @@ from buildbot_revert.core.relevance import (
     name_files,
     ties,
 )
-from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
+from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature, modules
+from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
 from buildbot_revert.core.verdicts import (
     PROPOSING,
     Reason,
@@ -126,112 +129,8 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _HOUR = 3600.0
 _DAY = 86400.0
-_UNKNOWN = float("inf")
 _WHEN = attrgetter("when")
 _DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
-
-
-class _OpenStreak:
-    """A red streak in progress on one builder (mutable; internal)."""
-
-    __slots__ = (
-        "first",
-        "failing",
-        "signatures",
-        "infra",
-        "run",
-        "suspects",
-        "verdict",
-        "evidence",
-        "green_at",
-        "blamelist",
-    )
-
-    def __init__(
-        self,
-        first: Build,
-        suspects: tuple[Change, ...],
-        green_at: float | None,
-        signature: Signature | None,
-        infra: bool,
-        run: FailureRun,
-    ) -> None:
-        self.first = first
-        # When the last green build before the streak completed (None: never).
-        self.green_at = green_at
-        # The first N failing builds: the evidence, with what they show.
-        self.failing: list[Build] = [first]
-        self.signatures: list[Signature | None] = [signature]
-        self.infra: list[bool] = [infra]
-        # The builder's FAILURE builds since the streak opened (its first
-        # is the first of the run): how many there were is the streak's count.
-        self.run = run
-        self.suspects = suspects
-        self.verdict: Verdict | None = None
-        # What the evidence builds fail in common, once decided.
-        self.evidence: frozenset[str] = frozenset()
-        # The streak as an intersection sees it (StreakTracker._blamelist),
-        # once its evidence is complete: it is asked again at every other
-        # builder's decision while this one stays red.
-        self.blamelist: Blamelist | None = None
-
-    @property
-    def count(self) -> int:
-        """How many FAILURE builds the streak has had, the one being fed included."""
-        return self.run.end
-
-
-class _BuilderState:
-    """What the tracker remembers of one builder (mutable; internal)."""
-
-    __slots__ = (
-        "green_at",
-        "untested",
-        "opening",
-        "ended",
-        "order",
-        "built_upto",
-        "builds",
-        "line",
-        "tags",
-        "pull_requests",
-        "tolerated",
-        "run",
-    )
-
-    def __init__(self, tags: frozenset[str], policy: Policy) -> None:
-        # When the last green build completed; None until one is seen.
-        self.green_at: float | None = None
-        # The builder's tags, asked once; what they make of it.
-        self.tags = tags
-        self.pull_requests = is_pull_request_builder(tags, policy)
-        self.tolerated = not policy.tolerated_tags.isdisjoint(tags)
-        # How many builds this builder completed: their positions, for flakes.
-        self.builds = 0
-        # Landing time of the newest change this builder has built.
-        self.built_upto = _UNKNOWN
-        # The branch the builder builds, as its changes say ("" if unknown).
-        self.line = ""
-        # Changes since the last green build that only neutral builds saw.
-        self.untested: list[Change] = []
-        # The suspects of the streak the last FAILURE opened; whether the
-        # last build ended a streak.
-        self.opening: tuple[Change, ...] = ()
-        self.ended = False
-        # Its FAILURE builds since it last turned red, which the failure
-        # memory follows past each streak's evidence (see FailureRun);
-        # closed while the builder is not red.
-        self.run = FailureRun(is_open=False)
-        # Its place among the builders, in the order they were first seen.
-        self.order = 0
-
-    @property
-    def red(self) -> bool:
-        """Whether a streak is open (whatever the policy's N): its run is.
-
-        A streak opens at a FAILURE and ends at a green build.
-        """
-        return self.run.open
 
 
 class StreakTracker:
@@ -260,14 +159,14 @@ class StreakTracker:
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         # What every builder's builds say whatever the policy's N (shared
-        # by the trackers of a TrackerGroup: see _note), and each builder's
+        # by the trackers of a TrackerGroup: see book), and each builder's
         # open streak, this tracker's own.
-        self._builders: dict[str, _BuilderState] = {}
-        self._streaks: dict[str, _OpenStreak] = {}
+        self._builders: dict[str, BuilderState] = {}
+        self._streaks: dict[str, OpenStreak] = {}
         # The open streaks an intersection may take part in, whether or not
         # their builder is watched (asked when it looks): decided (past their
         # evidence), after a green build, on a builder not allowed to fail.
-        self._intersectable: dict[str, tuple[int, str, _OpenStreak]] = {}
+        self._intersectable: dict[str, tuple[int, str, OpenStreak]] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
         # (None, a build of no known branch, is any branch's.)
         self._branches: set[str | None] = {None}
@@ -291,18 +190,18 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
-        state = self._note(build)
+        state = self.book(build)
         if state is None:
             return _NO_EVENTS
-        return self._judge(build, state)
+        return self.judge(build, state)
 
-    def _note(self, build: Build) -> _BuilderState | None:
+    def book(self, build: Build) -> BuilderState | None:
         """The bookkeeping of a build that no policy's N changes; its builder's state.
 
         None for a build that is no evidence.  What it notes is the same for
         every tracker whose policy agrees on what is green, what is a pull
-        request's and what is tolerated: a :class:`TrackerGroup` notes each
-        build once for all of them and judges it in each (:meth:`_judge`).
+        request's and what is tolerated: a :class:`~.group.TrackerGroup` books each
+        build once for all of them and judges it in each (:meth:`judge`).
         """
         if build.verification is not None:
             # A build buildbot-revert requested at a chosen revision: the
@@ -332,7 +231,7 @@ class StreakTracker:
                 # Blamelists are not guaranteed to be in landing order.
                 newest = max(map(_WHEN, changes))
                 self._landings.note(changes)
-            if newest > state.built_upto or state.built_upto == _UNKNOWN:
+            if newest > state.built_upto or state.built_upto == UNKNOWN:
                 state.built_upto = newest
             state.line = first.branch or ""
         # The builder is red while its run is open (state.red, read here
@@ -361,8 +260,8 @@ class StreakTracker:
                 state.untested.extend(changes)
         return state
 
-    def _judge(self, build: Build, state: _BuilderState) -> tuple[Event, ...]:
-        """What a build :meth:`_note` took means to this tracker's streaks."""
+    def judge(self, build: Build, state: BuilderState) -> tuple[Event, ...]:
+        """What a build :meth:`book` took means to this tracker's streaks."""
         result = build.result
         if result == _FAILURE:
             return self._failed(build, state, self._streaks.get(build.builder))
@@ -373,7 +272,7 @@ class StreakTracker:
                 return self._close(streak, build.completed_at)
         return _NO_EVENTS
 
-    def _is_branch_evidence(self, build: Build, state: _BuilderState) -> bool:
+    def _is_branch_evidence(self, build: Build, state: BuilderState) -> bool:
         """False for an unmerged pull request's build: evidence about no branch."""
         if state.pull_requests:
             return False
@@ -385,7 +284,7 @@ class StreakTracker:
         return True
 
     def _failed(
-        self, build: Build, state: _BuilderState, streak: _OpenStreak | None
+        self, build: Build, state: BuilderState, streak: OpenStreak | None
     ) -> tuple[Event, ...]:
         """A FAILURE build: open, extend or (at N) decide the builder's streak."""
         if streak is not None and streak.run.end > self.policy.failures:
@@ -401,7 +300,7 @@ class StreakTracker:
         # worker), not for its logs: what they show is read now.
         signature, infra, build = self._evidence(build, state)
         if streak is None:
-            streak = self._streaks[build.builder] = _OpenStreak(
+            streak = self._streaks[build.builder] = OpenStreak(
                 build,
                 state.opening,
                 state.green_at,
@@ -443,6 +342,19 @@ class StreakTracker:
         """Revisions proposed elsewhere (the plugin's ledger): never propose them again."""
         for revision in revisions:
             self._proposed.setdefault(revision, None)
+
+    def share_books(self, lead: StreakTracker) -> None:
+        """Keep ``lead``'s bookkeeping of every build instead of this tracker's own.
+
+        For a :class:`~.group.TrackerGroup`: ``lead`` books each build
+        (:meth:`book`) and this tracker only judges it (:meth:`judge`).
+        Only before either is fed.
+        """
+        if self._builders or self._streaks:
+            raise ValueError("a tracker joins a group before it is fed")
+        self._builders = lead._builders
+        self._landings = lead._landings
+        self._branches = lead._branches
 
     # -- memory across restarts ---------------------------------------------
 
@@ -537,15 +449,15 @@ class StreakTracker:
             )
         return out
 
-    def _new_state(self, builder: str) -> _BuilderState:
+    def _new_state(self, builder: str) -> BuilderState:
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
-        state = _BuilderState(tags, self.policy)
+        state = BuilderState(tags, self.policy)
         state.order = len(self._builders)
         return state
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool, Build]:
+    def _evidence(self, build: Build, state: BuilderState) -> tuple[Signature | None, bool, Build]:
         """Read a failing build's signature and remember what it fails.
 
         Also the build as the streak keeps it (see :mod:`.evidence`).
@@ -562,7 +474,7 @@ class StreakTracker:
     # -- deciding -----------------------------------------------------------
 
     def _close(
-        self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
+        self, streak: OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
         first = streak.first
         count = streak.count
@@ -622,7 +534,7 @@ class StreakTracker:
             )
         return text
 
-    def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
+    def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         reason, explanation, suspect = self._check(streak, last)
         sigs = [
             s
@@ -666,7 +578,7 @@ class StreakTracker:
         )
         return streak.verdict
 
-    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str, Change | None]:
+    def _check(self, streak: OpenStreak, last: Build) -> tuple[Reason, str, Change | None]:
         """The verdict's reason, explanation and suspect: the first check that fails."""
         declined = self._structural(streak, last)
         if declined is None:
@@ -677,7 +589,7 @@ class StreakTracker:
         suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
         return (*declined, suspect)
 
-    def _single(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str]:
+    def _single(self, streak: OpenStreak, change: Change, last: Build) -> tuple[Reason, str]:
         """The checks after the structural rule, for a streak holding one change."""
         failed, workers = self._point_at(change, streak)
         if self._watched is not None and not self._watched(last.builder):
@@ -729,7 +641,7 @@ class StreakTracker:
         return reason, why
 
     def _by_intersection(
-        self, streak: _OpenStreak, last: Build, declined: tuple[Reason, str]
+        self, streak: OpenStreak, last: Build, declined: tuple[Reason, str]
     ) -> tuple[Reason, str, Change | None]:
         """A streak of several changes: the one change other red builders' blamelists share.
 
@@ -762,7 +674,7 @@ class StreakTracker:
         return (*judged, change)
 
     def _pinned(
-        self, streak: _OpenStreak, change: Change, last: Build, how: str, why: str, reason: Reason
+        self, streak: OpenStreak, change: Change, last: Build, how: str, why: str, reason: Reason
     ) -> tuple[Reason, str]:
         """A change pinned among several (``how``): the checks a single change meets.
 
@@ -778,7 +690,7 @@ class StreakTracker:
             or self._propose(change, last, why, reason)
         )
 
-    def _blamelist(self, streak: _OpenStreak) -> Blamelist:
+    def _blamelist(self, streak: OpenStreak) -> Blamelist:
         """A streak, as the intersection sees it: its suspects and what it fails."""
         if streak.blamelist is not None:
             return streak.blamelist
@@ -813,7 +725,7 @@ class StreakTracker:
             if name != deciding and (watched is None or watched(name))
         ]
 
-    def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
+    def _structural(self, streak: OpenStreak, last: Build) -> tuple[Reason, str] | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""
         if streak.green_at is None:
             return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
@@ -846,7 +758,7 @@ class StreakTracker:
         return None
 
     def _point_at(
-        self, change: Change, streak: _OpenStreak
+        self, change: Change, streak: OpenStreak
     ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
         """Note that this streak's worker points at ``change`` alone, with what it fails.
 
@@ -868,7 +780,7 @@ class StreakTracker:
         return failed, workers
 
     def _guard(
-        self, streak: _OpenStreak, change: Change, last: Build, doubts: bool = True
+        self, streak: OpenStreak, change: Change, last: Build, doubts: bool = True
     ) -> tuple[Reason, str] | None:
         """The first evidence guard that declines the streak, if any.
 
@@ -888,7 +800,7 @@ class StreakTracker:
         return None
 
     def _infra(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         if not any(streak.infra):
             return None
@@ -899,7 +811,7 @@ class StreakTracker:
         )
 
     def _generic(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         if not all(s.generic for s in sigs):
             return None
@@ -910,7 +822,7 @@ class StreakTracker:
         )
 
     def _inconsistent(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         if consistent(sigs):
             return None
@@ -921,7 +833,7 @@ class StreakTracker:
         )
 
     def _failing_before(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         specific = specific_tests(sigs)
         if not specific.ids:
@@ -943,7 +855,7 @@ class StreakTracker:
         )
 
     def _environment(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         env = environment_only(common_tests(sigs), change, self.policy.environment_tests)
         if env is None:
@@ -956,7 +868,7 @@ class StreakTracker:
         )
 
     def _flaky(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         if all(s.deterministic for s in sigs):
             return None
@@ -972,7 +884,7 @@ class StreakTracker:
         )
 
     def _cannot_explain(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         """Relevance: a documentation-only change explains only a docs build's failure."""
         policy = self.policy
@@ -988,7 +900,7 @@ class StreakTracker:
         )
 
     def _stale_green(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
+        self, streak: OpenStreak, change: Change, last: Build, sigs: list[Signature]
     ) -> tuple[Reason, str] | None:
         """After a long gap since green, the change must be tied to the failures directly."""
         policy = self.policy
@@ -1017,82 +929,6 @@ class StreakTracker:
         )
 
 
-def _book_key(policy: Policy) -> tuple[object, ...]:
-    """What a policy changes of :meth:`StreakTracker._note`'s bookkeeping.
-
-    Trackers whose policies agree on it note the same for every build.
-    """
-    return (
-        policy.green,
-        policy.pull_request_tags,
-        policy.pull_request_branches,
-        policy.tolerated_tags,
-        policy.failing_before_window,
-    )
-
-
-class TrackerGroup:
-    """Several trackers fed the same builds, each build noted once for all of them.
-
-    A sweep replays one history under several policies.  Most of what a
-    build tells a tracker does not depend on the policy's N or its guards
-    (which builder it is, what it built, whether a streak opens or ends:
-    :meth:`StreakTracker._note`), and most builds tell nothing else (a green
-    build on a green builder, a neutral one).  So the trackers whose
-    policies agree on that bookkeeping share it: one of them notes each
-    build, and each judges only the FAILURE builds and the green builds
-    that end a streak (:meth:`StreakTracker._judge`).  Each tracker answers
-    what it answers fed alone (tests/core/test_tracker_group.py).
-    """
-
-    __slots__ = ("_books", "_size")
-
-    def __init__(self, trackers: Sequence[StreakTracker]) -> None:
-        by_key: dict[tuple[object, ...], list[int]] = {}
-        for i, tracker in enumerate(trackers):
-            if tracker._builders or tracker._streaks:
-                raise ValueError("a tracker joins a group before it is fed")
-            by_key.setdefault(_book_key(tracker.policy), []).append(i)
-        self._books: list[
-            tuple[
-                Callable[[Build], _BuilderState | None],
-                int,
-                list[tuple[int, Callable[[Build, _BuilderState], tuple[Event, ...]]]],
-            ]
-        ] = []
-        for members in by_key.values():
-            lead = trackers[members[0]]
-            for i in members[1:]:
-                tracker = trackers[i]
-                tracker._builders = lead._builders
-                tracker._landings = lead._landings
-                tracker._branches = lead._branches
-            # Past every member's evidence, a FAILURE build changes nothing
-            # any of them judges (a streak counts its run's builds, and the
-            # failure memory follows the run: see StreakTracker._failed).
-            deepest = max(trackers[i].policy.failures for i in members)
-            self._books.append((lead._note, deepest, [(i, trackers[i]._judge) for i in members]))
-        self._size = len(trackers)
-
-    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
-        """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
-        out: list[tuple[Event, ...]] | None = None
-        for note, deepest, judges in self._books:
-            state = note(build)
-            if state is None:
-                continue
-            if build.result == _FAILURE:
-                if state.run.end > deepest:
-                    continue
-            elif not state.ended:
-                continue
-            if out is None:
-                out = [_NO_EVENTS] * self._size
-            for i, judge in judges:
-                out[i] = judge(build, state)
-        return out
-
-
 # What a saved tracker holds: everything ``__init__`` sets but the shell's
 # callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
 # attaches to an instance (a benchmark's timing wrapper) is not saved.
@@ -1113,7 +949,7 @@ _STATE = (
 )
 
 _GuardCheck = Callable[
-    [StreakTracker, _OpenStreak, Change, Build, list[Signature]], tuple[Reason, str] | None
+    [StreakTracker, OpenStreak, Change, Build, list[Signature]], tuple[Reason, str] | None
 ]
 # The evidence guards in the order they are asked (the theory of operation's
 # step 6): the first that declines names the verdict.

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
+from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
@@ -287,7 +288,7 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     """One feed for replayers of one selection: each build noted once for all.
 
     A sweep's replays (one per policy) are fed the same builds: a
-    :class:`~buildbot_revert.core.tracker.TrackerGroup` notes each build
+    :class:`~buildbot_revert.core.group.TrackerGroup` notes each build
     once for every tracker whose policy keeps the same books, and asks each
     to judge only the builds that can change its streaks; the window's
     builds are counted once.  Each replayer's result is what it gives fed

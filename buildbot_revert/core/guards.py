@@ -45,8 +45,8 @@ order, each on by default and each with its own verdict reason:
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
     network), and the change touched none of the code behind it: an update
-    on the worker is the likelier cause (CPython's #128018 was a worker
-    problem taken for a breaking change).  Which tests, and which paths
+    on the worker is the likelier cause (CPython has taken a worker's
+    problem for a breaking change before).  Which tests, and which paths
     count as "the code behind it", is configuration; the default is
     CPython's.
 ``flaky-builder``
@@ -60,19 +60,43 @@ doubt (failing-before, flaky-builder) give way.  The others stand: several
 builders failing alike after a long gap is what a change in the world
 looks like too, and documentation cannot break a test however many agree.
 
+Each guard is a plain function over one record (:class:`GuardInput`: the
+streak's evidence, its change, and the memories the tracker keeps) that
+returns a :class:`Decline` naming its reason and sentence, or None;
+:data:`GUARDS` holds them in the order above, which is the order the
+tracker's theory of operation gives (:func:`first_decline` asks them).
+
 Everything here is pure: times come in with the builds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from buildbot_revert.core.memory import WHOLE_MODULE, whole_module
+from buildbot_revert.core.memory import (
+    WHOLE_MODULE,
+    FailureMemory,
+    FlakeMemory,
+    Landings,
+    whole_module,
+)
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.relevance import touches_code_of
+from buildbot_revert.core.relevance import (
+    code_files,
+    docs_failure,
+    documentation_only,
+    name_files,
+    ties,
+    touches_code_of,
+)
 from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
+from buildbot_revert.core.verdicts import Reason
+
+if TYPE_CHECKING:
+    # The policy names the guards (Guard) and their defaults: a cycle at run time.
+    from buildbot_revert.core.policy import Policy
 
 
 class Guard(StrEnum):
@@ -234,3 +258,185 @@ def consistent(signatures: Sequence[Signature]) -> bool:
     """Whether every failing build shares a failure with the first."""
     first = signatures[0]
     return all(same_failure(first, other) for other in signatures[1:])
+
+
+_HOUR = 3600.0
+_DAY = 86400.0
+
+
+class Decline(NamedTuple):
+    """A check that declines a streak: the verdict's reason, and the sentence saying why."""
+
+    reason: Reason
+    sentence: str
+
+
+class GuardInput(NamedTuple):
+    """What the evidence guards read of one streak and its one change."""
+
+    policy: Policy
+    change: Change
+    builder: str
+    # The signatures read off the failing builds (None, never read, left out).
+    signatures: list[Signature]
+    # Per failing build: whether it failed for an infrastructure reason.
+    infra: Sequence[bool]
+    # The streak's failing builds (the first N): their steps, for the docs rule.
+    failing: Sequence[Build]
+    # When the streak's first failing build completed, and the last green before it.
+    started_at: float
+    green_at: float | None
+    # The builder's tags, and how many builds it has completed.
+    tags: frozenset[str]
+    builds: int
+    failures: FailureMemory
+    landings: Landings
+    flakes: FlakeMemory
+
+
+def infra(g: GuardInput) -> Decline | None:
+    """A failing build failed for an infrastructure reason."""
+    if not any(g.infra):
+        return None
+    return Decline(
+        Reason.INFRA,
+        "a failing build failed for an infrastructure reason (checkout, lost worker, "
+        "full disk): not caused by a change, but it needs attention",
+    )
+
+
+def generic(g: GuardInput) -> Decline | None:
+    """The failures name no test or compile error."""
+    if not all(s.generic for s in g.signatures):
+        return None
+    return Decline(
+        Reason.GENERIC_FAILURE,
+        "the failing builds show only generic failures (no test or compile error "
+        "named): a breakage for a human to look at, not proof against the change",
+    )
+
+
+def inconsistent(g: GuardInput) -> Decline | None:
+    """The failing builds do not share a failure."""
+    if consistent(g.signatures):
+        return None
+    return Decline(
+        Reason.INCONSISTENT_FAILURE,
+        "the failing builds do not share a failure: different failures each time "
+        "is the pattern of flakiness",
+    )
+
+
+def cannot_explain(g: GuardInput) -> Decline | None:
+    """Relevance: a documentation-only change explains only a docs build's failure."""
+    policy, change = g.policy, g.change
+    if not documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
+        return None
+    if docs_failure(g.tags, g.failing, policy.docs_builder_tags, policy.docs_step_patterns):
+        return None
+    return Decline(
+        Reason.CHANGE_CANNOT_EXPLAIN,
+        f"the change touched only documentation ({name_files(change.files)}), and the "
+        "failing steps are not a docs build's: it cannot explain the failure",
+    )
+
+
+def failing_before(g: GuardInput) -> Decline | None:
+    """Every test compared also failed in a build without the change."""
+    specific = specific_tests(g.signatures)
+    if not specific.ids:
+        return None
+    start = g.change.when - g.policy.failing_before_window
+    family = g.landings.family(g.change)
+    if not all(g.failures.failed_without(k, family, start) for k in specific.ids):
+        return None
+    level = (
+        "the same test cases"
+        if specific.level == "cases"
+        else "the same test modules (no test cases named on either side)"
+    )
+    return Decline(
+        Reason.FAILING_BEFORE,
+        f"{', '.join(specific.names()[:5])} also failed in builds without this "
+        f"change (before it landed, or on builders that had not built it); compared "
+        f"as {level}",
+    )
+
+
+def stale_green(g: GuardInput) -> Decline | None:
+    """After a long gap since green, the change must be tied to the failures directly."""
+    policy, change, green_at = g.policy, g.change, g.green_at
+    if green_at is None:
+        return None
+    gap = g.started_at - green_at
+    if gap <= policy.stale_green_after:
+        return None
+    named = [s for s in g.signatures if not s.generic]
+    failing = common_tests(named) if named else frozenset()
+    if named and not failing:
+        failing = frozenset().union(*(modules(s) for s in named))
+    files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+    if ties(failing, files, policy.environment_tests) is not None:
+        return None
+    what = (
+        "the change touched none of the failing tests' code"
+        if change.files
+        else "the change's files are unknown, so nothing ties it to the failing tests"
+    )
+    return Decline(
+        Reason.STALE_GREEN,
+        f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
+        "may have changed meanwhile (a verification build of the parent would tell)",
+    )
+
+
+def environment(g: GuardInput) -> Decline | None:
+    """Every common failure is a test of what the worker provides, untouched by the change."""
+    env = environment_only(common_tests(g.signatures), g.change, g.policy.environment_tests)
+    if env is None:
+        return None
+    return Decline(
+        Reason.ENVIRONMENT_TEST,
+        f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
+        "network), and the change touched none of the code behind them: an "
+        "update on the worker is the likelier cause",
+    )
+
+
+def flaky_builder(g: GuardInput) -> Decline | None:
+    """Too many of the builder's recent builds failed alone and recovered at once."""
+    if all(s.deterministic for s in g.signatures):
+        return None
+    window = g.policy.flaky_builds
+    flakes = g.flakes.count_since(g.builder, g.builds - window)
+    if flakes <= g.policy.flaky_threshold:
+        return None
+    return Decline(
+        Reason.FLAKY_BUILDER,
+        f"{flakes} of the builder's last {window} builds failed alone and "
+        "recovered at once: too flaky to blame a change on its word alone",
+    )
+
+
+# The evidence guards in the order they are asked (the tracker's theory of
+# operation, step 6): the first that declines names the verdict.
+GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
+    (Guard.INFRA, infra),
+    (Guard.GENERIC, generic),
+    (Guard.INCONSISTENT, inconsistent),
+    (Guard.CANNOT_EXPLAIN, cannot_explain),
+    (Guard.FAILING_BEFORE, failing_before),
+    (Guard.STALE_GREEN, stale_green),
+    (Guard.ENVIRONMENT, environment),
+    (Guard.FLAKY_BUILDER, flaky_builder),
+)
+
+
+def first_decline(g: GuardInput, asked: frozenset[Guard]) -> Decline | None:
+    """The first guard of :data:`GUARDS` among ``asked`` that declines, if any."""
+    for guard, check in GUARDS:
+        if guard in asked:
+            declined = check(g)
+            if declined is not None:
+                return declined
+    return None

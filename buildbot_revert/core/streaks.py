@@ -16,7 +16,7 @@ from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
-from buildbot_revert.core.verdicts import Verdict
+from buildbot_revert.core.verdicts import RedStreak, Verdict
 
 # The landing time of the newest change a builder built, before it built any.
 UNKNOWN = float("inf")
@@ -70,6 +70,18 @@ class OpenStreak:
     def count(self) -> int:
         """How many FAILURE builds the streak has had, the one being fed included."""
         return self.run.end
+
+    def as_red(self, tags: frozenset[str]) -> RedStreak:
+        """The streak as a shell shows it while open, its builder tagged ``tags``."""
+        return RedStreak(
+            builder=self.first.builder,
+            first_failing=self.first,
+            failing=self.count,
+            suspects=self.suspects,
+            green_at=self.green_at,
+            verdict=self.verdict,
+            tags=tuple(sorted(tags)),
+        )
 
 
 class BuilderState:

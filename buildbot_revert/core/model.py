@@ -11,6 +11,10 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+# Makes a NamedTuple from a tuple of its fields in order, skipping the
+# generated constructor's Python-level call: only the fast paths below use it.
+_new = tuple.__new__
+
 
 class Result(IntEnum):
     """Buildbot's build result codes (``buildbot.process.results``)."""
@@ -88,3 +92,64 @@ class Build(NamedTuple):
     # ordinary build.  Such builds are evidence about one revision, never
     # part of the builder's streak.
     verification: str | None = None
+
+
+# The fast paths: a record made positionally, where a shell makes hundreds of
+# thousands of them (a history's builds as they are read, a replay's kept
+# copies).  Each lives beside its record, and tests/core/test_fast_path.py
+# pins the field order each relies on: reordering a field breaks the test,
+# not the data.
+
+
+def new_change(
+    revision: str,
+    author: str,
+    title: str,
+    when: float,
+    pr_number: int | None,
+    message: str,
+    files: tuple[str, ...],
+    branch: str | None,
+) -> Change:
+    """A :class:`Change`, every field given in order (the fast path)."""
+    change: Change = _new(
+        Change, (revision, author, title, when, pr_number, message, files, branch)
+    )
+    return change
+
+
+def new_failed_step(name: str, result: int, log_tail: str | None) -> FailedStep:
+    """A :class:`FailedStep`, every field given in order (the fast path)."""
+    step: FailedStep = _new(FailedStep, (name, result, log_tail))
+    return step
+
+
+def new_build(
+    builder: str,
+    number: int,
+    result: int,
+    started_at: float,
+    completed_at: float,
+    changes: tuple[Change, ...],
+    failed_steps: tuple[FailedStep, ...],
+    worker: str | None,
+    branch: str | None,
+    verification: str | None,
+) -> Build:
+    """A :class:`Build`, every field given in order (the fast path)."""
+    build: Build = _new(
+        Build,
+        (
+            builder,
+            number,
+            result,
+            started_at,
+            completed_at,
+            changes,
+            failed_steps,
+            worker,
+            branch,
+            verification,
+        ),
+    )
+    return build

@@ -163,3 +163,25 @@ class RedStreak(NamedTuple):
     green_at: float | None
     verdict: Verdict | None
     tags: tuple[str, ...] = ()
+
+
+def new_streak(
+    builder: str,
+    first_failing_build: int,
+    started_at: float,
+    ended_at: float | None,
+    builds: int,
+    blamelist: tuple[Change, ...],
+    verdict: Verdict,
+    failing: tuple[Build, ...],
+) -> Streak:
+    """A :class:`Streak`, every field given in order: the fast path a replay keeps its with.
+
+    ``tuple.__new__`` skips the generated constructor (a sweep keeps about
+    100,000 streaks); tests/core/test_fast_path.py pins the field order.
+    """
+    streak: Streak = tuple.__new__(
+        Streak,
+        (builder, first_failing_build, started_at, ended_at, builds, blamelist, verdict, failing),
+    )
+    return streak

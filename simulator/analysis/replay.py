@@ -15,11 +15,18 @@ from typing import Any, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.group import TrackerGroup
-from buildbot_revert.core.model import Build, Builder, Change
+from buildbot_revert.core.model import Build, Builder, Change, new_build, new_change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import (
+    PROPOSING,
+    Reason,
+    RevertRequest,
+    Streak,
+    Verdict,
+    new_streak,
+)
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
@@ -420,9 +427,18 @@ class _Keeper:
             if made is None
             else tuple([_copy(made, b, self._bare) for b in event.failing])
         )
-        # Streak.failing is the last field; tuple.__new__ skips the
-        # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
-        self._streaks.append(_new(Streak, (*event[:5], blamelist, verdict, failing)))
+        self._streaks.append(
+            new_streak(
+                event.builder,
+                event.first_failing_build,
+                event.started_at,
+                event.ended_at,
+                event.builds,
+                blamelist,
+                verdict,
+                failing,
+            )
+        )
 
     def _revisions_of(self, blamelist: tuple[Change, ...]) -> tuple[Change, ...]:
         return tuple(map(self._revision, blamelist))
@@ -434,16 +450,17 @@ class _Keeper:
         """
         texts = self._texts
         worker, branch = build.worker, build.branch
-        return _new(
-            Build,
-            (
-                *build[:5],
-                (),
-                (),
-                worker if worker is None else texts.setdefault(worker, worker),
-                branch if branch is None else texts.setdefault(branch, branch),
-                *build[9:],
-            ),
+        return new_build(
+            build.builder,
+            build.number,
+            build.result,
+            build.started_at,
+            build.completed_at,
+            (),
+            (),
+            worker if worker is None else texts.setdefault(worker, worker),
+            branch if branch is None else texts.setdefault(branch, branch),
+            build.verification,
         )
 
     def _verdict(self, verdict: Verdict) -> Verdict:
@@ -481,7 +498,4 @@ def _copy(made: dict[int, tuple[object, Any]], original: _T, make: Callable[[_T]
 
 def _revision_only(change: Change) -> Change:
     """``change`` as a revision that landed on a branch at a time."""
-    return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
-
-
-_new = tuple.__new__
+    return new_change(change.revision, "", "", change.when, None, "", (), change.branch)

@@ -30,7 +30,15 @@ from typing import Any
 
 import sqlite_utils
 
-from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert.core.model import (
+    Build,
+    Builder,
+    Change,
+    FailedStep,
+    Result,
+    new_build,
+    new_failed_step,
+)
 from simulator.history import schema
 from simulator.history.labels import Breakage, Labels
 
@@ -536,10 +544,8 @@ class HistoryStore:
         next_step = next(rows, None)
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
-        # tuple once.  And make each record with tuple.__new__, which skips
-        # the NamedTuple constructor's Python-level call (a year is ~400k).
+        # tuple once.  Each record is made by its fast path (new_build).
         blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
-        new = tuple.__new__
         for (
             bid,
             builder_id,
@@ -565,25 +571,13 @@ class HistoryStore:
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(new(FailedStep, next_step[1:]))
+                    found.append(new_failed_step(*next_step[1:]))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
-            yield new(
-                Build,
-                (
-                    builder,
-                    number,
-                    result,
-                    started,
-                    completed,
-                    blamed,
-                    failed,
-                    worker,
-                    branch,
-                    # No stored build is a verification build (see Build).
-                    None,
-                ),
+            # No stored build is a verification build (see Build).
+            yield new_build(
+                builder, number, result, started, completed, blamed, failed, worker, branch, None
             )
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:

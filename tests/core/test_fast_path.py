@@ -1,0 +1,90 @@
+"""The positional fast paths make the record their keyword constructor makes.
+
+Each fast path (``new_build``, ``new_change``, ``new_failed_step``,
+``new_streak``) fills its record's fields by position, skipping the
+constructor: reordering, adding or renaming a field of the record must fail
+here rather than silently put a worker's name where a branch belongs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from buildbot_revert.core.model import (
+    Build,
+    Change,
+    FailedStep,
+    Result,
+    new_build,
+    new_change,
+    new_failed_step,
+)
+from buildbot_revert.core.verdicts import Reason, Streak, Verdict, new_streak
+
+CHANGE = Change(
+    revision="abc123",
+    author="alice",
+    title="Fix the parser",
+    when=1000.0,
+    pr_number=42,
+    message="Fix the parser\n\nLong story.",
+    files=("Lib/ast.py",),
+    branch="main",
+)
+STEP = FailedStep(name="test", result=int(Result.FAILURE), log_tail="FAILED test_ast")
+BUILD = Build(
+    builder="x86 Gentoo",
+    number=7,
+    result=int(Result.FAILURE),
+    started_at=1100.0,
+    completed_at=1200.0,
+    changes=(CHANGE,),
+    failed_steps=(STEP,),
+    worker="gentoo-worker",
+    branch="main",
+    verification="parent of abc123",
+)
+VERDICT = Verdict(
+    builder="x86 Gentoo",
+    first_failing_build=7,
+    reason=Reason.TOO_SHORT,
+    explanation="went green",
+    decided_at=1300.0,
+)
+STREAK = Streak(
+    builder="x86 Gentoo",
+    first_failing_build=7,
+    started_at=1200.0,
+    ended_at=1300.0,
+    builds=1,
+    blamelist=(CHANGE,),
+    verdict=VERDICT,
+    failing=(BUILD,),
+)
+
+
+@pytest.mark.parametrize(
+    ("fast", "record"),
+    [
+        (new_change, CHANGE),
+        (new_failed_step, STEP),
+        (new_build, BUILD),
+        (new_streak, STREAK),
+    ],
+    ids=["change", "failed-step", "build", "streak"],
+)
+def test_a_fast_path_makes_what_the_constructor_makes(
+    fast: Callable[..., Any], record: tuple[Any, ...]
+) -> None:
+    # Its parameters are the record's fields, in the record's order.
+    assert tuple(inspect.signature(fast).parameters) == type(record)._fields  # type: ignore[attr-defined]
+    # Given each field by name, it makes the record the constructor made.
+    made = fast(**record._asdict())  # type: ignore[attr-defined]
+    assert type(made) is type(record)
+    assert made == record
+    for field in record._fields:  # type: ignore[attr-defined]
+        assert getattr(made, field) == getattr(record, field), field

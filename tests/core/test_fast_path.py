@@ -67,6 +67,30 @@ STREAK = Streak(
 )
 
 
+# The order the fast paths' callers pass the fields in (simulator/history/
+# store.py and simulator/analysis/replay.py): a record reordered must have
+# its callers reviewed before this list is changed.
+FIELD_ORDER = {
+    Change: (
+        "revision", "author", "title", "when", "pr_number", "message", "files", "branch",
+    ),
+    FailedStep: ("name", "result", "log_tail"),
+    Build: (
+        "builder", "number", "result", "started_at", "completed_at", "changes",
+        "failed_steps", "worker", "branch", "verification",
+    ),
+    Streak: (
+        "builder", "first_failing_build", "started_at", "ended_at", "builds", "blamelist",
+        "verdict", "failing",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("record", list(FIELD_ORDER), ids=lambda r: r.__name__)
+def test_the_records_fields_are_in_the_order_their_callers_pass_them(record: type) -> None:
+    assert record._fields == FIELD_ORDER[record]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("fast", "record"),
     [

@@ -109,7 +109,7 @@ class StreakDecisions:
             builder=last.builder,
             build_number=streak.first.number,
             failing_builds=numbers,
-            filed_at=last.completed_at,
+            qualified_at=last.completed_at,
             last_green_at=streak.green_at,
         )
         self._proposed[change.revision] = request

@@ -86,8 +86,9 @@ class RevertRequest(NamedTuple):
     build_number: int
     # The build numbers of the N failing builds on ``builder``.
     failing_builds: tuple[int, ...]
-    # Completion time of the N-th failing build: when the revert is filed.
-    filed_at: float
+    # Completion time of the N-th failing build: when the builder qualified
+    # (the revert is filed then, unless a grace period delays it).
+    qualified_at: float
     # Completion time of the last green build before the streak.
     last_green_at: float | None = None
 

@@ -163,7 +163,7 @@ def _red_seconds_saved(
     """Red time the right reverts would have saved on every builder their change broke."""
     saved = 0.0
     for request in right:
-        landed = request.filed_at + merge_delay
+        landed = request.qualified_at + merge_delay
         for fixed_at in broke[request.revision].values():
             end = window_end if fixed_at is None else fixed_at
             saved += max(0.0, end - landed)

@@ -83,7 +83,7 @@ class Policy:
     # a backport lands, with p90 gaps of 8 to 26 days, and there it asks:
     # every true revert of the year followed its green build by under 10 h,
     # while the wrong ones it declines followed gaps of 26 to 35 days (the
-    # issue's real ones: 3 to 7 weeks).  A gap alone declines nothing.
+    # real histories' ones: 3 to 7 weeks).  A gap alone declines nothing.
     stale_green_after: float = 7 * _DAY
     # Builders allowed to fail (CPython's unstable builders): they never
     # propose alone.

@@ -20,9 +20,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from buildbot_revert.core.guards import (
-    CORROBORABLE,
     Decline,
-    Guard,
     GuardInput,
     common_tests,
     first_decline,
@@ -31,7 +29,7 @@ from buildbot_revert.core.guards import (
 from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
 from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
 from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict

@@ -72,8 +72,7 @@ Everything here is pure: times come in with the builds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
@@ -83,6 +82,7 @@ from buildbot_revert.core.memory import (
     whole_module,
 )
 from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.policy import Guard, Policy
 from buildbot_revert.core.relevance import (
     code_files,
     docs_failure,
@@ -93,33 +93,6 @@ from buildbot_revert.core.relevance import (
 )
 from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
 from buildbot_revert.core.verdicts import Reason
-
-if TYPE_CHECKING:
-    # The policy names the guards (Guard) and their defaults: a cycle at run time.
-    from buildbot_revert.core.policy import Policy
-
-
-class Guard(StrEnum):
-    """The guards, named by the verdict reason each gives."""
-
-    INFRA = "infra"
-    GENERIC = "generic-failure"
-    INCONSISTENT = "inconsistent-failure"
-    FAILING_BEFORE = "failing-before"
-    ENVIRONMENT = "environment-test"
-    FLAKY_BUILDER = "flaky-builder"
-    CANNOT_EXPLAIN = "change-cannot-explain"
-    STALE_GREEN = "stale-green"
-
-
-# Guards that doubt one builder's evidence: when builders on several workers
-# fail the same way from the same single change, the doubt no longer holds
-# (a flaky builder, or a test that also failed elsewhere for some other
-# reason, cannot explain several machines breaking at once).  The others say
-# the evidence is not about the change at all (infra, inconsistent failures,
-# the worker's environment), or that it names nothing a human could check
-# (generic failures are never attributed to a change), whatever agrees.
-CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value, Guard.FAILING_BEFORE.value})
 
 # Steps that fetch the source: when they fail, the change never even ran.
 _CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
@@ -136,33 +109,6 @@ _INFRA_MARKERS = (
     "Cannot allocate memory",
     "Read-only file system",
 )
-
-
-# CPython's tests that depend on the worker's environment, with the path
-# fragments of the code they test: a change touching none of them cannot
-# explain such a test failing on one worker.
-CPYTHON_ENVIRONMENT_TESTS: dict[str, tuple[str, ...]] = {
-    "test_ssl": ("ssl",),
-    "test_hashlib": ("hashlib", "hashopenssl"),
-    "test_sqlite3": ("sqlite",),
-    "test_tkinter": ("tkinter",),
-    "test_ttk": ("tkinter", "ttk"),
-    "test_idle": ("idlelib", "tkinter"),
-    "test_zlib": ("zlib",),
-    "test_bz2": ("bz2",),
-    "test_lzma": ("lzma",),
-    "test_ctypes": ("ctypes",),
-    "test_locale": ("locale",),
-    "test_gdb": ("gdb",),
-    "test_perf_profiler": ("perf",),
-    "test_readline": ("readline",),
-    "test_curses": ("curses",),
-    "test_dbm": ("dbm",),
-    "test_socket": ("socket",),
-    "test_urllib2net": ("urllib",),
-    "test_urllibnet": ("urllib",),
-    "test_timeout": ("socket",),
-}
 
 
 def environment_only(

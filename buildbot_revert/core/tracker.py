@@ -89,7 +89,6 @@ from operator import attrgetter
 
 from buildbot_revert.core.decide import StreakDecisions
 from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
-from buildbot_revert.core.guards import Guard
 from buildbot_revert.core.memory import (
     FailureMemory,
     FailureRun,
@@ -98,7 +97,7 @@ from buildbot_revert.core.memory import (
     failing_ids,
 )
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.policy import Guard, Policy
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak

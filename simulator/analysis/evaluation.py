@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from buildbot_revert.core.guards import Guard
+from buildbot_revert.core.policy import Guard
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak
 from simulator.analysis.replay import ReplayResult
 from simulator.formatting import json_share

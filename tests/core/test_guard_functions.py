@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 from buildbot_revert.core import tracker
-from buildbot_revert.core.guards import GUARDS, Decline, Guard, GuardInput, first_decline
+from buildbot_revert.core.guards import GUARDS, Decline, GuardInput, first_decline
 from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.policy import Guard, Policy
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.verdicts import Reason
 

@@ -61,6 +61,7 @@ class StreakDecisions:
     _flakes: FlakeMemory
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
+    _shorts: dict[tuple[int, bool], str]
 
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
@@ -371,3 +372,23 @@ class StreakDecisions:
             ),
             asked,
         )
+
+    def _short(self, count: int, ended: bool) -> str:
+        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
+
+        Most streaks are one or two failures: each sentence is made once
+        (fewer than N of each), and a shell that keeps thousands of them
+        holds one copy.
+        """
+        key = (count, ended)
+        text = self._shorts.get(key)
+        if text is None:
+            n = self.policy.failures
+            text = self._shorts[key] = (
+                f"the builder went green again after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+                if ended
+                else f"the history ends after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+            )
+        return text

@@ -152,6 +152,7 @@ def is_infra(build: Build) -> bool:
 
 
 def signature_of(build: Build) -> Signature:
+    """What a failing build's failed steps identify as broken."""
     return extract(build.failed_steps)
 
 

@@ -106,6 +106,7 @@ class Landings:
         self._noted = 0
 
     def note(self, changes: Sequence[Change]) -> None:
+        """Remember when each of ``changes`` landed on its branch."""
         seen = self.seen
         # Called for every build: most hold one change, seen before.
         if len(changes) == 1 and changes[0].revision in seen:
@@ -254,6 +255,7 @@ class FailureMemory:
         return self._horizon
 
     def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
+        """Remember that a build completed ``at`` failed each of ``failing``."""
         tests = self._tests
         self._recorded += 1
         if self._recorded >= _FORGET_RECORDS_EVERY:
@@ -330,6 +332,7 @@ class FlakeMemory:
         self._at: dict[str, deque[int]] = {}
 
     def record(self, builder: str, position: int, keep: int) -> None:
+        """Remember an isolated failure at ``position``; forget those ``keep`` builds older."""
         positions = self._at.setdefault(builder, deque())
         positions.append(position)
         # Forget what no window will look at again.

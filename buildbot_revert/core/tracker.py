@@ -187,9 +187,8 @@ class StreakTracker(StreakDecisions):
         build once for all of them and judges it in each (:meth:`judge`).
         """
         if build.verification is not None:
-            # A build buildbot-revert requested at a chosen revision: the
-            # shell judges it (.verification); it neither extends nor ends
-            # the builder's streak, nor counts among its builds.
+            # Requested by buildbot-revert at a chosen revision, judged by the
+            # shell (.verification): not part of the builder's streak or count.
             return None
         state = self._builders.get(build.builder)
         if state is None:
@@ -229,11 +228,7 @@ class StreakTracker(StreakDecisions):
         elif result == _FAILURE:
             state.ended = False
             if not run.open:
-                # A streak opens: its suspects are the changes no green
-                # build tested, this build's last.
-                state.opening = (*state.untested, *changes) if state.untested else changes
-                state.untested = []
-                run = state.run = FailureRun(self._failures.horizon)
+                run = self._open_run(state, changes)
             run.add(build.completed_at, state.built_upto, state.line)
         else:
             state.ended = False
@@ -242,6 +237,13 @@ class StreakTracker(StreakDecisions):
             if not run.open and changes:
                 state.untested.extend(changes)
         return state
+
+    def _open_run(self, state: BuilderState, changes: tuple[Change, ...]) -> FailureRun:
+        """A streak opens: its suspects are the changes no green build tested, these last."""
+        state.opening = (*state.untested, *changes) if state.untested else changes
+        state.untested = []
+        run = state.run = FailureRun(self._failures.horizon)
+        return run
 
     def judge(self, build: Build, state: BuilderState) -> tuple[Event, ...]:
         """What a build :meth:`book` took means to this tracker's streaks."""
@@ -395,6 +397,7 @@ class StreakTracker(StreakDecisions):
         return [streaks[name].as_red(builders[name].tags) for name in self.red_builders()]
 
     def _new_state(self, builder: str) -> BuilderState:
+        """A builder seen for the first time: its tags asked once, its place among the others."""
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
         state = BuilderState(tags, self.policy)
         state.order = len(self._builders)
@@ -421,6 +424,7 @@ class StreakTracker(StreakDecisions):
     def _close(
         self, streak: OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
+        """A streak ended (``ended_at``) or the history did (``now``): its verdict and its end."""
         first = streak.first
         count = streak.count
         if ended_at is not None and count == 1:
@@ -458,26 +462,6 @@ class StreakTracker(StreakDecisions):
         # A streak that ended before its N-th failure (most do) is decided
         # here: its verdict is reported with it, first.
         return (ended,) if decided else (verdict, ended)
-
-    def _short(self, count: int, ended: bool) -> str:
-        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
-
-        Most streaks are one or two failures: each sentence is made once
-        (fewer than N of each), and a shell that keeps thousands of them
-        holds one copy.
-        """
-        key = (count, ended)
-        text = self._shorts.get(key)
-        if text is None:
-            n = self.policy.failures
-            text = self._shorts[key] = (
-                f"the builder went green again after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-                if ended
-                else f"the history ends after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-            )
-        return text
 
 
 _STATE = (

@@ -27,6 +27,7 @@ from buildbot_revert.plugin.ledger_tables import (
 
 
 def _qualified(row: Any) -> QualifiedBuilder:
+    """A row of :data:`qualified_table` as a :class:`QualifiedBuilder`."""
     builds = tuple((int(n), url) for n, url in json.loads(row.builds))
     return QualifiedBuilder(
         row.revision,
@@ -158,6 +159,7 @@ class QualifiedRows:
     def _set_announced(
         self, revision: str, builders: Iterable[tuple[str, int]], announced: bool
     ) -> Any:
+        """Move each of ``builders`` to ``announced``; the keys this call moved."""
         keys = list(builders)
 
         def thd(conn: sa.Connection) -> list[tuple[str, int]]:

@@ -86,6 +86,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import NamedTuple
 
 from buildbot_revert.core.decide import StreakDecisions
 from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
@@ -114,6 +115,14 @@ Event = Verdict | Streak
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _WHEN = attrgetter("when")
+
+
+class StreakEvidence(NamedTuple):
+    """What a streak keeps of a failing build: its evidence (none unread), the build."""
+
+    signature: Signature | None
+    infra: bool
+    kept: Build
 
 
 class StreakTracker(StreakDecisions):
@@ -283,7 +292,8 @@ class StreakTracker(StreakDecisions):
             return _NO_EVENTS
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
-        signature, infra, build = self._evidence(build, state)
+        read = self._evidence(build, state)
+        signature, infra, build = read.signature, read.infra, read.kept
         if streak is None:
             streak = self._streaks[build.builder] = OpenStreak(
                 build,
@@ -405,19 +415,20 @@ class StreakTracker(StreakDecisions):
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: BuilderState) -> tuple[Signature | None, bool, Build]:
+    def _evidence(self, build: Build, state: BuilderState) -> StreakEvidence:
         """Read a failing build's signature and remember what it fails.
 
         Also the build as the streak keeps it (see :mod:`.evidence`).
         """
         if not self._guards:
-            return None, False, read_off(build)
-        (signature, infra), kept = self._read(build)
+            return StreakEvidence(signature=None, infra=False, kept=read_off(build))
+        read = self._read(build)
+        signature, infra = read.evidence
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
             )
-        return signature, infra, kept
+        return StreakEvidence(signature=signature, infra=infra, kept=read.kept)
 
     # -- closing ------------------------------------------------------------
 

@@ -8,11 +8,13 @@ thousands of them per replay, and a tuple is several times cheaper to make.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypeAlias, cast
 
 # Makes a NamedTuple from a tuple of its fields in order, skipping the
-# generated constructor's Python-level call: only the fast paths below use it.
+# generated constructor's Python-level call: only the fast paths at the end use it.
 _new = tuple.__new__
 
 
@@ -96,60 +98,31 @@ class Build(NamedTuple):
 
 # The fast paths: a record made positionally, where a shell makes hundreds of
 # thousands of them (a history's builds as they are read, a replay's kept
-# copies).  Each lives beside its record, and tests/core/test_fast_path.py
-# pins the field order each relies on: reordering a field breaks the test,
-# not the data.
+# copies).  Each takes one tuple of its record's fields in the record's order
+# (typed, so mypy checks each position) and makes the record with
+# tuple.__new__, skipping the generated constructor's Python-level call.
+# tests/core/test_fast_path.py pins the field order each relies on:
+# reordering a record's fields breaks the test, not the data.
 
+ChangeFields: TypeAlias = tuple[str, str, str, float, int | None, str, tuple[str, ...], str | None]
+FailedStepFields: TypeAlias = tuple[str, int, str | None]
+BuildFields: TypeAlias = tuple[
+    str,
+    int,
+    int,
+    float,
+    float,
+    tuple[Change, ...],
+    tuple[FailedStep, ...],
+    str | None,
+    str | None,
+    str | None,
+]
 
-def new_change(
-    revision: str,
-    author: str,
-    title: str,
-    when: float,
-    pr_number: int | None,
-    message: str,
-    files: tuple[str, ...],
-    branch: str | None,
-) -> Change:
-    """A :class:`Change`, every field given in order (the fast path)."""
-    change: Change = _new(
-        Change, (revision, author, title, when, pr_number, message, files, branch)
-    )
-    return change
-
-
-def new_failed_step(name: str, result: int, log_tail: str | None) -> FailedStep:
-    """A :class:`FailedStep`, every field given in order (the fast path)."""
-    step: FailedStep = _new(FailedStep, (name, result, log_tail))
-    return step
-
-
-def new_build(
-    builder: str,
-    number: int,
-    result: int,
-    started_at: float,
-    completed_at: float,
-    changes: tuple[Change, ...],
-    failed_steps: tuple[FailedStep, ...],
-    worker: str | None,
-    branch: str | None,
-    verification: str | None,
-) -> Build:
-    """A :class:`Build`, every field given in order (the fast path)."""
-    build: Build = _new(
-        Build,
-        (
-            builder,
-            number,
-            result,
-            started_at,
-            completed_at,
-            changes,
-            failed_steps,
-            worker,
-            branch,
-            verification,
-        ),
-    )
-    return build
+#: A :class:`Change` from (revision, author, title, when, pr_number, message, files, branch).
+new_change = cast(Callable[[ChangeFields], Change], partial(_new, Change))
+#: A :class:`FailedStep` from (name, result, log_tail).
+new_failed_step = cast(Callable[[FailedStepFields], FailedStep], partial(_new, FailedStep))
+#: A :class:`Build` from (builder, number, result, started_at, completed_at, changes,
+#: failed_steps, worker, branch, verification).
+new_build = cast(Callable[[BuildFields], Build], partial(_new, Build))

@@ -9,8 +9,10 @@ maintainer can read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypeAlias, cast
 
 from buildbot_revert.core.model import Build, Change
 
@@ -166,23 +168,11 @@ class RedStreak(NamedTuple):
     tags: tuple[str, ...] = ()
 
 
-def new_streak(
-    builder: str,
-    first_failing_build: int,
-    started_at: float,
-    ended_at: float | None,
-    builds: int,
-    blamelist: tuple[Change, ...],
-    verdict: Verdict,
-    failing: tuple[Build, ...],
-) -> Streak:
-    """A :class:`Streak`, every field given in order: the fast path a replay keeps its with.
-
-    ``tuple.__new__`` skips the generated constructor (a sweep keeps about
-    100,000 streaks); tests/core/test_fast_path.py pins the field order.
-    """
-    streak: Streak = tuple.__new__(
-        Streak,
-        (builder, first_failing_build, started_at, ended_at, builds, blamelist, verdict, failing),
-    )
-    return streak
+StreakFields: TypeAlias = tuple[
+    str, int, float, float | None, int, tuple[Change, ...], Verdict, tuple[Build, ...]
+]
+#: A :class:`Streak` from (builder, first_failing_build, started_at, ended_at,
+#: builds, blamelist, verdict, failing): the fast path a replay keeps its with
+#: (a sweep keeps about 100,000; see core.model's fast paths and
+#: tests/core/test_fast_path.py, which pins the field order).
+new_streak = cast(Callable[[StreakFields], Streak], partial(tuple.__new__, Streak))

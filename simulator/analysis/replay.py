@@ -427,18 +427,9 @@ class _Keeper:
             if made is None
             else tuple([_copy(made, b, self._bare) for b in event.failing])
         )
-        self._streaks.append(
-            new_streak(
-                event.builder,
-                event.first_failing_build,
-                event.started_at,
-                event.ended_at,
-                event.builds,
-                blamelist,
-                verdict,
-                failing,
-            )
-        )
+        e = event
+        head = (e.builder, e.first_failing_build, e.started_at, e.ended_at, e.builds)
+        self._streaks.append(new_streak((*head, blamelist, verdict, failing)))
 
     def _revisions_of(self, blamelist: tuple[Change, ...]) -> tuple[Change, ...]:
         return tuple(map(self._revision, blamelist))
@@ -450,18 +441,13 @@ class _Keeper:
         """
         texts = self._texts
         worker, branch = build.worker, build.branch
-        return new_build(
-            build.builder,
-            build.number,
-            build.result,
-            build.started_at,
-            build.completed_at,
-            (),
-            (),
-            worker if worker is None else texts.setdefault(worker, worker),
-            branch if branch is None else texts.setdefault(branch, branch),
-            build.verification,
-        )
+        if worker is not None:
+            worker = texts.setdefault(worker, worker)
+        if branch is not None:
+            branch = texts.setdefault(branch, branch)
+        b = build
+        head = (b.builder, b.number, b.result, b.started_at, b.completed_at)
+        return new_build((*head, (), (), worker, branch, b.verification))
 
     def _verdict(self, verdict: Verdict) -> Verdict:
         # The verdict as the tracker gave it (the parity tests compare it
@@ -472,7 +458,10 @@ class _Keeper:
     def _revision(self, change: Change) -> Change:
         kept = self._revisions.get(change.revision)
         if kept is None:
-            kept = self._revisions[change.revision] = _revision_only(change)
+            # The change as a revision that landed on a branch at a time.
+            kept = self._revisions[change.revision] = new_change(
+                (change.revision, "", "", change.when, None, "", (), change.branch)
+            )
         return kept
 
 
@@ -494,8 +483,3 @@ def _copy(made: dict[int, tuple[object, Any]], original: _T, make: Callable[[_T]
     copy = make(original)
     made[id(original)] = (original, copy)
     return copy
-
-
-def _revision_only(change: Change) -> Change:
-    """``change`` as a revision that landed on a branch at a time."""
-    return new_change(change.revision, "", "", change.when, None, "", (), change.branch)

@@ -391,13 +391,13 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(new_failed_step(*next_step[1:]))
+                    found.append(new_failed_step(next_step[1:]))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
             # No stored build is a verification build (see Build).
             yield new_build(
-                builder, number, result, started, completed, blamed, failed, worker, branch, None
+                (builder, number, result, started, completed, blamed, failed, worker, branch, None)
             )
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:

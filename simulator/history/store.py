@@ -382,6 +382,8 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         # blamelist string comes back for builder after builder: make each
         # tuple once.  Each record is made by its fast path (new_build).
         blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
+        # Local names: looked up once, not once a build.
+        make_build, make_step = new_build, new_failed_step
         builds = self.conn.execute(builds_sql, params)
         for bid, builder_id, number, result, started, completed, worker, branch, blame in builds:
             blamed = blamed_by.get(blame)
@@ -391,12 +393,12 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(new_failed_step(next_step[1:]))
+                    found.append(make_step(next_step[1:]))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
             # No stored build is a verification build (see Build).
-            yield new_build(
+            yield make_build(
                 (builder, number, result, started, completed, blamed, failed, worker, branch, None)
             )
 

@@ -86,10 +86,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from operator import attrgetter
-from typing import NamedTuple
 
 from buildbot_revert.core.decide import StreakDecisions
-from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
+from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
     FailureMemory,
     FailureRun,
@@ -115,14 +114,6 @@ Event = Verdict | Streak
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 _WHEN = attrgetter("when")
-
-
-class StreakEvidence(NamedTuple):
-    """What a streak keeps of a failing build: its evidence (none unread), the build."""
-
-    signature: Signature | None
-    infra: bool
-    kept: Build
 
 
 class StreakTracker(StreakDecisions):
@@ -293,7 +284,13 @@ class StreakTracker(StreakDecisions):
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
         read = self._evidence(build, state)
-        signature, infra, build = read.signature, read.infra, read.kept
+        signature: Signature | None = None
+        infra = False
+        if read is None:
+            build = read_off(build)
+        else:
+            signature, infra = read.evidence
+            build = read.kept
         if streak is None:
             streak = self._streaks[build.builder] = OpenStreak(
                 build,
@@ -415,20 +412,20 @@ class StreakTracker(StreakDecisions):
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: BuilderState) -> StreakEvidence:
-        """Read a failing build's signature and remember what it fails.
+    def _evidence(self, build: Build, state: BuilderState) -> ReadBuild | None:
+        """Read a failing build's evidence and remember what it fails (None: no guard reads it).
 
         Also the build as the streak keeps it (see :mod:`.evidence`).
         """
         if not self._guards:
-            return StreakEvidence(signature=None, infra=False, kept=read_off(build))
+            return None
         read = self._read(build)
         signature, infra = read.evidence
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
             )
-        return StreakEvidence(signature=signature, infra=infra, kept=read.kept)
+        return read
 
     # -- closing ------------------------------------------------------------
 

@@ -30,7 +30,7 @@ refuses (:class:`EvidenceNotFetched`) rather than read as "no failed step".
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from buildbot_revert.core.guards import is_infra, signature_of
 from buildbot_revert.core.model import Build, FailedStep, Result
@@ -38,11 +38,27 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
 
-# A failing build's signature, and whether it failed for an infrastructure reason.
-Evidence: TypeAlias = tuple[Signature, bool]
-# What a tracker calls to read a failing build's evidence: the evidence, and
-# the build as the tracker keeps it (its failed steps, without log tails).
-EvidenceReader: TypeAlias = Callable[[Build], tuple[Evidence, Build]]
+
+class Evidence(NamedTuple):
+    """What a failing build shows: its signature, and whether the machine failed."""
+
+    signature: Signature
+    # Whether it failed for an infrastructure reason (checkout, lost worker, disk).
+    infra: bool
+
+
+class ReadBuild(NamedTuple):
+    """A failing build read: its evidence, and the build as a tracker keeps it.
+
+    ``kept`` is the build with its failed steps but without their log tails.
+    """
+
+    evidence: Evidence
+    kept: Build
+
+
+# What a tracker calls to read a failing build's evidence.
+EvidenceReader: TypeAlias = Callable[[Build], ReadBuild]
 
 
 # How many failing builds of each red streak a pull fetches the logs of, by
@@ -75,7 +91,7 @@ class EvidenceNotFetched(Exception):
         self.build = build
 
 
-def read_evidence(build: Build) -> tuple[Evidence, Build]:
+def read_evidence(build: Build) -> ReadBuild:
     """``build``'s signature and infrastructure flag, and ``build`` read off.
 
     Raises :class:`EvidenceNotFetched` for a build stored without its logs:
@@ -83,7 +99,10 @@ def read_evidence(build: Build) -> tuple[Evidence, Build]:
     """
     if build.failed_steps == NOT_FETCHED:
         raise EvidenceNotFetched(build)
-    return (signature_of(build), is_infra(build)), read_off(build)
+    return ReadBuild(
+        evidence=Evidence(signature=signature_of(build), infra=is_infra(build)),
+        kept=read_off(build),
+    )
 
 
 class StreakDepth:

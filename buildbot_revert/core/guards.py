@@ -45,8 +45,8 @@ order, each on by default and each with its own verdict reason:
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
     network), and the change touched none of the code behind it: an update
-    on the worker is the likelier cause (CPython's #128018 was a worker
-    problem taken for a breaking change).  Which tests, and which paths
+    on the worker is the likelier cause (CPython has taken a worker's
+    problem for a breaking change before).  Which tests, and which paths
     count as "the code behind it", is configuration; the default is
     CPython's.
 ``flaky-builder``
@@ -60,47 +60,39 @@ doubt (failing-before, flaky-builder) give way.  The others stand: several
 builders failing alike after a long gap is what a change in the world
 looks like too, and documentation cannot break a test however many agree.
 
+Each guard is a plain function over one record (:class:`GuardInput`: the
+streak's evidence, its change, and the memories the tracker keeps) that
+returns a :class:`Decline` naming its reason and sentence, or None;
+:data:`GUARDS` holds them in the order above, which is the order the
+tracker's theory of operation gives (:func:`first_decline` asks them).
+
 Everything here is pure: times come in with the builds.
 """
 
 from __future__ import annotations
 
-import re
-from array import array
-from bisect import bisect_left
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from buildbot_revert.core.memory import (
+    WHOLE_MODULE,
+    FailureMemory,
+    FlakeMemory,
+    Landings,
+    whole_module,
+)
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.relevance import touches_code_of
+from buildbot_revert.core.policy import Guard, Policy
+from buildbot_revert.core.relevance import (
+    code_files,
+    docs_failure,
+    documentation_only,
+    name_files,
+    ties,
+    touches_code_of,
+)
 from buildbot_revert.core.signatures import Signature, cases, extract, modules, same_failure
-from buildbot_revert.core.signatures.signature import module_of
-
-
-class Guard(StrEnum):
-    """The guards, named by the verdict reason each gives."""
-
-    INFRA = "infra"
-    GENERIC = "generic-failure"
-    INCONSISTENT = "inconsistent-failure"
-    FAILING_BEFORE = "failing-before"
-    ENVIRONMENT = "environment-test"
-    FLAKY_BUILDER = "flaky-builder"
-    CANNOT_EXPLAIN = "change-cannot-explain"
-    STALE_GREEN = "stale-green"
-
-
-# Guards that doubt one builder's evidence: when builders on several workers
-# fail the same way from the same single change, the doubt no longer holds
-# (a flaky builder, or a test that also failed elsewhere for some other
-# reason, cannot explain several machines breaking at once).  The others say
-# the evidence is not about the change at all (infra, inconsistent failures,
-# the worker's environment), or that it names nothing a human could check
-# (generic failures are never attributed to a change), whatever agrees.
-CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value, Guard.FAILING_BEFORE.value})
+from buildbot_revert.core.verdicts import Reason
 
 # Steps that fetch the source: when they fail, the change never even ran.
 _CHECKOUT_STEPS = frozenset({"git", "checkout", "clone", "update", "svn", "hg", "p4"})
@@ -117,33 +109,6 @@ _INFRA_MARKERS = (
     "Cannot allocate memory",
     "Read-only file system",
 )
-
-
-# CPython's tests that depend on the worker's environment, with the path
-# fragments of the code they test: a change touching none of them cannot
-# explain such a test failing on one worker.
-CPYTHON_ENVIRONMENT_TESTS: dict[str, tuple[str, ...]] = {
-    "test_ssl": ("ssl",),
-    "test_hashlib": ("hashlib", "hashopenssl"),
-    "test_sqlite3": ("sqlite",),
-    "test_tkinter": ("tkinter",),
-    "test_ttk": ("tkinter", "ttk"),
-    "test_idle": ("idlelib", "tkinter"),
-    "test_zlib": ("zlib",),
-    "test_bz2": ("bz2",),
-    "test_lzma": ("lzma",),
-    "test_ctypes": ("ctypes",),
-    "test_locale": ("locale",),
-    "test_gdb": ("gdb",),
-    "test_perf_profiler": ("perf",),
-    "test_readline": ("readline",),
-    "test_curses": ("curses",),
-    "test_dbm": ("dbm",),
-    "test_socket": ("socket",),
-    "test_urllib2net": ("urllib",),
-    "test_urllibnet": ("urllib",),
-    "test_timeout": ("socket",),
-}
 
 
 def environment_only(
@@ -187,6 +152,7 @@ def is_infra(build: Build) -> bool:
 
 
 def signature_of(build: Build) -> Signature:
+    """What a failing build's failed steps identify as broken."""
     return extract(build.failed_steps)
 
 
@@ -199,32 +165,6 @@ def common_tests(signatures: Sequence[Signature]) -> frozenset[str]:
     return frozenset(common or ())
 
 
-# Failure memory keys a module failing as a whole (no case of it named) by
-# this prefix: a NUL never occurs in a test's name or a compile key, so a
-# whole-module key can never be taken for a case's, nor the other way round.
-_WHOLE_MODULE = "\0"
-
-
-def whole_module(module: str) -> str:
-    """The failure memory's key for ``module`` failing with no case named."""
-    return _WHOLE_MODULE + module
-
-
-@lru_cache(maxsize=4096)
-def failing_ids(signature: Signature) -> frozenset[str]:
-    """What the failure memory records of a failure, at the level it names it.
-
-    Every test case it names, and every module (or compile key) it names no
-    case of, as a whole module (:func:`whole_module`): so a case is matched
-    only by the same case, and a module only by a module failing as a whole.
-    Cached: each tracker of a sweep records the same failing build's.
-    """
-    named = cases(signature)
-    with_cases = {module_of(t) for t in named}
-    bare = [whole_module(m) for m in modules(signature) if m not in with_cases]
-    return named.union(bare)
-
-
 class Compared(NamedTuple):
     """What failing-before compares for a streak, and at which level."""
 
@@ -234,7 +174,7 @@ class Compared(NamedTuple):
 
     def names(self) -> list[str]:
         """The compared tests, readable (the whole-module prefix dropped)."""
-        return sorted(i.removeprefix(_WHOLE_MODULE) for i in self.ids)
+        return sorted(i.removeprefix(WHOLE_MODULE) for i in self.ids)
 
 
 def specific_tests(signatures: Sequence[Signature]) -> Compared:
@@ -267,284 +207,183 @@ def consistent(signatures: Sequence[Signature]) -> bool:
     return all(same_failure(first, other) for other in signatures[1:])
 
 
-_CHERRY_PICK_RE = re.compile(r"\(cherry picked from commit ([0-9a-f]{7,40})\)")
+_HOUR = 3600.0
+_DAY = 86400.0
 
 
-def origin_of(change: Change) -> str:
-    """The commit a change carries: the original of a backport, else itself.
+class Decline(NamedTuple):
+    """A check that declines a streak: the verdict's reason, and the sentence saying why."""
 
-    ``git cherry-pick -x`` (and CPython's backport bot) leave "(cherry
-    picked from commit X)" in the message: the same fix, or the same bug,
-    on another branch.
-    """
-    if "cherry picked" in change.message:
-        m = _CHERRY_PICK_RE.search(change.message)
-        if m is not None:
-            return m.group(1)
-    return change.revision
+    reason: Reason
+    sentence: str
 
 
-# Landings looks for commits to forget after this many new ones, the
-# failure memory for failures to forget after this many records (a red
-# builder records with every build: four times as often).
-_FORGET_EVERY = 1024
-_FORGET_RECORDS_EVERY = 4 * _FORGET_EVERY
+class GuardInput(NamedTuple):
+    """What the evidence guards read of one streak and its one change."""
+
+    policy: Policy
+    change: Change
+    builder: str
+    # The signatures read off the failing builds (None, never read, left out).
+    signatures: list[Signature]
+    # Per failing build: whether it failed for an infrastructure reason.
+    infra: Sequence[bool]
+    # The streak's failing builds (the first N): their steps, for the docs rule.
+    failing: Sequence[Build]
+    # When the streak's first failing build completed, and the last green before it.
+    started_at: float
+    green_at: float | None
+    # The builder's tags, and how many builds it has completed.
+    tags: frozenset[str]
+    builds: int
+    failures: FailureMemory
+    landings: Landings
+    flakes: FlakeMemory
 
 
-class Landings:
-    """When each commit landed on each branch, as the builds show it.
-
-    Commits that landed more than ``horizon`` before the newest one noted
-    are forgotten (the failure memory forgets failures as old, so no
-    failure it still holds is older than them): a tracker that runs for
-    months, in a master or over a long history, holds a bounded number.
-    A backport whose original was forgotten counts as on ``main`` before
-    anything remembered, as one whose original was never seen.
-    """
-
-    __slots__ = ("seen", "_by_origin", "_horizon", "_newest", "_noted")
-
-    def __init__(self, horizon: float = float("inf")) -> None:
-        # The revisions noted, with when they landed: a caller may skip
-        # noting one already here.
-        self.seen: dict[str, float] = {}
-        self._by_origin: dict[str, dict[str, float]] = {}
-        self._horizon = horizon
-        self._newest = float("-inf")
-        # Revisions noted since the last time old ones were forgotten.
-        self._noted = 0
-
-    def note(self, changes: Sequence[Change]) -> None:
-        seen = self.seen
-        # Called for every build: most hold one change, seen before.
-        if len(changes) == 1 and changes[0].revision in seen:
-            return
-        for change in changes:
-            if change.revision not in seen:
-                when = change.when
-                seen[change.revision] = when
-                lines = self._by_origin.setdefault(origin_of(change), {})
-                lines[change.branch or ""] = when
-                if when > self._newest:
-                    self._newest = when
-                self._noted += 1
-        if self._noted >= _FORGET_EVERY:
-            self._forget()
-
-    def _forget(self) -> None:
-        """Drop the commits that landed more than the horizon before the newest."""
-        self._noted = 0
-        cut = self._newest - self._horizon
-        if cut == float("-inf"):
-            return
-        self.seen = {r: w for r, w in self.seen.items() if w >= cut}
-        self._by_origin = {
-            o: lines for o, lines in self._by_origin.items() if max(lines.values()) >= cut
-        }
-
-    def family(self, change: Change) -> dict[str, float]:
-        """Branch -> when ``change`` (or its original, or a sibling backport) landed.
-
-        A backport whose original was never seen landed on ``main`` before
-        anything remembered: every ``main`` build counts as holding it.
-        """
-        origin = origin_of(change)
-        family = dict(self._by_origin.get(origin, {}))
-        family[change.branch or ""] = change.when
-        if origin != change.revision and "main" not in family:
-            family["main"] = float("-inf")
-        return family
+def infra(g: GuardInput) -> Decline | None:
+    """A failing build failed for an infrastructure reason."""
+    if not any(g.infra):
+        return None
+    return Decline(
+        Reason.INFRA,
+        "a failing build failed for an infrastructure reason (checkout, lost worker, "
+        "full disk): not caused by a change, but it needs attention",
+    )
 
 
-class FailureRun:
-    """Failures in completion order, as the failure memory reads them.
-
-    Each failure is when its build completed, the newest change the build
-    had built (by landing time; ``inf`` when unknown) and its branch.  The
-    failure memory keeps one run per test of the failures recorded for it
-    (:meth:`FailureMemory.record`), and one per red builder: a builder past
-    its streak's evidence keeps failing what it failed, and each such build
-    counts as a failure of the evidence's tests without its logs being read.
-    Rather than each tracker recording every such build for every such
-    test, the builder's bookkeeping (shared by a
-    :class:`~.tracker.TrackerGroup`'s trackers) appends each FAILURE build
-    to the builder's run once, and a tracker's failure memory follows the
-    run from the build after its streak's evidence on
-    (:meth:`FailureMemory.follow`): the same failures, one append per build
-    for every tracker and test.
-
-    Positions are absolute (the first failure of the run is 0), so a run
-    trimmed of its oldest failures (:meth:`trim`) is still read from where
-    each tracker started following it.
-    """
-
-    __slots__ = ("seen", "upto", "lines", "base", "end", "open", "_horizon")
-
-    def __init__(self, horizon: float = float("inf"), *, is_open: bool = True) -> None:
-        # Times live in arrays of doubles: a plugin keeps these for months,
-        # and the garbage collector does not walk arrays as it walks lists
-        # of float objects.
-        self.seen: array[float] = array("d")
-        self.upto: array[float] = array("d")
-        self.lines: list[str] = []
-        # The absolute positions of ``seen[0]`` (failures trimmed off the
-        # front) and of the next failure appended (a plain attribute: a
-        # streak's count, read with every FAILURE build).
-        self.base = 0
-        self.end = 0
-        # False once the builder is green again: nothing more is appended.
-        self.open = is_open
-        # Failures older than this before the newest are trimmed off.
-        self._horizon = horizon
-
-    def add(self, at: float, built_upto: float, line: str) -> None:
-        """Append a failure (they arrive in completion order: ``seen`` stays sorted)."""
-        seen = self.seen
-        seen.append(at)
-        self.upto.append(built_upto)
-        self.lines.append(line)
-        self.end += 1
-        # A test failing often, a builder red for months: what no window
-        # will read again goes.
-        if len(seen) > 256 and seen[0] < at - self._horizon:
-            self.trim(at - self._horizon)
-
-    def trim(self, cut: float) -> None:
-        """Forget the failures that completed before ``cut``."""
-        n = bisect_left(self.seen, cut)
-        if n:
-            del self.seen[:n], self.upto[:n], self.lines[:n]
-            self.base += n
-
-    def failed_without(self, start: int, family: Mapping[str, float], since: float) -> bool:
-        """Whether a failure from position ``start`` on, since ``since``, was without the change.
-
-        ``family`` as in :meth:`FailureMemory.failed_without`.
-        """
-        seen, upto, lines = self.seen, self.upto, self.lines
-        for i in range(max(start - self.base, bisect_left(seen, since)), len(seen)):
-            landed = family.get(lines[i])
-            if landed is None or seen[i] < landed or upto[i] < landed:
-                return True
-        return False
+def generic(g: GuardInput) -> Decline | None:
+    """The failures name no test or compile error."""
+    if not all(s.generic for s in g.signatures):
+        return None
+    return Decline(
+        Reason.GENERIC_FAILURE,
+        "the failing builds show only generic failures (no test or compile error "
+        "named): a breakage for a human to look at, not proof against the change",
+    )
 
 
-class FailureMemory:
-    """Which builds failed each test (module, case or compile key), anywhere.
-
-    For each failure it keeps when the build completed, its branch, and the
-    newest change it had built (by landing time; ``inf`` when unknown), so
-    that it can answer: did this test fail in a build that did not hold
-    change C?  On C's own branch, a build holds C when it was built from a
-    change that landed after C; on another branch, when C's original or a
-    backport of it landed there first; a branch C never reached never holds
-    it.  So a flake on ``main`` excuses a backport, but ``main`` failing from
-    the very commit a backport carries does not.
-    """
-
-    __slots__ = ("_tests", "_runs", "_horizon", "_recorded")
-
-    def __init__(self, horizon: float = float("inf")) -> None:
-        # Test -> its recorded failures.  One dict, one lookup per test
-        # recorded: a red builder's evidence builds record theirs.
-        self._tests: dict[str, FailureRun] = {}
-        # Test -> the builders' red runs it keeps failing in, each from the
-        # absolute position it is followed from.
-        self._runs: dict[str, list[tuple[FailureRun, int]]] = {}
-        # Failures older than this (seconds before the newest) are forgotten:
-        # a test failing often as it is recorded, every test now and then
-        # (the ones that failed a few times long ago would stay forever).
-        self._horizon = horizon
-        self._recorded = 0
-
-    @property
-    def horizon(self) -> float:
-        """How long before the newest failure the memory still holds one."""
-        return self._horizon
-
-    def record(self, failing: Iterable[str], at: float, built_upto: float, line: str) -> None:
-        tests = self._tests
-        self._recorded += 1
-        if self._recorded >= _FORGET_RECORDS_EVERY:
-            self._forget(at - self._horizon)
-        for test in failing:
-            run = tests.get(test)
-            if run is None:
-                run = tests[test] = FailureRun(self._horizon)
-            run.add(at, built_upto, line)
-
-    def follow(self, failing: Iterable[str], run: FailureRun) -> None:
-        """Count every build appended to ``run`` from now on as failing each of ``failing``.
-
-        What :meth:`record` of each of those builds would remember (see
-        :class:`FailureRun`), one append per build however many tests.
-        """
-        start = run.end
-        runs = self._runs
-        for test in failing:
-            followed = runs.get(test)
-            if followed is None:
-                runs[test] = [(run, start)]
-            else:
-                followed.append((run, start))
-
-    def _forget(self, cut: float) -> None:
-        """Drop every failure recorded before ``cut``, and the tests left with none."""
-        self._recorded = 0
-        if cut == float("-inf"):
-            return
-        tests = self._tests
-        for test, run in list(tests.items()):
-            if run.seen[-1] < cut:
-                del tests[test]
-            else:
-                run.trim(cut)
-        runs = self._runs
-        for test, followed in list(runs.items()):
-            # A run still open may yet fail again: only an ended one is dropped.
-            kept = [(r, i) for r, i in followed if r.open or (r.seen and r.seen[-1] >= cut)]
-            for run, _ in kept:
-                run.trim(cut)
-            if kept:
-                runs[test] = kept
-            else:
-                del runs[test]
-
-    def failed_without(self, test: str, family: Mapping[str, float], since: float) -> bool:
-        """Whether ``test`` failed, since ``since``, in a build without the change.
-
-        ``family`` maps each branch the change reached to when it landed
-        there (see :meth:`Landings.family`).
-        """
-        own = self._tests.get(test)
-        if own is not None and own.failed_without(0, family, since):
-            return True
-        return any(
-            run.failed_without(start, family, since) for run, start in self._runs.get(test, ())
-        )
+def inconsistent(g: GuardInput) -> Decline | None:
+    """The failing builds do not share a failure."""
+    if consistent(g.signatures):
+        return None
+    return Decline(
+        Reason.INCONSISTENT_FAILURE,
+        "the failing builds do not share a failure: different failures each time "
+        "is the pattern of flakiness",
+    )
 
 
-class FlakeMemory:
-    """Each builder's isolated failures (one red build, then green).
+def cannot_explain(g: GuardInput) -> Decline | None:
+    """Relevance: a documentation-only change explains only a docs build's failure."""
+    policy, change = g.policy, g.change
+    if not documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
+        return None
+    if docs_failure(g.tags, g.failing, policy.docs_builder_tags, policy.docs_step_patterns):
+        return None
+    return Decline(
+        Reason.CHANGE_CANNOT_EXPLAIN,
+        f"the change touched only documentation ({name_files(change.files)}), and the "
+        "failing steps are not a docs build's: it cannot explain the failure",
+    )
 
-    Counted by build, not by time: a builder that runs forty builds a day
-    and one that runs four are judged on the same share of their builds.
-    Each isolated failure is remembered by its position in the builder's
-    sequence of builds.
-    """
 
-    __slots__ = ("_at",)
+def failing_before(g: GuardInput) -> Decline | None:
+    """Every test compared also failed in a build without the change."""
+    specific = specific_tests(g.signatures)
+    if not specific.ids:
+        return None
+    start = g.change.when - g.policy.failing_before_window
+    family = g.landings.family(g.change)
+    if not all(g.failures.failed_without(k, family, start) for k in specific.ids):
+        return None
+    level = (
+        "the same test cases"
+        if specific.level == "cases"
+        else "the same test modules (no test cases named on either side)"
+    )
+    return Decline(
+        Reason.FAILING_BEFORE,
+        f"{', '.join(specific.names()[:5])} also failed in builds without this "
+        f"change (before it landed, or on builders that had not built it); compared "
+        f"as {level}",
+    )
 
-    def __init__(self) -> None:
-        self._at: dict[str, deque[int]] = {}
 
-    def record(self, builder: str, position: int, keep: int) -> None:
-        positions = self._at.setdefault(builder, deque())
-        positions.append(position)
-        # Forget what no window will look at again.
-        while positions and positions[0] <= position - keep:
-            positions.popleft()
+def stale_green(g: GuardInput) -> Decline | None:
+    """After a long gap since green, the change must be tied to the failures directly."""
+    policy, change, green_at = g.policy, g.change, g.green_at
+    if green_at is None:
+        return None
+    gap = g.started_at - green_at
+    if gap <= policy.stale_green_after:
+        return None
+    named = [s for s in g.signatures if not s.generic]
+    failing = common_tests(named) if named else frozenset()
+    if named and not failing:
+        failing = frozenset().union(*(modules(s) for s in named))
+    files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+    if ties(failing, files, policy.environment_tests) is not None:
+        return None
+    what = (
+        "the change touched none of the failing tests' code"
+        if change.files
+        else "the change's files are unknown, so nothing ties it to the failing tests"
+    )
+    return Decline(
+        Reason.STALE_GREEN,
+        f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
+        "may have changed meanwhile (a verification build of the parent would tell)",
+    )
 
-    def count_since(self, builder: str, position: int) -> int:
-        """Isolated failures at or after ``position`` in the builder's builds."""
-        return sum(1 for p in self._at.get(builder, ()) if p >= position)
+
+def environment(g: GuardInput) -> Decline | None:
+    """Every common failure is a test of what the worker provides, untouched by the change."""
+    env = environment_only(common_tests(g.signatures), g.change, g.policy.environment_tests)
+    if env is None:
+        return None
+    return Decline(
+        Reason.ENVIRONMENT_TEST,
+        f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
+        "network), and the change touched none of the code behind them: an "
+        "update on the worker is the likelier cause",
+    )
+
+
+def flaky_builder(g: GuardInput) -> Decline | None:
+    """Too many of the builder's recent builds failed alone and recovered at once."""
+    if all(s.deterministic for s in g.signatures):
+        return None
+    window = g.policy.flaky_builds
+    flakes = g.flakes.count_since(g.builder, g.builds - window)
+    if flakes <= g.policy.flaky_threshold:
+        return None
+    return Decline(
+        Reason.FLAKY_BUILDER,
+        f"{flakes} of the builder's last {window} builds failed alone and "
+        "recovered at once: too flaky to blame a change on its word alone",
+    )
+
+
+# The evidence guards in the order they are asked (the tracker's theory of
+# operation, step 6): the first that declines names the verdict.
+GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
+    (Guard.INFRA, infra),
+    (Guard.GENERIC, generic),
+    (Guard.INCONSISTENT, inconsistent),
+    (Guard.CANNOT_EXPLAIN, cannot_explain),
+    (Guard.FAILING_BEFORE, failing_before),
+    (Guard.STALE_GREEN, stale_green),
+    (Guard.ENVIRONMENT, environment),
+    (Guard.FLAKY_BUILDER, flaky_builder),
+)
+
+
+def first_decline(g: GuardInput, asked: frozenset[Guard]) -> Decline | None:
+    """The first guard of :data:`GUARDS` among ``asked`` that declines, if any."""
+    for guard, check in GUARDS:
+        if guard in asked:
+            declined = check(g)
+            if declined is not None:
+                return declined
+    return None

@@ -8,8 +8,14 @@ thousands of them per replay, and a tuple is several times cheaper to make.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import IntEnum
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypeAlias, cast
+
+# Makes a NamedTuple from a tuple of its fields in order, skipping the
+# generated constructor's Python-level call: only the fast paths at the end use it.
+_new = tuple.__new__
 
 
 class Result(IntEnum):
@@ -88,3 +94,35 @@ class Build(NamedTuple):
     # ordinary build.  Such builds are evidence about one revision, never
     # part of the builder's streak.
     verification: str | None = None
+
+
+# The fast paths: a record made positionally, where a shell makes hundreds of
+# thousands of them (a history's builds as they are read, a replay's kept
+# copies).  Each takes one tuple of its record's fields in the record's order
+# (typed, so mypy checks each position) and makes the record with
+# tuple.__new__, skipping the generated constructor's Python-level call.
+# tests/core/test_fast_path.py pins the field order each relies on:
+# reordering a record's fields breaks the test, not the data.
+
+ChangeFields: TypeAlias = tuple[str, str, str, float, int | None, str, tuple[str, ...], str | None]
+FailedStepFields: TypeAlias = tuple[str, int, str | None]
+BuildFields: TypeAlias = tuple[
+    str,
+    int,
+    int,
+    float,
+    float,
+    tuple[Change, ...],
+    tuple[FailedStep, ...],
+    str | None,
+    str | None,
+    str | None,
+]
+
+#: A :class:`Change` from (revision, author, title, when, pr_number, message, files, branch).
+new_change = cast(Callable[[ChangeFields], Change], partial(_new, Change))
+#: A :class:`FailedStep` from (name, result, log_tail).
+new_failed_step = cast(Callable[[FailedStepFields], FailedStep], partial(_new, FailedStep))
+#: A :class:`Build` from (builder, number, result, started_at, completed_at, changes,
+#: failed_steps, worker, branch, verification).
+new_build = cast(Callable[[BuildFields], Build], partial(_new, Build))

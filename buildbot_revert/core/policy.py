@@ -2,21 +2,74 @@
 
 A :class:`Policy` is plain configuration: how many consecutive failures make
 a streak worth acting on, which results are green and which are neutral, and
-which guards are on.  The rules that use it live in :mod:`.tracker`.
+which guards are on (:class:`Guard` names them, with the defaults they
+read: the guards themselves, :mod:`.guards`, read the policy).  The rules
+that use it live in :mod:`.tracker`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
-from buildbot_revert.core.guards import CPYTHON_ENVIRONMENT_TESTS, Guard
 from buildbot_revert.core.model import Result
 
-_DAY = 86400.0
+
+class Guard(StrEnum):
+    """The guards, named by the verdict reason each gives."""
+
+    INFRA = "infra"
+    GENERIC = "generic-failure"
+    INCONSISTENT = "inconsistent-failure"
+    FAILING_BEFORE = "failing-before"
+    ENVIRONMENT = "environment-test"
+    FLAKY_BUILDER = "flaky-builder"
+    CANNOT_EXPLAIN = "change-cannot-explain"
+    STALE_GREEN = "stale-green"
+
+
+# Guards that doubt one builder's evidence: when builders on several workers
+# fail the same way from the same single change, the doubt no longer holds
+# (a flaky builder, or a test that also failed elsewhere for some other
+# reason, cannot explain several machines breaking at once).  The others say
+# the evidence is not about the change at all (infra, inconsistent failures,
+# the worker's environment), or that it names nothing a human could check
+# (generic failures are never attributed to a change), whatever agrees.
+CORROBORABLE = frozenset({Guard.FLAKY_BUILDER.value, Guard.FAILING_BEFORE.value})
+
+
+# CPython's tests that depend on the worker's environment, with the path
+# fragments of the code they test: a change touching none of them cannot
+# explain such a test failing on one worker.
+CPYTHON_ENVIRONMENT_TESTS: dict[str, tuple[str, ...]] = {
+    "test_ssl": ("ssl",),
+    "test_hashlib": ("hashlib", "hashopenssl"),
+    "test_sqlite3": ("sqlite",),
+    "test_tkinter": ("tkinter",),
+    "test_ttk": ("tkinter", "ttk"),
+    "test_idle": ("idlelib", "tkinter"),
+    "test_zlib": ("zlib",),
+    "test_bz2": ("bz2",),
+    "test_lzma": ("lzma",),
+    "test_ctypes": ("ctypes",),
+    "test_locale": ("locale",),
+    "test_gdb": ("gdb",),
+    "test_perf_profiler": ("perf",),
+    "test_readline": ("readline",),
+    "test_curses": ("curses",),
+    "test_dbm": ("dbm",),
+    "test_socket": ("socket",),
+    "test_urllib2net": ("urllib",),
+    "test_urllibnet": ("urllib",),
+    "test_timeout": ("socket",),
+}
+
 # The evidence guards (see guards.py), by the verdict reason each gives.
 GUARD_NAMES = frozenset(g.value for g in Guard)
+
+_DAY = 86400.0
 
 DEFAULT_GREEN = frozenset({Result.SUCCESS, Result.WARNINGS})
 # SKIPPED, EXCEPTION, RETRY and CANCELLED say nothing about the change under
@@ -83,7 +136,7 @@ class Policy:
     # a backport lands, with p90 gaps of 8 to 26 days, and there it asks:
     # every true revert of the year followed its green build by under 10 h,
     # while the wrong ones it declines followed gaps of 26 to 35 days (the
-    # issue's real ones: 3 to 7 weeks).  A gap alone declines nothing.
+    # real histories' ones: 3 to 7 weeks).  A gap alone declines nothing.
     stale_green_after: float = 7 * _DAY
     # Builders allowed to fail (CPython's unstable builders): they never
     # propose alone.

@@ -1,7 +1,10 @@
 """The streak tracker: the policy's rules, as a pure state machine.
 
-(Over 500 lines on purpose: the theory of operation opens it, and each
-evidence guard is a small method beside the table that orders them.)
+The tracker feeds builds and opens and closes streaks here; deciding a
+streak at its N-th failure is :mod:`.decide`, the evidence guards are
+:mod:`.guards`, the memories they read :mod:`.memory`, what it holds of each
+builder and streak :mod:`.streaks`, and a sweep's trackers share their
+bookkeeping through :mod:`.group`.
 
 Theory of operation
 ===================
@@ -69,7 +72,7 @@ failed where, on which branch and with which changes built, when each
 commit landed on each branch (backports carry their original), and counts
 each builder's isolated failures.  A builder past its streak's evidence
 keeps failing what the evidence failed: its later FAILURE builds are not
-read, but appended to the builder's run (:class:`~.guards.FailureRun`),
+read, but appended to the builder's run (:class:`~.memory.FailureRun`),
 which the failure memory follows for the evidence's tests; a streak's
 count is its run's length.
 
@@ -81,38 +84,24 @@ proposes one twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from operator import attrgetter
 
-from buildbot_revert.core.evidence import EvidenceReader, read_evidence, read_off
-from buildbot_revert.core.guards import (
-    CORROBORABLE,
+from buildbot_revert.core.decide import StreakDecisions
+from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
+from buildbot_revert.core.memory import (
     FailureMemory,
     FailureRun,
     FlakeMemory,
-    Guard,
     Landings,
-    common_tests,
-    consistent,
-    environment_only,
     failing_ids,
-    specific_tests,
 )
-from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.references import is_revert
-from buildbot_revert.core.relevance import (
-    code_files,
-    docs_failure,
-    documentation_only,
-    name_files,
-    ties,
-)
-from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
-from buildbot_revert.core.signatures import Signature, modules
+from buildbot_revert.core.policy import Guard, Policy
+from buildbot_revert.core.selection import is_pull_request_branch
+from buildbot_revert.core.signatures import Signature
+from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
 from buildbot_revert.core.verdicts import (
-    PROPOSING,
     Reason,
     RedStreak,
     RevertRequest,
@@ -124,117 +113,10 @@ Event = Verdict | Streak
 
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
-_HOUR = 3600.0
-_DAY = 86400.0
-_UNKNOWN = float("inf")
 _WHEN = attrgetter("when")
-_DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
 
 
-class _OpenStreak:
-    """A red streak in progress on one builder (mutable; internal)."""
-
-    __slots__ = (
-        "first",
-        "failing",
-        "signatures",
-        "infra",
-        "run",
-        "suspects",
-        "verdict",
-        "evidence",
-        "green_at",
-        "blamelist",
-    )
-
-    def __init__(
-        self,
-        first: Build,
-        suspects: tuple[Change, ...],
-        green_at: float | None,
-        signature: Signature | None,
-        infra: bool,
-        run: FailureRun,
-    ) -> None:
-        self.first = first
-        # When the last green build before the streak completed (None: never).
-        self.green_at = green_at
-        # The first N failing builds: the evidence, with what they show.
-        self.failing: list[Build] = [first]
-        self.signatures: list[Signature | None] = [signature]
-        self.infra: list[bool] = [infra]
-        # The builder's FAILURE builds since the streak opened (its first
-        # is the first of the run): how many there were is the streak's count.
-        self.run = run
-        self.suspects = suspects
-        self.verdict: Verdict | None = None
-        # What the evidence builds fail in common, once decided.
-        self.evidence: frozenset[str] = frozenset()
-        # The streak as an intersection sees it (StreakTracker._blamelist),
-        # once its evidence is complete: it is asked again at every other
-        # builder's decision while this one stays red.
-        self.blamelist: Blamelist | None = None
-
-    @property
-    def count(self) -> int:
-        """How many FAILURE builds the streak has had, the one being fed included."""
-        return self.run.end
-
-
-class _BuilderState:
-    """What the tracker remembers of one builder (mutable; internal)."""
-
-    __slots__ = (
-        "green_at",
-        "untested",
-        "opening",
-        "ended",
-        "order",
-        "built_upto",
-        "builds",
-        "line",
-        "tags",
-        "pull_requests",
-        "tolerated",
-        "run",
-    )
-
-    def __init__(self, tags: frozenset[str], policy: Policy) -> None:
-        # When the last green build completed; None until one is seen.
-        self.green_at: float | None = None
-        # The builder's tags, asked once; what they make of it.
-        self.tags = tags
-        self.pull_requests = is_pull_request_builder(tags, policy)
-        self.tolerated = not policy.tolerated_tags.isdisjoint(tags)
-        # How many builds this builder completed: their positions, for flakes.
-        self.builds = 0
-        # Landing time of the newest change this builder has built.
-        self.built_upto = _UNKNOWN
-        # The branch the builder builds, as its changes say ("" if unknown).
-        self.line = ""
-        # Changes since the last green build that only neutral builds saw.
-        self.untested: list[Change] = []
-        # The suspects of the streak the last FAILURE opened; whether the
-        # last build ended a streak.
-        self.opening: tuple[Change, ...] = ()
-        self.ended = False
-        # Its FAILURE builds since it last turned red, which the failure
-        # memory follows past each streak's evidence (see FailureRun);
-        # closed while the builder is not red.
-        self.run = FailureRun(is_open=False)
-        # Its place among the builders, in the order they were first seen.
-        self.order = 0
-
-    @property
-    def red(self) -> bool:
-        """Whether a streak is open (whatever the policy's N): its run is.
-
-        A streak opens at a FAILURE and ends at a green build.
-        """
-        return self.run.open
-
-
-class StreakTracker:
+class StreakTracker(StreakDecisions):
     """Tracks every builder's red streaks under one :class:`Policy`."""
 
     def __init__(
@@ -260,14 +142,14 @@ class StreakTracker:
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
         # What every builder's builds say whatever the policy's N (shared
-        # by the trackers of a TrackerGroup: see _note), and each builder's
+        # by the trackers of a TrackerGroup: see book), and each builder's
         # open streak, this tracker's own.
-        self._builders: dict[str, _BuilderState] = {}
-        self._streaks: dict[str, _OpenStreak] = {}
+        self._builders: dict[str, BuilderState] = {}
+        self._streaks: dict[str, OpenStreak] = {}
         # The open streaks an intersection may take part in, whether or not
         # their builder is watched (asked when it looks): decided (past their
         # evidence), after a green build, on a builder not allowed to fail.
-        self._intersectable: dict[str, tuple[int, str, _OpenStreak]] = {}
+        self._intersectable: dict[str, tuple[int, str, OpenStreak]] = {}
         # Branches seen in builds that are not pull requests' (main, 3.13).
         # (None, a build of no known branch, is any branch's.)
         self._branches: set[str | None] = {None}
@@ -278,7 +160,7 @@ class StreakTracker:
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
         # revision -> worker -> what its streak failed, for every worker whose
-        # builder's streak points at the revision alone (see _check).
+        # builder's streak points at the revision alone (see StreakDecisions._point_at).
         self._pointing: dict[str, dict[str, frozenset[str]]] = {}
         # revision -> the request that first proposed it (None when it was
         # proposed before this tracker started).
@@ -291,23 +173,22 @@ class StreakTracker:
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
-        state = self._note(build)
+        state = self.book(build)
         if state is None:
             return _NO_EVENTS
-        return self._judge(build, state)
+        return self.judge(build, state)
 
-    def _note(self, build: Build) -> _BuilderState | None:
+    def book(self, build: Build) -> BuilderState | None:
         """The bookkeeping of a build that no policy's N changes; its builder's state.
 
         None for a build that is no evidence.  What it notes is the same for
         every tracker whose policy agrees on what is green, what is a pull
-        request's and what is tolerated: a :class:`TrackerGroup` notes each
-        build once for all of them and judges it in each (:meth:`_judge`).
+        request's and what is tolerated: a :class:`~.group.TrackerGroup` books each
+        build once for all of them and judges it in each (:meth:`judge`).
         """
         if build.verification is not None:
-            # A build buildbot-revert requested at a chosen revision: the
-            # shell judges it (.verification); it neither extends nor ends
-            # the builder's streak, nor counts among its builds.
+            # Requested by buildbot-revert at a chosen revision, judged by the
+            # shell (.verification): not part of the builder's streak or count.
             return None
         state = self._builders.get(build.builder)
         if state is None:
@@ -332,7 +213,7 @@ class StreakTracker:
                 # Blamelists are not guaranteed to be in landing order.
                 newest = max(map(_WHEN, changes))
                 self._landings.note(changes)
-            if newest > state.built_upto or state.built_upto == _UNKNOWN:
+            if newest > state.built_upto or state.built_upto == UNKNOWN:
                 state.built_upto = newest
             state.line = first.branch or ""
         # The builder is red while its run is open (state.red, read here
@@ -347,11 +228,7 @@ class StreakTracker:
         elif result == _FAILURE:
             state.ended = False
             if not run.open:
-                # A streak opens: its suspects are the changes no green
-                # build tested, this build's last.
-                state.opening = (*state.untested, *changes) if state.untested else changes
-                state.untested = []
-                run = state.run = FailureRun(self._failures.horizon)
+                run = self._open_run(state, changes)
             run.add(build.completed_at, state.built_upto, state.line)
         else:
             state.ended = False
@@ -361,8 +238,15 @@ class StreakTracker:
                 state.untested.extend(changes)
         return state
 
-    def _judge(self, build: Build, state: _BuilderState) -> tuple[Event, ...]:
-        """What a build :meth:`_note` took means to this tracker's streaks."""
+    def _open_run(self, state: BuilderState, changes: tuple[Change, ...]) -> FailureRun:
+        """A streak opens: its suspects are the changes no green build tested, these last."""
+        state.opening = (*state.untested, *changes) if state.untested else changes
+        state.untested = []
+        run = state.run = FailureRun(self._failures.horizon)
+        return run
+
+    def judge(self, build: Build, state: BuilderState) -> tuple[Event, ...]:
+        """What a build :meth:`book` took means to this tracker's streaks."""
         result = build.result
         if result == _FAILURE:
             return self._failed(build, state, self._streaks.get(build.builder))
@@ -373,7 +257,7 @@ class StreakTracker:
                 return self._close(streak, build.completed_at)
         return _NO_EVENTS
 
-    def _is_branch_evidence(self, build: Build, state: _BuilderState) -> bool:
+    def _is_branch_evidence(self, build: Build, state: BuilderState) -> bool:
         """False for an unmerged pull request's build: evidence about no branch."""
         if state.pull_requests:
             return False
@@ -385,7 +269,7 @@ class StreakTracker:
         return True
 
     def _failed(
-        self, build: Build, state: _BuilderState, streak: _OpenStreak | None
+        self, build: Build, state: BuilderState, streak: OpenStreak | None
     ) -> tuple[Event, ...]:
         """A FAILURE build: open, extend or (at N) decide the builder's streak."""
         if streak is not None and streak.run.end > self.policy.failures:
@@ -399,9 +283,16 @@ class StreakTracker:
             return _NO_EVENTS
         # The streak keeps the build for what it is (its number, steps,
         # worker), not for its logs: what they show is read now.
-        signature, infra, build = self._evidence(build, state)
+        read = self._evidence(build, state)
+        signature: Signature | None = None
+        infra = False
+        if read is None:
+            build = read_off(build)
+        else:
+            signature, infra = read.evidence
+            build = read.kept
         if streak is None:
-            streak = self._streaks[build.builder] = _OpenStreak(
+            streak = self._streaks[build.builder] = OpenStreak(
                 build,
                 state.opening,
                 state.green_at,
@@ -420,6 +311,7 @@ class StreakTracker:
         return _NO_EVENTS
 
     def feed_all(self, builds: Iterable[Build]) -> list[Event]:
+        """Feed each build in turn; every event they caused, in order."""
         out: list[Event] = []
         for build in builds:
             out.extend(self.feed(build))
@@ -437,12 +329,26 @@ class StreakTracker:
 
     @property
     def proposed(self) -> frozenset[str]:
+        """Every revision this tracker proposed or was told was proposed."""
         return frozenset(self._proposed)
 
     def also_proposed(self, revisions: Iterable[str]) -> None:
         """Revisions proposed elsewhere (the plugin's ledger): never propose them again."""
         for revision in revisions:
             self._proposed.setdefault(revision, None)
+
+    def share_books(self, lead: StreakTracker) -> None:
+        """Keep ``lead``'s bookkeeping of every build instead of this tracker's own.
+
+        For a :class:`~.group.TrackerGroup`: ``lead`` books each build
+        (:meth:`book`) and this tracker only judges it (:meth:`judge`).
+        Only before either is fed.
+        """
+        if self._builders or self._streaks:
+            raise ValueError("a tracker joins a group before it is fed")
+        self._builders = lead._builders
+        self._landings = lead._landings
+        self._branches = lead._branches
 
     # -- memory across restarts ---------------------------------------------
 
@@ -470,33 +376,6 @@ class StreakTracker:
         self._watched = watched
         self._tags_of = tags_of
 
-    def judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
-        """The verdict on a change bisection found among the builder's suspects.
-
-        The change meets every check a single change meets (revert, age,
-        watched, the evidence guards), then proposes as
-        ``revert-by-bisection``.  None when the builder's streak is over or
-        no longer holds the change: what was found is then moot.
-        """
-        streak = self._streaks.get(builder)
-        if streak is None or change not in streak.suspects or streak.verdict is None:
-            return None
-        last = streak.failing[-1]
-        reason, explanation = self._pinned(
-            streak, change, last, how, how, Reason.REVERT_BY_BISECTION
-        )
-        request = None
-        if reason in PROPOSING:
-            numbers = tuple(b.number for b in streak.failing)
-            request = RevertRequest(
-                change, builder, streak.first.number, numbers, last.completed_at, streak.green_at
-            )
-            self._proposed[change.revision] = request
-        streak.verdict = streak.verdict._replace(
-            reason=reason, explanation=explanation, suspect=change, request=request
-        )
-        return streak.verdict
-
     def failing_of(self, builder: str) -> tuple[Build, ...]:
         """The first N failing builds of the builder's open streak (empty when not red)."""
         streak = self._streaks.get(builder)
@@ -516,54 +395,44 @@ class StreakTracker:
         return () if streak is None else streak.suspects
 
     def red_builders(self) -> list[str]:
+        """The builders with a streak open now, by name."""
         return sorted(self._streaks)
 
     def red_streaks(self) -> list[RedStreak]:
         """Every streak open now, by builder name (a read: the tracker is not changed)."""
-        out = []
-        for name in self.red_builders():
-            state = self._builders[name]
-            streak = self._streaks[name]
-            out.append(
-                RedStreak(
-                    name,
-                    streak.first,
-                    streak.count,
-                    streak.suspects,
-                    streak.green_at,
-                    streak.verdict,
-                    tuple(sorted(state.tags)),
-                )
-            )
-        return out
+        builders, streaks = self._builders, self._streaks
+        return [streaks[name].as_red(builders[name].tags) for name in self.red_builders()]
 
-    def _new_state(self, builder: str) -> _BuilderState:
+    def _new_state(self, builder: str) -> BuilderState:
+        """A builder seen for the first time: its tags asked once, its place among the others."""
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
-        state = _BuilderState(tags, self.policy)
+        state = BuilderState(tags, self.policy)
         state.order = len(self._builders)
         return state
 
     # -- evidence -----------------------------------------------------------
 
-    def _evidence(self, build: Build, state: _BuilderState) -> tuple[Signature | None, bool, Build]:
-        """Read a failing build's signature and remember what it fails.
+    def _evidence(self, build: Build, state: BuilderState) -> ReadBuild | None:
+        """Read a failing build's evidence and remember what it fails (None: no guard reads it).
 
         Also the build as the streak keeps it (see :mod:`.evidence`).
         """
         if not self._guards:
-            return None, False, read_off(build)
-        (signature, infra), kept = self._read(build)
+            return None
+        read = self._read(build)
+        signature, infra = read.evidence
         if not infra and not signature.generic:
             self._failures.record(
                 failing_ids(signature), build.completed_at, state.built_upto, state.line
             )
-        return signature, infra, kept
+        return read
 
-    # -- deciding -----------------------------------------------------------
+    # -- closing ------------------------------------------------------------
 
     def _close(
-        self, streak: _OpenStreak, ended_at: float | None, now: float | None = None
+        self, streak: OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
+        """A streak ended (``ended_at``) or the history did (``now``): its verdict and its end."""
         first = streak.first
         count = streak.count
         if ended_at is not None and count == 1:
@@ -578,524 +447,31 @@ class StreakTracker:
             reason = Reason.TOO_SHORT if ended_at is not None else Reason.UNFINISHED
             suspects = streak.suspects
             verdict = streak.verdict = Verdict(
-                first.builder,
-                first.number,
-                reason,
-                self._short(count, ended_at is not None),
-                ended_at if ended_at is not None else (now or streak.failing[-1].completed_at),
-                suspects[0] if len(suspects) == 1 else None,
-                None,
-                (),
-                first.completed_at,
+                builder=first.builder,
+                first_failing_build=first.number,
+                reason=reason,
+                explanation=self._short(count, ended_at is not None),
+                decided_at=(
+                    ended_at if ended_at is not None else (now or streak.failing[-1].completed_at)
+                ),
+                suspect=suspects[0] if len(suspects) == 1 else None,
+                started_at=first.completed_at,
             )
         ended = Streak(
-            first.builder,
-            first.number,
-            first.completed_at,
-            ended_at,
-            count,
-            streak.suspects,
-            verdict,
-            tuple(streak.failing),
+            builder=first.builder,
+            first_failing_build=first.number,
+            started_at=first.completed_at,
+            ended_at=ended_at,
+            builds=count,
+            blamelist=streak.suspects,
+            verdict=verdict,
+            failing=tuple(streak.failing),
         )
         # A streak that ended before its N-th failure (most do) is decided
         # here: its verdict is reported with it, first.
         return (ended,) if decided else (verdict, ended)
 
-    def _short(self, count: int, ended: bool) -> str:
-        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
 
-        Most streaks are one or two failures: each sentence is made once
-        (fewer than N of each), and a shell that keeps thousands of them
-        holds one copy.
-        """
-        key = (count, ended)
-        text = self._shorts.get(key)
-        if text is None:
-            n = self.policy.failures
-            text = self._shorts[key] = (
-                f"the builder went green again after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-                if ended
-                else f"the history ends after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-            )
-        return text
-
-    def _decide(self, streak: _OpenStreak, last: Build) -> Verdict:
-        reason, explanation, suspect = self._check(streak, last)
-        sigs = [
-            s
-            for s, infra in zip(streak.signatures, streak.infra, strict=True)
-            if s is not None and not infra and not s.generic
-        ]
-        common = common_tests(sigs) if sigs else frozenset()
-        # Remembered for the builds past N, which are not read (see
-        # _failed), at the level failing-before compares them: every
-        # FAILURE build the builder appends to its run from now on.
-        streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
-        if streak.evidence:
-            self._failures.follow(streak.evidence, streak.run)
-        state = self._builders[last.builder]
-        if streak.green_at is not None and not state.tolerated:
-            self._intersectable[last.builder] = (state.order, last.builder, streak)
-        evidence = tuple(sorted(common))
-        request = None
-        numbers = tuple(b.number for b in streak.failing)
-        if reason in PROPOSING and suspect is not None:
-            request = RevertRequest(
-                suspect,
-                last.builder,
-                streak.first.number,
-                numbers,
-                last.completed_at,
-                streak.green_at,
-            )
-            self._proposed[suspect.revision] = request
-        streak.verdict = Verdict(
-            last.builder,
-            streak.first.number,
-            reason,
-            explanation,
-            last.completed_at,
-            suspect,
-            request,
-            evidence,
-            streak.first.completed_at,
-            numbers,
-        )
-        return streak.verdict
-
-    def _check(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str, Change | None]:
-        """The verdict's reason, explanation and suspect: the first check that fails."""
-        declined = self._structural(streak, last)
-        if declined is None:
-            change = streak.suspects[0]
-            return (*self._single(streak, change, last), change)
-        if declined[0] is Reason.MULTIPLE_CHANGES and self.policy.intersection:
-            return self._by_intersection(streak, last, declined)
-        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
-        return (*declined, suspect)
-
-    def _single(self, streak: _OpenStreak, change: Change, last: Build) -> tuple[Reason, str]:
-        """The checks after the structural rule, for a streak holding one change."""
-        failed, workers = self._point_at(change, streak)
-        if self._watched is not None and not self._watched(last.builder):
-            return Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
-        n = self.policy.failures
-        declined = self._guard(streak, change, last)
-        if declined is not None:
-            k = self.policy.corroboration
-            agreeing = sum(1 for other in workers.values() if other & failed)
-            if not (k and agreeing >= k and declined[0].value in CORROBORABLE):
-                return declined
-            # The doubts give way; the guards that say the evidence is not
-            # about the change at all (stale green, the environment) stand.
-            still = self._guard(streak, change, last, doubts=False)
-            if still is not None:
-                return still
-            return self._propose(
-                change,
-                last,
-                f"{n} consecutive failing builds after a green build, the first holding exactly "
-                f"this one change; alone this builder's evidence would be weak "
-                f"({declined[0].value}), but builders on {agreeing} different workers "
-                "fail the same way from the same change",
-            )
-        return self._propose(
-            change,
-            last,
-            f"{n} consecutive failing builds after a green build, and the first failing "
-            "build holds exactly this one change",
-        )
-
-    def _propose(
-        self, change: Change, last: Build, why: str, reason: Reason = Reason.REVERT
-    ) -> tuple[Reason, str]:
-        """Every check held: join an earlier proposal, stand back if tolerated, or propose."""
-        if change.revision in self._proposed:
-            return (
-                Reason.ALREADY_PROPOSED,
-                "a revert of this change was already proposed from another builder",
-            )
-        state = self._builders[last.builder]
-        if state.tolerated:
-            tags = ", ".join(sorted(state.tags & self.policy.tolerated_tags))
-            return (
-                Reason.TOLERATED_BUILDER,
-                f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
-                "a builder not allowed to fail must qualify on this change too",
-            )
-        return reason, why
-
-    def _by_intersection(
-        self, streak: _OpenStreak, last: Build, declined: tuple[Reason, str]
-    ) -> tuple[Reason, str, Change | None]:
-        """A streak of several changes: the one change other red builders' blamelists share.
-
-        The builders taking part are watched, not allowed to fail, red after
-        a green build for at least N failures; :func:`.intersection.intersect`
-        keeps those on other workers failing alike.  The change found meets
-        the same checks as a single change (revert, age, the guards; no
-        corroboration, the agreement being what found it).
-        """
-        state = self._builders[last.builder]
-        if state.tolerated or (self._watched is not None and not self._watched(last.builder)):
-            return (*declined, None)
-        found = intersect(self._blamelist(streak), self._red_blamelists(last.builder))
-        if found is None:
-            return (*declined, None)
-        who = describe(found)
-        change = found.change
-        if change is None:
-            return (
-                Reason.MULTIPLE_CHANGES,
-                f"{declined[1]}; {outcome(found)} ({who})",
-                None,
-            )
-        why = (
-            f"{self.policy.failures} consecutive failing builds after a green build; the first "
-            f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
-        )
-        how = f"{outcome(found)} ({who})"
-        judged = self._pinned(streak, change, last, how, why, Reason.REVERT_BY_INTERSECTION)
-        return (*judged, change)
-
-    def _pinned(
-        self, streak: _OpenStreak, change: Change, last: Build, how: str, why: str, reason: Reason
-    ) -> tuple[Reason, str]:
-        """A change pinned among several (``how``): the checks a single change meets.
-
-        Not a revert, not too old, no evidence guard objecting (no
-        corroboration: the agreement is what pinned it); then it proposes as
-        ``reason``, explained by ``why``.
-        """
-        if is_revert(change):
-            return Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert"
-        return (
-            self._too_old(change, last)
-            or self._guard(streak, change, last)
-            or self._propose(change, last, why, reason)
-        )
-
-    def _blamelist(self, streak: _OpenStreak) -> Blamelist:
-        """A streak, as the intersection sees it: its suspects and what it fails."""
-        if streak.blamelist is not None:
-            return streak.blamelist
-        named = [
-            s
-            for s, infra in zip(streak.signatures, streak.infra, strict=True)
-            if s is not None and not infra and not s.generic
-        ]
-        first = streak.first
-        blamelist = Blamelist(
-            first.builder,
-            first.worker or first.builder,
-            streak.suspects,
-            common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
-            frozenset(c.revision for c in streak.suspects),
-        )
-        if streak.count >= self.policy.failures:
-            # Past the evidence, nothing of it changes (see _failed).
-            streak.blamelist = blamelist
-        return blamelist
-
-    def _red_blamelists(self, deciding: str) -> list[Blamelist]:
-        """Every other builder that may take part in an intersection, as it stands now."""
-        watched = self._watched
-        # The red builders past their evidence (a few dozen of a fleet's
-        # hundreds), in the order the builders were first seen (the first
-        # item: no two builders share it): the intersection's explanation
-        # names them in it.
-        return [
-            self._blamelist(streak)
-            for _, name, streak in sorted(self._intersectable.values())
-            if name != deciding and (watched is None or watched(name))
-        ]
-
-    def _structural(self, streak: _OpenStreak, last: Build) -> tuple[Reason, str] | None:
-        """The structural rule: green before, exactly one suspect, not a revert, not too old."""
-        if streak.green_at is None:
-            return Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
-        suspects = streak.suspects
-        if not suspects:
-            return (
-                Reason.NO_CHANGES,
-                "the first failing build has no changes: nothing to blame",
-            )
-        if len(suspects) > 1:
-            return (
-                Reason.MULTIPLE_CHANGES,
-                f"the first failing build holds {len(suspects)} changes since the last green "
-                "build: the policy does not guess which one",
-            )
-        change = suspects[0]
-        if is_revert(change):
-            return Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert"
-        return self._too_old(change, last)
-
-    def _too_old(self, change: Change, last: Build) -> tuple[Reason, str] | None:
-        max_age = self.policy.max_culprit_age
-        if max_age is not None and last.completed_at - change.when > max_age:
-            age_h = (last.completed_at - change.when) / _HOUR
-            return (
-                Reason.CULPRIT_TOO_OLD,
-                f"the change landed {age_h:.1f} h before failure number {self.policy.failures}, "
-                f"more than the {max_age / _HOUR:g} h the policy allows",
-            )
-        return None
-
-    def _point_at(
-        self, change: Change, streak: _OpenStreak
-    ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
-        """Note that this streak's worker points at ``change`` alone, with what it fails.
-
-        Returns what the streak fails and every worker pointing at the change.
-        One builder's weak evidence is strong when other machines fail the
-        same way from the same change; flakes that happen to start on the
-        same change fail different tests, and do not agree.
-        """
-        failed = (
-            common_tests([s for s in streak.signatures if s is not None and not s.generic])
-            if streak.signatures[0] is not None
-            else frozenset()
-        )
-        workers = self._pointing.setdefault(change.revision, {})
-        # A builder allowed to fail corroborates nothing: failing alongside a
-        # flake proves as little as failing alone.
-        if not self._builders[streak.first.builder].tolerated:
-            workers[streak.first.worker or streak.first.builder] = failed
-        return failed, workers
-
-    def _guard(
-        self, streak: _OpenStreak, change: Change, last: Build, doubts: bool = True
-    ) -> tuple[Reason, str] | None:
-        """The first evidence guard that declines the streak, if any.
-
-        The guards are asked in the order of :data:`_GUARD_ORDER`.  With
-        ``doubts`` False, the guards that corroboration lifts (failing-before,
-        flaky-builder) are not asked.
-        """
-        guards = self._guards if doubts else self._guards - _DOUBTS
-        if not guards:
-            return None
-        sigs = [s for s in streak.signatures if s is not None]
-        for guard, check in _GUARD_ORDER:
-            if guard in guards:
-                declined = check(self, streak, change, last, sigs)
-                if declined is not None:
-                    return declined
-        return None
-
-    def _infra(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        if not any(streak.infra):
-            return None
-        return (
-            Reason.INFRA,
-            "a failing build failed for an infrastructure reason (checkout, lost worker, "
-            "full disk): not caused by a change, but it needs attention",
-        )
-
-    def _generic(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        if not all(s.generic for s in sigs):
-            return None
-        return (
-            Reason.GENERIC_FAILURE,
-            "the failing builds show only generic failures (no test or compile error "
-            "named): a breakage for a human to look at, not proof against the change",
-        )
-
-    def _inconsistent(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        if consistent(sigs):
-            return None
-        return (
-            Reason.INCONSISTENT_FAILURE,
-            "the failing builds do not share a failure: different failures each time "
-            "is the pattern of flakiness",
-        )
-
-    def _failing_before(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        specific = specific_tests(sigs)
-        if not specific.ids:
-            return None
-        start = change.when - self.policy.failing_before_window
-        family = self._landings.family(change)
-        if not all(self._failures.failed_without(k, family, start) for k in specific.ids):
-            return None
-        level = (
-            "the same test cases"
-            if specific.level == "cases"
-            else "the same test modules (no test cases named on either side)"
-        )
-        return (
-            Reason.FAILING_BEFORE,
-            f"{', '.join(specific.names()[:5])} also failed in builds without this "
-            f"change (before it landed, or on builders that had not built it); compared "
-            f"as {level}",
-        )
-
-    def _environment(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        env = environment_only(common_tests(sigs), change, self.policy.environment_tests)
-        if env is None:
-            return None
-        return (
-            Reason.ENVIRONMENT_TEST,
-            f"{', '.join(env)} depend(s) on what the worker provides (libraries, "
-            "network), and the change touched none of the code behind them: an "
-            "update on the worker is the likelier cause",
-        )
-
-    def _flaky(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        if all(s.deterministic for s in sigs):
-            return None
-        window = self.policy.flaky_builds
-        now = self._builders[last.builder].builds
-        flakes = self._flakes.count_since(last.builder, now - window)
-        if flakes <= self.policy.flaky_threshold:
-            return None
-        return (
-            Reason.FLAKY_BUILDER,
-            f"{flakes} of the builder's last {window} builds failed alone and "
-            "recovered at once: too flaky to blame a change on its word alone",
-        )
-
-    def _cannot_explain(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        """Relevance: a documentation-only change explains only a docs build's failure."""
-        policy = self.policy
-        if not documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
-            return None
-        tags = self._builders[streak.first.builder].tags
-        if docs_failure(tags, streak.failing, policy.docs_builder_tags, policy.docs_step_patterns):
-            return None
-        return (
-            Reason.CHANGE_CANNOT_EXPLAIN,
-            f"the change touched only documentation ({name_files(change.files)}), and the "
-            "failing steps are not a docs build's: it cannot explain the failure",
-        )
-
-    def _stale_green(
-        self, streak: _OpenStreak, change: Change, last: Build, sigs: list[Signature]
-    ) -> tuple[Reason, str] | None:
-        """After a long gap since green, the change must be tied to the failures directly."""
-        policy = self.policy
-        green_at = streak.green_at
-        if green_at is None:
-            return None
-        gap = streak.first.completed_at - green_at
-        if gap <= policy.stale_green_after:
-            return None
-        named = [s for s in sigs if not s.generic]
-        failing = common_tests(named) if named else frozenset()
-        if named and not failing:
-            failing = frozenset().union(*(modules(s) for s in named))
-        files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-        if ties(failing, files, policy.environment_tests) is not None:
-            return None
-        what = (
-            "the change touched none of the failing tests' code"
-            if change.files
-            else "the change's files are unknown, so nothing ties it to the failing tests"
-        )
-        return (
-            Reason.STALE_GREEN,
-            f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
-            "may have changed meanwhile (a verification build of the parent would tell)",
-        )
-
-
-def _book_key(policy: Policy) -> tuple[object, ...]:
-    """What a policy changes of :meth:`StreakTracker._note`'s bookkeeping.
-
-    Trackers whose policies agree on it note the same for every build.
-    """
-    return (
-        policy.green,
-        policy.pull_request_tags,
-        policy.pull_request_branches,
-        policy.tolerated_tags,
-        policy.failing_before_window,
-    )
-
-
-class TrackerGroup:
-    """Several trackers fed the same builds, each build noted once for all of them.
-
-    A sweep replays one history under several policies.  Most of what a
-    build tells a tracker does not depend on the policy's N or its guards
-    (which builder it is, what it built, whether a streak opens or ends:
-    :meth:`StreakTracker._note`), and most builds tell nothing else (a green
-    build on a green builder, a neutral one).  So the trackers whose
-    policies agree on that bookkeeping share it: one of them notes each
-    build, and each judges only the FAILURE builds and the green builds
-    that end a streak (:meth:`StreakTracker._judge`).  Each tracker answers
-    what it answers fed alone (tests/core/test_tracker_group.py).
-    """
-
-    __slots__ = ("_books", "_size")
-
-    def __init__(self, trackers: Sequence[StreakTracker]) -> None:
-        by_key: dict[tuple[object, ...], list[int]] = {}
-        for i, tracker in enumerate(trackers):
-            if tracker._builders or tracker._streaks:
-                raise ValueError("a tracker joins a group before it is fed")
-            by_key.setdefault(_book_key(tracker.policy), []).append(i)
-        self._books: list[
-            tuple[
-                Callable[[Build], _BuilderState | None],
-                int,
-                list[tuple[int, Callable[[Build, _BuilderState], tuple[Event, ...]]]],
-            ]
-        ] = []
-        for members in by_key.values():
-            lead = trackers[members[0]]
-            for i in members[1:]:
-                tracker = trackers[i]
-                tracker._builders = lead._builders
-                tracker._landings = lead._landings
-                tracker._branches = lead._branches
-            # Past every member's evidence, a FAILURE build changes nothing
-            # any of them judges (a streak counts its run's builds, and the
-            # failure memory follows the run: see StreakTracker._failed).
-            deepest = max(trackers[i].policy.failures for i in members)
-            self._books.append((lead._note, deepest, [(i, trackers[i]._judge) for i in members]))
-        self._size = len(trackers)
-
-    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
-        """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
-        out: list[tuple[Event, ...]] | None = None
-        for note, deepest, judges in self._books:
-            state = note(build)
-            if state is None:
-                continue
-            if build.result == _FAILURE:
-                if state.run.end > deepest:
-                    continue
-            elif not state.ended:
-                continue
-            if out is None:
-                out = [_NO_EVENTS] * self._size
-            for i, judge in judges:
-                out[i] = judge(build, state)
-        return out
-
-
-# What a saved tracker holds: everything ``__init__`` sets but the shell's
-# callbacks (``_watched``, ``_tags_of``, ``_read``).  Named, so that whatever a shell
-# attaches to an instance (a benchmark's timing wrapper) is not saved.
 _STATE = (
     "policy",
     "_green",
@@ -1110,20 +486,4 @@ _STATE = (
     "_pointing",
     "_proposed",
     "_shorts",
-)
-
-_GuardCheck = Callable[
-    [StreakTracker, _OpenStreak, Change, Build, list[Signature]], tuple[Reason, str] | None
-]
-# The evidence guards in the order they are asked (the theory of operation's
-# step 6): the first that declines names the verdict.
-_GUARD_ORDER: tuple[tuple[Guard, _GuardCheck], ...] = (
-    (Guard.INFRA, StreakTracker._infra),
-    (Guard.GENERIC, StreakTracker._generic),
-    (Guard.INCONSISTENT, StreakTracker._inconsistent),
-    (Guard.CANNOT_EXPLAIN, StreakTracker._cannot_explain),
-    (Guard.FAILING_BEFORE, StreakTracker._failing_before),
-    (Guard.STALE_GREEN, StreakTracker._stale_green),
-    (Guard.ENVIRONMENT, StreakTracker._environment),
-    (Guard.FLAKY_BUILDER, StreakTracker._flaky),
 )

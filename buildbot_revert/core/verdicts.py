@@ -9,8 +9,10 @@ maintainer can read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypeAlias, cast
 
 from buildbot_revert.core.model import Build, Change
 
@@ -86,8 +88,9 @@ class RevertRequest(NamedTuple):
     build_number: int
     # The build numbers of the N failing builds on ``builder``.
     failing_builds: tuple[int, ...]
-    # Completion time of the N-th failing build: when the revert is filed.
-    filed_at: float
+    # Completion time of the N-th failing build: when the builder qualified
+    # (the revert is filed then, unless a grace period delays it).
+    qualified_at: float
     # Completion time of the last green build before the streak.
     last_green_at: float | None = None
 
@@ -246,3 +249,13 @@ MEANINGS: dict[Reason, str] = {
         "build never ran): nothing is filed"
     ),
 }
+
+
+StreakFields: TypeAlias = tuple[
+    str, int, float, float | None, int, tuple[Change, ...], Verdict, tuple[Build, ...]
+]
+#: A :class:`Streak` from (builder, first_failing_build, started_at, ended_at,
+#: builds, blamelist, verdict, failing): the fast path a replay keeps its with
+#: (a sweep keeps about 100,000; see core.model's fast paths and
+#: tests/core/test_fast_path.py, which pins the field order).
+new_streak = cast(Callable[[StreakFields], Streak], partial(tuple.__new__, Streak))

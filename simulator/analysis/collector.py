@@ -12,7 +12,7 @@ cycle, so a replay asks for fewer, larger collections (as mypy does for its
 own long runs), and gives the process's settings back when it ends.
 
 Only the simulator does this, in its own process: the plugin runs inside
-the master and never changes the host's collector (issue 19).
+the master and never changes the host's collector.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from buildbot_revert.core.guards import Guard
+from buildbot_revert.core.policy import Guard
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak
 from simulator.analysis.replay import ReplayResult
 from simulator.formatting import json_share
@@ -163,7 +163,7 @@ def _red_seconds_saved(
     """Red time the right reverts would have saved on every builder their change broke."""
     saved = 0.0
     for request in right:
-        landed = request.filed_at + merge_delay
+        landed = request.qualified_at + merge_delay
         for fixed_at in broke[request.revision].values():
             end = window_end if fixed_at is None else fixed_at
             saved += max(0.0, end - landed)

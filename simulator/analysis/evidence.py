@@ -16,7 +16,7 @@ fetched and read once for all of them.
 
 from __future__ import annotations
 
-from buildbot_revert.core.evidence import Evidence, read_evidence
+from buildbot_revert.core.evidence import ReadBuild, read_evidence
 from buildbot_revert.core.model import Build, Result
 from simulator.history.store import HistoryStore
 
@@ -41,11 +41,11 @@ class StoredEvidence:
         self._store = store
         # A replay adds no builder: their ids are read once.
         self._ids = store.builder_ids()
-        self._known: dict[tuple[str, int], tuple[Evidence, Build]] = {}
+        self._known: dict[tuple[str, int], ReadBuild] = {}
         # How many builds were actually read (the rest came from the cache).
         self.reads = 0
 
-    def __call__(self, build: Build) -> tuple[Evidence, Build]:
+    def __call__(self, build: Build) -> ReadBuild:
         key = (build.builder, build.number)
         known = self._known.get(key)
         if known is not None:

@@ -5,9 +5,10 @@ builder that qualified went green on the branch without it
 (:func:`buildbot_revert.core.outcomes.stand_down_at`, the one rule both
 shells apply).  A history holds no revert the plugin filed, so every green
 build in it is "without the revert": applied to each filed revert of a
-replay (after a grace period, if one was applied: ``filed_at`` is then when
-it was filed), the rule says which would have been stood down because a fix
-landed first, and how long each would have stayed open.
+replay (after a grace period, if one was applied: the request's
+``qualified_at`` is then when it was filed), the rule says which would have
+been stood down because a fix landed first, and how long each would have
+stayed open.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def stand_downs(result: ReplayResult) -> StandDowns:
     times: list[float] = []
     proposals = result.proposals()
     for proposal in proposals:
-        filed_at = proposal.request.filed_at
+        filed_at = proposal.request.qualified_at
         at = stand_down_at(filed_at, known.get(proposal.request.revision, ()), now)
         if at is not None:
             open_for.append(at - filed_at)

@@ -50,7 +50,8 @@ def apply_grace(
     """The replay as it would look with a grace period before each revert.
 
     Returns a copy whose revert verdicts are those actually filed, each
-    request's ``filed_at`` moved to when the revert is filed, and which
+    request's ``qualified_at`` moved to when the revert is filed (the grace
+    over, the builder still red: when it qualified for filing), and which
     records the revisions that stood down or were still waiting when the
     window ended (``stood_down``, ``pending``).  ``qualified`` is the
     result's :func:`qualifications`, when the caller applies several grace
@@ -73,7 +74,7 @@ def apply_grace(
                 pending.add(v.request.revision)
                 continue
             assert fate.revert_at is not None
-            v = v._replace(request=v.request._replace(filed_at=fate.revert_at))
+            v = v._replace(request=v.request._replace(qualified_at=fate.revert_at))
         verdicts.append(v)
     return replace(
         result,

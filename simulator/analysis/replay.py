@@ -14,11 +14,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from buildbot_revert.core.evidence import EvidenceReader
-from buildbot_revert.core.model import Build, Builder, Change
+from buildbot_revert.core.group import TrackerGroup
+from buildbot_revert.core.model import Build, Builder, Change, new_build, new_change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
-from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import (
+    PROPOSING,
+    Reason,
+    RevertRequest,
+    Streak,
+    Verdict,
+    new_streak,
+)
 from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
 from simulator.analysis.play import Play
@@ -308,7 +316,7 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     """One feed for replayers of one selection: each build noted once for all.
 
     A sweep's replays (one per policy) are fed the same builds: a
-    :class:`~buildbot_revert.core.tracker.TrackerGroup` notes each build
+    :class:`~buildbot_revert.core.group.TrackerGroup` notes each build
     once for every tracker whose policy keeps the same books, and asks each
     to judge only the builds that can change its streaks; the window's
     builds are counted once.  Each replayer's result is what it gives fed
@@ -440,9 +448,9 @@ class _Keeper:
             if made is None
             else tuple([_copy(made, b, self._bare) for b in event.failing])
         )
-        # Streak.failing is the last field; tuple.__new__ skips the
-        # NamedTuple's Python-level _replace (a sweep keeps ~100,000).
-        self._streaks.append(_new(Streak, (*event[:5], blamelist, verdict, failing)))
+        e = event
+        head = (e.builder, e.first_failing_build, e.started_at, e.ended_at, e.builds)
+        self._streaks.append(new_streak((*head, blamelist, verdict, failing)))
 
     def _revisions_of(self, blamelist: tuple[Change, ...]) -> tuple[Change, ...]:
         return tuple(map(self._revision, blamelist))
@@ -454,17 +462,13 @@ class _Keeper:
         """
         texts = self._texts
         worker, branch = build.worker, build.branch
-        return _new(
-            Build,
-            (
-                *build[:5],
-                (),
-                (),
-                worker if worker is None else texts.setdefault(worker, worker),
-                branch if branch is None else texts.setdefault(branch, branch),
-                *build[9:],
-            ),
-        )
+        if worker is not None:
+            worker = texts.setdefault(worker, worker)
+        if branch is not None:
+            branch = texts.setdefault(branch, branch)
+        b = build
+        head = (b.builder, b.number, b.result, b.started_at, b.completed_at)
+        return new_build((*head, (), (), worker, branch, b.verification))
 
     def _verdict(self, verdict: Verdict) -> Verdict:
         # The verdict as the tracker gave it (the parity tests compare it
@@ -475,7 +479,10 @@ class _Keeper:
     def _revision(self, change: Change) -> Change:
         kept = self._revisions.get(change.revision)
         if kept is None:
-            kept = self._revisions[change.revision] = _revision_only(change)
+            # The change as a revision that landed on a branch at a time.
+            kept = self._revisions[change.revision] = new_change(
+                (change.revision, "", "", change.when, None, "", (), change.branch)
+            )
         return kept
 
 
@@ -497,11 +504,3 @@ def _copy(made: dict[int, tuple[object, Any]], original: _T, make: Callable[[_T]
     copy = make(original)
     made[id(original)] = (original, copy)
     return copy
-
-
-def _revision_only(change: Change) -> Change:
-    """``change`` as a revision that landed on a branch at a time."""
-    return _new(Change, (change.revision, "", "", change.when, None, "", (), change.branch))
-
-
-_new = tuple.__new__

@@ -190,3 +190,7 @@ def create_github_tables(conn: sqlite3.Connection) -> None:
     """Create the GitHub answers' cache unless it exists (the caller holds a transaction)."""
     for statement in GITHUB_TABLES:
         conn.execute(statement)
+
+
+class HistoryError(Exception):
+    """A history file that cannot be used: missing, empty, corrupt or foreign."""

@@ -1,10 +1,9 @@
 """The history store: a SQLite file of builders, builds, changes and labels.
 
-(Just over 500 lines on purpose: every read and write of the history's SQL
-stands in this one module.)
-
-With :mod:`simulator.history.schema`, which declares the tables, this is the
-only module of the project that speaks SQL.  Writers (the generator of the
+With :mod:`simulator.history.schema`, which declares the tables, this
+module and its two bases (:mod:`.store_writes`, the writes;
+:mod:`.store_bookkeeping`, a pull's and GitHub's bookkeeping) are the only
+modules of the project that speak SQL.  Writers (the generator of the
 shipped history, the importer that pulls a real master) add rows through
 :class:`HistoryStore`; the replay reads them back as the core's
 :class:`~buildbot_revert.core.model.Build` records, in completion order.
@@ -30,15 +29,21 @@ from typing import Any
 
 import sqlite_utils
 
-from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert.core.model import (
+    Build,
+    Builder,
+    Change,
+    FailedStep,
+    Result,
+    new_build,
+    new_failed_step,
+)
 from simulator.history import schema
 from simulator.history.labels import Breakage, Labels
-
-# One failed step; add_build and add_builds_bulk both write them.
-_INSERT_FAILED_STEP = (
-    "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
-)
-
+from simulator.history.schema import HistoryError as HistoryError
+from simulator.history.store_bookkeeping import PullBookkeeping
+from simulator.history.store_writes import BulkBuildRow as BulkBuildRow
+from simulator.history.store_writes import HistoryWriter
 
 # One build's failed steps (HistoryStore.failed_steps_of), off the builds'
 # (builder_id, number) and failed_steps' primary key indexes.
@@ -57,22 +62,6 @@ _CHUNKS_KEPT = 6
 # same recent changes, so a small window finds nearly every repeat, and
 # memory stays flat however long the history.
 _BLAMELISTS_KEPT = 4096
-
-# A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
-# result, started_at, completed_at, worker[, branch]).
-BulkBuildRow = (
-    tuple[int, int, int, int, float, float, str | None]
-    | tuple[int, int, int, int, float, float, str | None, str | None]
-)
-
-
-def _blamelist_column(change_ids: list[int]) -> str | None:
-    """``builds.changes`` for a blamelist of ``change_ids`` (ascending, no repeats)."""
-    return ",".join(map(str, change_ids)) if change_ids else None
-
-
-class HistoryError(Exception):
-    """A history file that cannot be used: missing, empty, corrupt or foreign."""
 
 
 def peek_meta(path: str | Path) -> dict[str, str] | None:
@@ -95,7 +84,7 @@ def peek_meta(path: str | Path) -> dict[str, str] | None:
         return None
 
 
-class HistoryStore:
+class HistoryStore(HistoryWriter, PullBookkeeping):
     """A history file, opened for reading and writing."""
 
     def __init__(self, path: str | Path, *, create: bool = False) -> None:
@@ -115,6 +104,7 @@ class HistoryStore:
     # -- opening --------------------------------------------------------------
 
     def _check_readable(self) -> None:
+        """Refuse a path that is no file, or an empty one, before SQLite creates it."""
         if not self.path.exists():
             raise HistoryError(f"{self.path}: no such history file")
         if self.path.is_dir():
@@ -123,6 +113,7 @@ class HistoryStore:
             raise HistoryError(f"{self.path}: the history file is empty")
 
     def _create_schema(self) -> None:
+        """Create a new file's tables and record its schema version."""
         with self.transaction():
             schema.create_tables(self.db)
             if self.get_meta(schema.META_SCHEMA_VERSION) is None:
@@ -130,6 +121,7 @@ class HistoryStore:
         self._check_schema()
 
     def _check_schema(self) -> None:
+        """Refuse a file that is not a history, or of a schema this version cannot read."""
         names = set(self.db.table_names())
         missing = schema.REQUIRED_TABLES - names
         if missing:
@@ -163,177 +155,30 @@ class HistoryStore:
             yield
 
     def close(self) -> None:
+        """Close the file."""
         self.conn.close()
 
     # -- meta -----------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:
+        """The ``meta`` value of ``key``, or None."""
         if not self.db["meta"].exists():
             return None
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
     def set_meta(self, key: str, value: str) -> None:
+        """Set the ``meta`` value of ``key`` (inside the caller's transaction)."""
         self.conn.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
 
-    # -- writing --------------------------------------------------------------
-
-    def add_builder(self, builder: Builder, master_id: int | None = None) -> int:
-        """Insert or update a builder; returns its store id."""
-        row = self.conn.execute(
-            "SELECT id FROM builders WHERE name = ?", (builder.name,)
-        ).fetchone()
-        tags = json.dumps(list(builder.tags))
-        if row is not None:
-            self.conn.execute(
-                "UPDATE builders SET tags = ?, master_id = coalesce(?, master_id) WHERE id = ?",
-                (tags, master_id, row[0]),
-            )
-            return int(row[0])
-        cur = self.conn.execute(
-            "INSERT INTO builders(name, tags, master_id) VALUES (?, ?, ?)",
-            (builder.name, tags, master_id),
-        )
-        return int(cur.lastrowid or 0)
-
-    def add_change(self, change: Change, master_id: int | None = None) -> int:
-        """Insert a change unless its revision is known; returns its store id."""
-        row = self.conn.execute(
-            "SELECT id FROM changes WHERE revision = ?", (change.revision,)
-        ).fetchone()
-        if row is not None:
-            return int(row[0])
-        cur = self.conn.execute(
-            "INSERT INTO changes(revision, author, title, message, when_ts, pr_number, files,"
-            " branch, master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                change.revision,
-                change.author,
-                change.title,
-                change.message,
-                change.when,
-                change.pr_number,
-                json.dumps(list(change.files)),
-                change.branch,
-                master_id,
-            ),
-        )
-        return int(cur.lastrowid or 0)
-
-    def add_build(
-        self,
-        builder_id: int,
-        build: Build,
-        change_ids: Iterable[int],
-        master_id: int | None = None,
-    ) -> int:
-        """Insert one completed build with its blamelist and failed steps.
-
-        Callers wrap batches in :meth:`transaction`; a build is replaced if
-        the same builder and number were stored before, so re-importing is
-        idempotent.
-        """
-        self._upgrade()
-        change_ids = sorted(set(change_ids))
-        cur = self.conn.execute(
-            "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
-            " master_id, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
-            " started_at = excluded.started_at, completed_at = excluded.completed_at,"
-            " worker = excluded.worker, master_id = excluded.master_id,"
-            " branch = excluded.branch, changes = excluded.changes"
-            " RETURNING id",
-            (
-                builder_id,
-                build.number,
-                int(build.result),
-                build.started_at,
-                build.completed_at,
-                build.worker,
-                master_id,
-                build.branch,
-                _blamelist_column(change_ids),
-            ),
-        )
-        build_id = int(cur.fetchone()[0])
-        self.conn.execute("DELETE FROM blamelist WHERE build_id = ?", (build_id,))
-        self.conn.executemany(
-            "INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)",
-            [(build_id, cid) for cid in change_ids],
-        )
-        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
-        self.conn.executemany(
-            _INSERT_FAILED_STEP,
-            [
-                (build_id, i, step.name, int(step.result), step.log_tail)
-                for i, step in enumerate(build.failed_steps)
-            ],
-        )
-        return build_id
-
-    def add_breakage(
-        self,
-        change_id: int,
-        builder_id: int,
-        broken_at: float,
-        fixed_at: float | None,
-        fixed_by: str,
-    ) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO label_breakages(change_id, builder_id, broken_at, fixed_at,"
-            " fixed_by) VALUES (?, ?, ?, ?, ?)",
-            (change_id, builder_id, broken_at, fixed_at, fixed_by),
-        )
-
-    def add_build_label(self, build_id: int, cause: str, change_id: int | None = None) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
-            (build_id, cause, change_id),
-        )
-
-    # -- bulk writing (for the generator of a fresh history) -------------------
-
-    def add_builds_bulk(
-        self,
-        builds: Iterable[BulkBuildRow],
-        blamelist: Iterable[tuple[int, int]],
-        failed_steps: Iterable[tuple[int, int, str, int, str | None]],
-    ) -> None:
-        """Insert many new builds at once, with build ids chosen by the caller.
-
-        Rows are ``(id, builder_id, number, result, started_at, completed_at,
-        worker)``, optionally followed by the build's ``branch`` (NULL when
-        left out), ``(build_id, change_id)`` and ``(build_id, step_number,
-        name, result, log_tail)``.  Unlike :meth:`add_build` nothing is
-        replaced: a build id or (builder, number) already stored is an error.
-        One ``executemany`` per table makes a year of builds a few seconds.
-        """
-        self._upgrade()
-        blamelist = list(blamelist)
-        blamed: dict[int, list[int]] = {}
-        for build_id, change_id in blamelist:
-            blamed.setdefault(build_id, []).append(change_id)
-        self.conn.executemany(
-            "INSERT INTO builds(id, builder_id, number, result, started_at, completed_at,"
-            " worker, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                (
-                    *(row if len(row) == 8 else (*row, None)),
-                    _blamelist_column(sorted(blamed.get(row[0], ()))),
-                )
-                for row in builds
-            ),
-        )
-        self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
-        self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
-
     # -- reading --------------------------------------------------------------
 
     def builders(self) -> list[Builder]:
+        """Every stored builder with its tags."""
         return [
             Builder(name, tuple(json.loads(tags)))
             for name, tags in self.conn.execute("SELECT name, tags FROM builders ORDER BY name")
@@ -349,9 +194,11 @@ class HistoryStore:
         }
 
     def count_builds(self) -> int:
+        """How many builds the file holds."""
         return int(self.conn.execute("SELECT count(*) FROM builds").fetchone()[0])
 
     def has_labels(self) -> bool:
+        """Whether the file holds a ground truth (labelled builds)."""
         if not self.db["label_breakages"].exists():
             return False
         return self.conn.execute("SELECT 1 FROM label_breakages LIMIT 1").fetchone() is not None
@@ -519,10 +366,7 @@ class HistoryStore:
         :mod:`simulator.analysis.evidence`).
         """
         names = self._builder_names()
-        ids = None
-        if builder_names is not None:
-            wanted = set(builder_names)
-            ids = [i for i, n in names.items() if n in wanted]
+        ids = None if builder_names is None else _ids_named(names, builder_names)
         change = self._change_lookup()
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
@@ -536,54 +380,26 @@ class HistoryStore:
         next_step = next(rows, None)
         # Most builders build most changes on their own, so the same
         # blamelist string comes back for builder after builder: make each
-        # tuple once.  And make each record with tuple.__new__, which skips
-        # the NamedTuple constructor's Python-level call (a year is ~400k).
+        # tuple once.  Each record is made by its fast path (new_build).
         blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
-        new = tuple.__new__
-        for (
-            bid,
-            builder_id,
-            number,
-            result,
-            started,
-            completed,
-            worker,
-            branch,
-            blame,
-        ) in self.conn.execute(builds_sql, params):
+        # Local names: looked up once, not once a build.
+        make_build, make_step = new_build, new_failed_step
+        builds = self.conn.execute(builds_sql, params)
+        for bid, builder_id, number, result, started, completed, worker, branch, blame in builds:
             blamed = blamed_by.get(blame)
             if blamed is None:
-                if len(blamed_by) >= _BLAMELISTS_KEPT:
-                    blamed_by.clear()
-                    blamed_by[None] = ()
-                # group_concat promises no order: sort the ids here, once
-                # per distinct list.
-                blamed = blamed_by[blame] = tuple(
-                    change(cid) for cid in sorted(map(int, blame.split(",")))
-                )
+                blamed = _blamelist_made(blamed_by, blame, change)
             failed = empty
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(new(FailedStep, next_step[1:]))
+                    found.append(make_step(next_step[1:]))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
-            yield new(
-                Build,
-                (
-                    builder,
-                    number,
-                    result,
-                    started,
-                    completed,
-                    blamed,
-                    failed,
-                    worker,
-                    branch,
-                    # No stored build is a verification build (see Build).
-                    None,
-                ),
+            # No stored build is a verification build (see Build).
+            yield make_build(
+                (builder, number, result, started, completed, blamed, failed, worker, branch, None)
             )
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
@@ -626,112 +442,23 @@ class HistoryStore:
                     culprits[key] = revs[change_id]
         return Labels(breakages, by_build, culprits)
 
-    # -- import bookkeeping (simulator.history.importer) -------------------------
-    #
-    # The master's own ids of what a pull stored, and the tips of its builds
-    # (see ``schema.IMPORT_TABLES``): what makes the next pull incremental.
 
-    def ensure_import_tables(self) -> None:
-        with self.transaction():
-            schema.create_import_tables(self.conn)
+def _ids_named(names: dict[int, str], wanted: Iterable[str]) -> list[int]:
+    """The store ids of the builders named in ``wanted``."""
+    named = set(wanted)
+    return [i for i, n in names.items() if n in named]
 
-    def import_known_changes(self) -> dict[int, tuple[int, int | None, str]]:
-        """Master change id -> (store change id, sourcestamp id, line)."""
-        return {
-            mcid: (cid, ssid, line)
-            for mcid, cid, ssid, line in self.conn.execute(
-                "SELECT master_changeid, change_id, ssid, line FROM import_changes"
-            )
-        }
 
-    def add_import_change(
-        self, master_changeid: int, change_id: int, ssid: int | None, line: str
-    ) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO import_changes(master_changeid, change_id, ssid, line)"
-            " VALUES (?, ?, ?, ?)",
-            (master_changeid, change_id, ssid, line),
-        )
+def _blamelist_made(
+    made: dict[str | None, tuple[Change, ...]], blame: str, change: Callable[[int], Change]
+) -> tuple[Change, ...]:
+    """The blamelist of a ``builds.changes`` value not yet in ``made``, kept there.
 
-    def import_build_ids(self, since: float | None = None) -> set[int]:
-        """Master build ids already imported (completed at or after ``since``)."""
-        return {
-            int(r[0])
-            for r in self.conn.execute(
-                "SELECT master_buildid FROM import_builds WHERE complete_at >= ?",
-                (since if since is not None else float("-inf"),),
-            )
-        }
-
-    def add_import_build(
-        self, master_buildid: int, build_id: int, tips: dict[str, int], complete_at: float
-    ) -> None:
-        self.conn.execute(
-            "INSERT OR REPLACE INTO import_builds(master_buildid, build_id, tips, complete_at)"
-            " VALUES (?, ?, ?, ?)",
-            (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
-        )
-
-    def trailing_failures(self, builder_id: int) -> list[tuple[int, str | None]]:
-        """(result, branch) of the builder's last builds from its last non-FAILURE one, in order.
-
-        What a pull needs to go on counting the builder's open red streak.
-        """
-        branch = "branch" if self.schema_version >= 3 else "NULL"
-        failure = int(Result.FAILURE)
-        return [
-            (int(result), branch)
-            for result, branch in self.conn.execute(
-                f"SELECT result, {branch} FROM builds WHERE builder_id = ? AND completed_at >="
-                f" coalesce((SELECT max(completed_at) FROM builds WHERE builder_id = ?"
-                f" AND result != {failure}), -1e300) ORDER BY completed_at, id",
-                (builder_id, builder_id),
-            )
-        ]
-
-    def import_builder_tips(self) -> dict[str, dict[str, int]]:
-        """Builder name -> line -> newest master change id its imported builds covered."""
-        out: dict[str, dict[str, int]] = {}
-        for name, line, tip in self.conn.execute(
-            "SELECT r.name, j.key, max(j.value) FROM import_builds i"
-            " JOIN builds b ON b.id = i.build_id JOIN builders r ON r.id = b.builder_id,"
-            " json_each(i.tips) j GROUP BY r.name, j.key"
-        ):
-            out.setdefault(name, {})[line] = int(tip)
-        return out
-
-    # -- GitHub's answers (simulator.outcomes) ----------------------------------
-    #
-    # What ``simulate --github`` asked and was told, as JSON text, so that a
-    # second run asks nothing (see ``schema.GITHUB_TABLES``).
-
-    def ensure_github_tables(self) -> None:
-        try:
-            with self.transaction():
-                schema.create_github_tables(self.conn)
-        except sqlite3.OperationalError as exc:
-            raise HistoryError(f"{self.path}: cannot keep GitHub's answers there ({exc})") from None
-
-    def github_answer(self, api: str, repo: str, question: str) -> str | None:
-        """The answer cached for ``question``, or ``None`` when it was never asked."""
-        if not self.db["github_answers"].exists():
-            return None
-        row = self.conn.execute(
-            "SELECT answer FROM github_answers WHERE api = ? AND repo = ? AND question = ?",
-            (api, repo, question),
-        ).fetchone()
-        return None if row is None else str(row[0])
-
-    def add_github_answer(
-        self, api: str, repo: str, question: str, answer: str, asked_at: float
-    ) -> None:
-        """Cache one answer at once (an interrupted run keeps what it was told)."""
-        try:
-            with self.transaction():
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO github_answers(api, repo, question, answer, asked_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (api, repo, question, answer, asked_at),
-                )
-        except sqlite3.OperationalError as exc:
-            raise HistoryError(f"{self.path}: cannot keep GitHub's answers there ({exc})") from None
+    ``made`` keeps at most :data:`_BLAMELISTS_KEPT` (and None, the empty one).
+    """
+    if len(made) >= _BLAMELISTS_KEPT:
+        made.clear()
+        made[None] = ()
+    # group_concat promises no order: sort the ids here, once per distinct list.
+    blamed = made[blame] = tuple(change(cid) for cid in sorted(map(int, blame.split(","))))
+    return blamed

@@ -450,7 +450,7 @@ def github_outcomes(
         culprit = lookup.pr_of(req.change)
         title = req.change.title
         outcomes.append(
-            Outcome(req.revision, req.builder, title, req.filed_at, how, culprit, revert, fix)
+            Outcome(req.revision, req.builder, title, req.qualified_at, how, culprit, revert, fix)
         )
     proposed = {o.revision for o in outcomes}
     human = []

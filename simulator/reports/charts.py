@@ -97,12 +97,12 @@ def timeline_chart(ctx: ReportContext, palette: dict[str, str]) -> str:
         row = index.get(p.request.builder)
         if row is None:
             continue
-        x = _TL_LEFT + (p.request.filed_at - start) * scale
+        x = _TL_LEFT + (p.request.qualified_at - start) * scale
         y = _TL_TOP + row * _TL_ROW
         out.append(
             f'<path d="M{x - 4:.1f},{y - 1} h8 l-4,6 z" fill="#000">'
             f"<title>{text('revert of ' + p.request.revision[:10] + ' filed ')}"
-            f"{day(p.request.filed_at)}</title></path>"
+            f"{day(p.request.qualified_at)}</title></path>"
         )
     axis_y = _TL_TOP + _TL_ROW * len(rows) + 14
     for month in ctx.months[::2]:

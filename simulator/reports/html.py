@@ -304,7 +304,7 @@ def _proposals_table(ctx: ReportContext) -> str:
         )
         check = ctx.check(req.revision)
         rows.append(
-            f"<tr><td>{day(req.filed_at)}</td>"
+            f"<tr><td>{day(req.qualified_at)}</td>"
             f"<td><code>{link(req.revision[:10], ctx.commit_url(req.revision))}</code></td>"
             f"<td>{pr}</td><td>{text(change.author)}</td><td>{text(change.title)}</td>"
             f"<td>{text(files_text(p.files))}</td><td class=n>{age_text(p.last_green_age)}</td>"

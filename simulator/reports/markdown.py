@@ -234,7 +234,7 @@ def _proposals(ctx: ReportContext) -> list[str]:
         more = f" +{len(p.builders) - 1} more" if len(p.builders) > 1 else ""
         check = ctx.check(req.revision)
         out.append(
-            f"| {day(req.filed_at)} | {rev} | {pr} | {escape(change.author)} "
+            f"| {day(req.qualified_at)} | {rev} | {pr} | {escape(change.author)} "
             f"| {escape(change.title)} | {escape(files_text(p.files))} "
             f"| {age_text(p.last_green_age)} | {first}{more} | {check} |"
         )

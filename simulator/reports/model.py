@@ -184,7 +184,7 @@ class ReportContext:
         """How many reverts were filed in each month of the window."""
         filed: dict[str, int] = {}
         for p in self.result.proposals():
-            month = formatting.month(p.request.filed_at)
+            month = formatting.month(p.request.qualified_at)
             filed[month] = filed.get(month, 0) + 1
         return [(month, filed.get(month, 0)) for month in self.months]
 

@@ -57,7 +57,7 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "builders": list(p.builders),
                 "build_number": p.request.build_number,
                 "failing_builds": list(p.request.failing_builds),
-                "filed_at": iso(p.request.filed_at),
+                "filed_at": iso(p.request.qualified_at),
                 "author": p.request.change.author,
                 "title": p.request.change.title,
                 "pr_number": p.request.change.pr_number,
@@ -273,7 +273,7 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
         req = p.request
         others = f" (+{len(p.builders) - 1} more builders)" if len(p.builders) > 1 else ""
         lines.append(
-            f"  {iso(req.filed_at)}  {req.revision[:12]}  {req.change.author}: "
+            f"  {iso(req.qualified_at)}  {req.revision[:12]}  {req.change.author}: "
             f"{_one_line(req.change.title)}  [{req.builder} #{req.build_number}{others}]"
         )
         lines.append(

@@ -192,7 +192,7 @@ ENV_TESTS: tuple[KnownFailure, ...] = (
 )
 
 # A broken network or a misconfigured worker fails the same tests every time
-# (the pattern of CPython #128018, a worker problem taken for a breakage).
+# (a pattern CPython has met: a worker problem taken for a breakage).
 WORKER_PROBLEM_TESTS: tuple[KnownFailure, ...] = (
     KnownFailure(
         "test_urllib2net",

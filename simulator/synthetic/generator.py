@@ -284,7 +284,7 @@ def _generated_by_other_version(path: Path) -> bool:
     if meta is None:
         return False
     # A file of this generator but an older schema is made again too: the
-    # same year, read faster (version 4 holds each build's blamelist in its row).
+    # same year, in the layout this version's reader expects.
     return meta.get("source") == "generated" and (
         meta.get("generator_version") != GENERATOR_VERSION
         or meta.get(META_SCHEMA_VERSION) != str(SCHEMA_VERSION)

@@ -8,7 +8,7 @@ holding one change) blames it, and the evidence guards of the first version
 did not look at what the change touched.  The shipped year holds three such
 kinds of episode, each timed on purpose, each labelled ``infra`` in the
 ground truth (no change caused it), because each is a way a revert policy
-blamed an innocent change on real CI histories (issue 12):
+blamed an innocent change on real CI histories:
 
 ``docs-before-world``
     A change touching only documentation lands on ``main``, and right after

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from buildbot_revert.core.guards import FailureMemory, FailureRun, Landings
+from buildbot_revert.core.memory import FailureMemory, FailureRun, Landings
 from buildbot_revert.core.model import Change
 
 DAY = 86400.0

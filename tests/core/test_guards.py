@@ -277,7 +277,7 @@ def test_a_backport_is_not_excused_by_its_original_failing_on_main() -> None:
 
 
 def test_failure_memory_forgets_beyond_its_horizon() -> None:
-    from buildbot_revert.core.guards import FailureMemory
+    from buildbot_revert.core.memory import FailureMemory
 
     memory = FailureMemory(horizon=1000.0)
     for i in range(600):

@@ -70,7 +70,7 @@ def test_revert_request_names_the_change_and_the_builds() -> None:
     assert v.request.build_number == 2
     assert v.request.failing_builds == (2, 3, 4)
     # Filed when the N-th failure completed, not when the streak ended.
-    assert v.request.filed_at == builds("S:a F:b F F F S")[3].completed_at
+    assert v.request.qualified_at == builds("S:a F:b F F F S")[3].completed_at
     (s,) = streaks
     assert (s.builds, s.blamelist_size, s.first_failing_build) == (4, 1, 2)
     assert s.ended_at == builds("S:a F:b F F F S")[5].completed_at

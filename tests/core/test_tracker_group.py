@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.tracker import StreakTracker, TrackerGroup
+from buildbot_revert.core.tracker import StreakTracker
 from tests.core.test_guards import COMPILE, DISK_FULL, GENERIC, regrtest_failure, steps_of
 
 FAILURE, SUCCESS, EXCEPTION = int(Result.FAILURE), int(Result.SUCCESS), int(Result.EXCEPTION)

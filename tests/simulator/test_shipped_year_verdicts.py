@@ -47,7 +47,7 @@ def streak_line(streak: Streak) -> str:
             verdict.explanation,
             verdict.decided_at,
             verdict.suspect.revision if verdict.suspect else None,
-            verdict.request.filed_at if verdict.request else None,
+            verdict.request.qualified_at if verdict.request else None,
             list(verdict.evidence),
             list(verdict.failing_builds),
         ],

@@ -1,0 +1,394 @@
+"""Deciding a red streak at its N-th failure: the checks, in the theory of operation's order.
+
+The tracker (:mod:`.tracker`) feeds builds and opens and closes streaks;
+when a streak reaches the policy's N failures it asks the methods here
+(:class:`StreakDecisions`, a base of :class:`~.tracker.StreakTracker`) for
+its verdict: the structural rule (green before, exactly one suspect, not a
+revert, not too old), the narrowing of several suspects by intersection,
+the evidence guards (:mod:`.guards`) with corroboration, and the last word
+(already proposed, tolerated, or a revert).  Each check that declines gives
+a :class:`~.guards.Decline`; the verdict is built from the first.
+
+The methods read the tracker's own state (its policy, builders, memories
+and proposals), which stays on the tracker: that state is what a shell
+saves and restores, and what a :class:`~.group.TrackerGroup` shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from buildbot_revert.core.guards import (
+    Decline,
+    GuardInput,
+    common_tests,
+    first_decline,
+    specific_tests,
+)
+from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
+from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
+from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
+from buildbot_revert.core.references import is_revert
+from buildbot_revert.core.streaks import BuilderState, OpenStreak
+from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
+
+_HOUR = 3600.0
+_DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
+
+
+class Decided(NamedTuple):
+    """The first check that held or declined: the verdict's reason, sentence and suspect."""
+
+    reason: Reason
+    sentence: str
+    suspect: Change | None
+
+
+class StreakDecisions:
+    """The checks that decide a streak at its N-th failure (see the module)."""
+
+    # The tracker's state the checks read (set by StreakTracker.__init__).
+    policy: Policy
+    _watched: Callable[[str], bool] | None
+    _guards: frozenset[Guard]
+    _builders: dict[str, BuilderState]
+    _streaks: dict[str, OpenStreak]
+    _intersectable: dict[str, tuple[int, str, OpenStreak]]
+    _failures: FailureMemory
+    _landings: Landings
+    _flakes: FlakeMemory
+    _pointing: dict[str, dict[str, frozenset[str]]]
+    _proposed: dict[str, RevertRequest | None]
+    _shorts: dict[tuple[int, bool], str]
+
+    def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
+        """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
+        decided = self._check(streak, last)
+        sigs = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        common = common_tests(sigs) if sigs else frozenset()
+        # Remembered for the builds past N, which are not read (see
+        # StreakTracker._failed), at the level failing-before compares them:
+        # every FAILURE build the builder appends to its run from now on.
+        streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
+        if streak.evidence:
+            self._failures.follow(streak.evidence, streak.run)
+        state = self._builders[last.builder]
+        if streak.green_at is not None and not state.tolerated:
+            self._intersectable[last.builder] = (state.order, last.builder, streak)
+        numbers = tuple(b.number for b in streak.failing)
+        request = None
+        if decided.reason in PROPOSING and decided.suspect is not None:
+            request = self._request(decided.suspect, streak, last, numbers)
+        streak.verdict = Verdict(
+            builder=last.builder,
+            first_failing_build=streak.first.number,
+            reason=decided.reason,
+            explanation=decided.sentence,
+            decided_at=last.completed_at,
+            suspect=decided.suspect,
+            request=request,
+            evidence=tuple(sorted(common)),
+            started_at=streak.first.completed_at,
+            failing_builds=numbers,
+        )
+        return streak.verdict
+
+    def _request(
+        self, change: Change, streak: OpenStreak, last: Build, numbers: tuple[int, ...]
+    ) -> RevertRequest:
+        """The proposal of ``change``, born as ``last`` qualified; remembered as proposed."""
+        request = RevertRequest(
+            change=change,
+            builder=last.builder,
+            build_number=streak.first.number,
+            failing_builds=numbers,
+            qualified_at=last.completed_at,
+            last_green_at=streak.green_at,
+        )
+        self._proposed[change.revision] = request
+        return request
+
+    def judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The verdict on a change bisection found among the builder's suspects.
+
+        The change meets every check a single change meets (revert, age,
+        watched, the evidence guards), then proposes as
+        ``revert-by-bisection``.  None when the builder's streak is over or
+        no longer holds the change: what was found is then moot.
+        """
+        streak = self._streaks.get(builder)
+        if streak is None or change not in streak.suspects or streak.verdict is None:
+            return None
+        last = streak.failing[-1]
+        decided = self._pinned(streak, change, last, how, how, Reason.REVERT_BY_BISECTION)
+        request = None
+        if decided.reason in PROPOSING:
+            numbers = tuple(b.number for b in streak.failing)
+            request = self._request(change, streak, last, numbers)
+        streak.verdict = streak.verdict._replace(
+            reason=decided.reason, explanation=decided.sentence, suspect=change, request=request
+        )
+        return streak.verdict
+
+    def _check(self, streak: OpenStreak, last: Build) -> Decided:
+        """The verdict's reason, explanation and suspect: the first check that fails."""
+        declined = self._structural(streak, last)
+        if declined is None:
+            change = streak.suspects[0]
+            return Decided(*self._single(streak, change, last), change)
+        if declined.reason is Reason.MULTIPLE_CHANGES and self.policy.intersection:
+            return self._by_intersection(streak, last, declined)
+        suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
+        return Decided(*declined, suspect)
+
+    def _single(self, streak: OpenStreak, change: Change, last: Build) -> Decline:
+        """The checks after the structural rule, for a streak holding one change."""
+        failed, workers = self._point_at(change, streak)
+        if self._watched is not None and not self._watched(last.builder):
+            return Decline(
+                Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
+            )
+        n = self.policy.failures
+        declined = self._guard(streak, change, last)
+        if declined is None:
+            return self._propose(
+                change,
+                last,
+                f"{n} consecutive failing builds after a green build, and the first failing "
+                "build holds exactly this one change",
+            )
+        k = self.policy.corroboration
+        agreeing = sum(1 for other in workers.values() if other & failed)
+        if not (k and agreeing >= k and declined.reason.value in CORROBORABLE):
+            return declined
+        # The doubts give way; the guards that say the evidence is not
+        # about the change at all (stale green, the environment) stand.
+        still = self._guard(streak, change, last, doubts=False)
+        if still is not None:
+            return still
+        return self._propose(
+            change,
+            last,
+            f"{n} consecutive failing builds after a green build, the first holding exactly "
+            f"this one change; alone this builder's evidence would be weak "
+            f"({declined.reason.value}), but builders on {agreeing} different workers "
+            "fail the same way from the same change",
+        )
+
+    def _propose(
+        self, change: Change, last: Build, why: str, reason: Reason = Reason.REVERT
+    ) -> Decline:
+        """Every check held: join an earlier proposal, stand back if tolerated, or propose.
+
+        A proposal is returned as the record a decline is (reason and sentence).
+        """
+        if change.revision in self._proposed:
+            return Decline(
+                Reason.ALREADY_PROPOSED,
+                "a revert of this change was already proposed from another builder",
+            )
+        state = self._builders[last.builder]
+        if state.tolerated:
+            tags = ", ".join(sorted(state.tags & self.policy.tolerated_tags))
+            return Decline(
+                Reason.TOLERATED_BUILDER,
+                f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
+                "a builder not allowed to fail must qualify on this change too",
+            )
+        return Decline(reason, why)
+
+    def _by_intersection(self, streak: OpenStreak, last: Build, declined: Decline) -> Decided:
+        """A streak of several changes: the one change other red builders' blamelists share.
+
+        The builders taking part are watched, not allowed to fail, red after
+        a green build for at least N failures; :func:`.intersection.intersect`
+        keeps those on other workers failing alike.  The change found meets
+        the same checks as a single change (revert, age, the guards; no
+        corroboration, the agreement being what found it).
+        """
+        state = self._builders[last.builder]
+        if state.tolerated or (self._watched is not None and not self._watched(last.builder)):
+            return Decided(*declined, None)
+        found = intersect(self._blamelist(streak), self._red_blamelists(last.builder))
+        if found is None:
+            return Decided(*declined, None)
+        who = describe(found)
+        change = found.change
+        if change is None:
+            return Decided(
+                Reason.MULTIPLE_CHANGES, f"{declined.sentence}; {outcome(found)} ({who})", None
+            )
+        why = (
+            f"{self.policy.failures} consecutive failing builds after a green build; the first "
+            f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
+        )
+        how = f"{outcome(found)} ({who})"
+        judged = self._pinned(streak, change, last, how, why, Reason.REVERT_BY_INTERSECTION)
+        return Decided(*judged, change)
+
+    def _pinned(
+        self, streak: OpenStreak, change: Change, last: Build, how: str, why: str, reason: Reason
+    ) -> Decline:
+        """A change pinned among several (``how``): the checks a single change meets.
+
+        Not a revert, not too old, no evidence guard objecting (no
+        corroboration: the agreement is what pinned it); then it proposes as
+        ``reason``, explained by ``why``.
+        """
+        if is_revert(change):
+            return Decline(Reason.CULPRIT_IS_REVERT, f"{how}, and that change is itself a revert")
+        return (
+            self._too_old(change, last)
+            or self._guard(streak, change, last)
+            or self._propose(change, last, why, reason)
+        )
+
+    def _blamelist(self, streak: OpenStreak) -> Blamelist:
+        """A streak, as the intersection sees it: its suspects and what it fails."""
+        if streak.blamelist is not None:
+            return streak.blamelist
+        named = [
+            s
+            for s, infra in zip(streak.signatures, streak.infra, strict=True)
+            if s is not None and not infra and not s.generic
+        ]
+        first = streak.first
+        blamelist = Blamelist(
+            first.builder,
+            first.worker or first.builder,
+            streak.suspects,
+            common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
+            frozenset(c.revision for c in streak.suspects),
+        )
+        if streak.count >= self.policy.failures:
+            # Past the evidence, nothing of it changes (see StreakTracker._failed).
+            streak.blamelist = blamelist
+        return blamelist
+
+    def _red_blamelists(self, deciding: str) -> list[Blamelist]:
+        """Every other builder that may take part in an intersection, as it stands now."""
+        watched = self._watched
+        # The red builders past their evidence (a few dozen of a fleet's
+        # hundreds), in the order the builders were first seen (the first
+        # item: no two builders share it): the intersection's explanation
+        # names them in it.
+        return [
+            self._blamelist(streak)
+            for _, name, streak in sorted(self._intersectable.values())
+            if name != deciding and (watched is None or watched(name))
+        ]
+
+    def _structural(self, streak: OpenStreak, last: Build) -> Decline | None:
+        """The structural rule: green before, exactly one suspect, not a revert, not too old."""
+        if streak.green_at is None:
+            return Decline(
+                Reason.ALWAYS_RED, "no green build was seen on this builder before the streak"
+            )
+        suspects = streak.suspects
+        if not suspects:
+            return Decline(
+                Reason.NO_CHANGES,
+                "the first failing build has no changes: nothing to blame",
+            )
+        if len(suspects) > 1:
+            return Decline(
+                Reason.MULTIPLE_CHANGES,
+                f"the first failing build holds {len(suspects)} changes since the last green "
+                "build: the policy does not guess which one",
+            )
+        change = suspects[0]
+        if is_revert(change):
+            return Decline(Reason.CULPRIT_IS_REVERT, "the suspect change is itself a revert")
+        return self._too_old(change, last)
+
+    def _too_old(self, change: Change, last: Build) -> Decline | None:
+        """The change landed longer before the N-th failure than the policy allows."""
+        max_age = self.policy.max_culprit_age
+        if max_age is not None and last.completed_at - change.when > max_age:
+            age_h = (last.completed_at - change.when) / _HOUR
+            return Decline(
+                Reason.CULPRIT_TOO_OLD,
+                f"the change landed {age_h:.1f} h before failure number {self.policy.failures}, "
+                f"more than the {max_age / _HOUR:g} h the policy allows",
+            )
+        return None
+
+    def _point_at(
+        self, change: Change, streak: OpenStreak
+    ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+        """Note that this streak's worker points at ``change`` alone, with what it fails.
+
+        Returns what the streak fails and every worker pointing at the change.
+        One builder's weak evidence is strong when other machines fail the
+        same way from the same change; flakes that happen to start on the
+        same change fail different tests, and do not agree.
+        """
+        failed = (
+            common_tests([s for s in streak.signatures if s is not None and not s.generic])
+            if streak.signatures[0] is not None
+            else frozenset()
+        )
+        workers = self._pointing.setdefault(change.revision, {})
+        # A builder allowed to fail corroborates nothing: failing alongside a
+        # flake proves as little as failing alone.
+        if not self._builders[streak.first.builder].tolerated:
+            workers[streak.first.worker or streak.first.builder] = failed
+        return failed, workers
+
+    def _guard(
+        self, streak: OpenStreak, change: Change, last: Build, doubts: bool = True
+    ) -> Decline | None:
+        """The first evidence guard that declines the streak, if any.
+
+        The guards are asked in the order of :data:`.guards.GUARDS`.  With
+        ``doubts`` False, the guards that corroboration lifts (failing-before,
+        flaky-builder) are not asked.
+        """
+        asked = self._guards if doubts else self._guards - _DOUBTS
+        if not asked:
+            return None
+        state = self._builders[last.builder]
+        return first_decline(
+            GuardInput(
+                policy=self.policy,
+                change=change,
+                builder=last.builder,
+                signatures=[s for s in streak.signatures if s is not None],
+                infra=streak.infra,
+                failing=streak.failing,
+                started_at=streak.first.completed_at,
+                green_at=streak.green_at,
+                tags=self._builders[streak.first.builder].tags,
+                builds=state.builds,
+                failures=self._failures,
+                landings=self._landings,
+                flakes=self._flakes,
+            ),
+            asked,
+        )
+
+    def _short(self, count: int, ended: bool) -> str:
+        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
+
+        Most streaks are one or two failures: each sentence is made once
+        (fewer than N of each), and a shell that keeps thousands of them
+        holds one copy.
+        """
+        key = (count, ended)
+        text = self._shorts.get(key)
+        if text is None:
+            n = self.policy.failures
+            text = self._shorts[key] = (
+                f"the builder went green again after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+                if ended
+                else f"the history ends after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+            )
+        return text

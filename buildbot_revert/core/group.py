@@ -1,0 +1,89 @@
+"""Several trackers fed the same builds, sharing what does not depend on their policy.
+
+A sweep replays one history under several policies.  The trackers whose
+policies agree on the bookkeeping of a build (:func:`_book_key`) share it:
+one books each build and every one of them judges it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from buildbot_revert.core.model import Build, Result
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.streaks import BuilderState
+from buildbot_revert.core.tracker import Event, StreakTracker
+
+_NO_EVENTS: tuple[Event, ...] = ()
+_FAILURE = int(Result.FAILURE)
+
+
+def _book_key(policy: Policy) -> tuple[object, ...]:
+    """What a policy changes of :meth:`StreakTracker.book`'s bookkeeping.
+
+    Trackers whose policies agree on it note the same for every build.
+    """
+    return (
+        policy.green,
+        policy.pull_request_tags,
+        policy.pull_request_branches,
+        policy.tolerated_tags,
+        policy.failing_before_window,
+    )
+
+
+class TrackerGroup:
+    """Several trackers fed the same builds, each build noted once for all of them.
+
+    A sweep replays one history under several policies.  Most of what a
+    build tells a tracker does not depend on the policy's N or its guards
+    (which builder it is, what it built, whether a streak opens or ends:
+    :meth:`StreakTracker.book`), and most builds tell nothing else (a green
+    build on a green builder, a neutral one).  So the trackers whose
+    policies agree on that bookkeeping share it: one of them notes each
+    build, and each judges only the FAILURE builds and the green builds
+    that end a streak (:meth:`StreakTracker.judge`).  Each tracker answers
+    what it answers fed alone (tests/core/test_tracker_group.py).
+    """
+
+    __slots__ = ("_books", "_size")
+
+    def __init__(self, trackers: Sequence[StreakTracker]) -> None:
+        by_key: dict[tuple[object, ...], list[int]] = {}
+        for i, tracker in enumerate(trackers):
+            by_key.setdefault(_book_key(tracker.policy), []).append(i)
+        self._books: list[
+            tuple[
+                Callable[[Build], BuilderState | None],
+                int,
+                list[tuple[int, Callable[[Build, BuilderState], tuple[Event, ...]]]],
+            ]
+        ] = []
+        for members in by_key.values():
+            lead = trackers[members[0]]
+            for i in members:
+                trackers[i].share_books(lead)
+            # Past every member's evidence, a FAILURE build changes nothing
+            # any of them judges (a streak counts its run's builds, and the
+            # failure memory follows the run: see StreakTracker.judge).
+            deepest = max(trackers[i].policy.failures for i in members)
+            self._books.append((lead.book, deepest, [(i, trackers[i].judge) for i in members]))
+        self._size = len(trackers)
+
+    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
+        """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
+        out: list[tuple[Event, ...]] | None = None
+        for book, deepest, judges in self._books:
+            state = book(build)
+            if state is None:
+                continue
+            if build.result == _FAILURE:
+                if state.run.end > deepest:
+                    continue
+            elif not state.ended:
+                continue
+            if out is None:
+                out = [_NO_EVENTS] * self._size
+            for i, judge in judges:
+                out[i] = judge(build, state)
+        return out

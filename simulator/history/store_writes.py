@@ -1,0 +1,193 @@
+"""Writing a history file: builders, changes, builds with their blamelists and steps, labels.
+
+The writers (the generator of the shipped history, the importer that pulls a
+real master) add rows through these methods of
+:class:`~simulator.history.store.HistoryStore` (:class:`HistoryWriter` is
+one of its bases).  A write to a file of an older readable schema upgrades
+it first, in the writer's transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+from buildbot_revert.core.model import Build, Builder, Change
+
+# One failed step; add_build and add_builds_bulk both write them.
+_INSERT_FAILED_STEP = (
+    "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
+)
+
+# A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
+# result, started_at, completed_at, worker[, branch]).
+BulkBuildRow = (
+    tuple[int, int, int, int, float, float, str | None]
+    | tuple[int, int, int, int, float, float, str | None, str | None]
+)
+
+
+def _blamelist_column(change_ids: list[int]) -> str | None:
+    """``builds.changes`` for a blamelist of ``change_ids`` (ascending, no repeats)."""
+    return ",".join(map(str, change_ids)) if change_ids else None
+
+
+class HistoryWriter:
+    """The writes of a history file (a base of :class:`~simulator.history.store.HistoryStore`)."""
+
+    conn: sqlite3.Connection
+
+    def _upgrade(self) -> None:
+        raise NotImplementedError  # HistoryStore brings an older file up to date
+
+    def add_builder(self, builder: Builder, master_id: int | None = None) -> int:
+        """Insert or update a builder; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM builders WHERE name = ?", (builder.name,)
+        ).fetchone()
+        tags = json.dumps(list(builder.tags))
+        if row is not None:
+            self.conn.execute(
+                "UPDATE builders SET tags = ?, master_id = coalesce(?, master_id) WHERE id = ?",
+                (tags, master_id, row[0]),
+            )
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO builders(name, tags, master_id) VALUES (?, ?, ?)",
+            (builder.name, tags, master_id),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_change(self, change: Change, master_id: int | None = None) -> int:
+        """Insert a change unless its revision is known; returns its store id."""
+        row = self.conn.execute(
+            "SELECT id FROM changes WHERE revision = ?", (change.revision,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        cur = self.conn.execute(
+            "INSERT INTO changes(revision, author, title, message, when_ts, pr_number, files,"
+            " branch, master_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                change.revision,
+                change.author,
+                change.title,
+                change.message,
+                change.when,
+                change.pr_number,
+                json.dumps(list(change.files)),
+                change.branch,
+                master_id,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def add_build(
+        self,
+        builder_id: int,
+        build: Build,
+        change_ids: Iterable[int],
+        master_id: int | None = None,
+    ) -> int:
+        """Insert one completed build with its blamelist and failed steps.
+
+        Callers wrap batches in :meth:`transaction`; a build is replaced if
+        the same builder and number were stored before, so re-importing is
+        idempotent.
+        """
+        self._upgrade()
+        change_ids = sorted(set(change_ids))
+        cur = self.conn.execute(
+            "INSERT INTO builds(builder_id, number, result, started_at, completed_at, worker,"
+            " master_id, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT(builder_id, number) DO UPDATE SET result = excluded.result,"
+            " started_at = excluded.started_at, completed_at = excluded.completed_at,"
+            " worker = excluded.worker, master_id = excluded.master_id,"
+            " branch = excluded.branch, changes = excluded.changes"
+            " RETURNING id",
+            (
+                builder_id,
+                build.number,
+                int(build.result),
+                build.started_at,
+                build.completed_at,
+                build.worker,
+                master_id,
+                build.branch,
+                _blamelist_column(change_ids),
+            ),
+        )
+        build_id = int(cur.fetchone()[0])
+        self.conn.execute("DELETE FROM blamelist WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)",
+            [(build_id, cid) for cid in change_ids],
+        )
+        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            _INSERT_FAILED_STEP,
+            [
+                (build_id, i, step.name, int(step.result), step.log_tail)
+                for i, step in enumerate(build.failed_steps)
+            ],
+        )
+        return build_id
+
+    def add_breakage(
+        self,
+        change_id: int,
+        builder_id: int,
+        broken_at: float,
+        fixed_at: float | None,
+        fixed_by: str,
+    ) -> None:
+        """Label a breakage: ``change_id`` broke ``builder_id`` from ``broken_at`` until fixed."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_breakages(change_id, builder_id, broken_at, fixed_at,"
+            " fixed_by) VALUES (?, ?, ?, ?, ?)",
+            (change_id, builder_id, broken_at, fixed_at, fixed_by),
+        )
+
+    def add_build_label(self, build_id: int, cause: str, change_id: int | None = None) -> None:
+        """Label why a build was not green (``cause``), and the change behind it if any."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
+            (build_id, cause, change_id),
+        )
+
+    # -- bulk writing (for the generator of a fresh history) -------------------
+
+    def add_builds_bulk(
+        self,
+        builds: Iterable[BulkBuildRow],
+        blamelist: Iterable[tuple[int, int]],
+        failed_steps: Iterable[tuple[int, int, str, int, str | None]],
+    ) -> None:
+        """Insert many new builds at once, with build ids chosen by the caller.
+
+        Rows are ``(id, builder_id, number, result, started_at, completed_at,
+        worker)``, optionally followed by the build's ``branch`` (NULL when
+        left out), ``(build_id, change_id)`` and ``(build_id, step_number,
+        name, result, log_tail)``.  Unlike :meth:`add_build` nothing is
+        replaced: a build id or (builder, number) already stored is an error.
+        One ``executemany`` per table makes a year of builds a few seconds.
+        """
+        self._upgrade()
+        blamelist = list(blamelist)
+        blamed: dict[int, list[int]] = {}
+        for build_id, change_id in blamelist:
+            blamed.setdefault(build_id, []).append(change_id)
+        self.conn.executemany(
+            "INSERT INTO builds(id, builder_id, number, result, started_at, completed_at,"
+            " worker, branch, changes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (
+                    *(row if len(row) == 8 else (*row, None)),
+                    _blamelist_column(sorted(blamed.get(row[0], ()))),
+                )
+                for row in builds
+            ),
+        )
+        self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
+        self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)

@@ -9,19 +9,24 @@ step, and bump :data:`SCHEMA_VERSION` when the tables change.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import sqlite_utils
 
+from simulator.history import tails
+
 # The version new files get.  Version 3 added ``builds.branch``, version 4
-# ``builds.changes``.
-SCHEMA_VERSION = 4
+# ``builds.changes``, version 5 packs ``failed_steps.log_tail``
+# (:mod:`simulator.history.tails`).
+SCHEMA_VERSION = 5
 # The versions a file may have to be read: an older file reads as it is (a
 # version-2 file's builds of unknown branch, the blamelists of a file before
-# version 4 read from ``blamelist`` alone) and is upgraded in place by the
+# version 4 read from ``blamelist`` alone, the text tails before version 5)
+# and is upgraded in place by the
 # first build written to it (:data:`UPGRADES`).  Files of any other version are refused
 # (the shipped history is regenerated).
-READABLE_VERSIONS = frozenset({2, 3, 4})
+READABLE_VERSIONS = frozenset({2, 3, 4, 5})
 
 # Keys of the ``meta`` table that the history package reads and writes.  The
 # generator of the shipped history keeps its own keys (``source``,
@@ -94,7 +99,9 @@ TABLES: dict[str, dict[str, Any]] = {
             "step_number": int,
             "name": str,
             "result": int,
-            "log_tail": str,
+            # The tail of the step's log, packed by simulator.history.tails
+            # (text in a file before version 5); NULL when not kept.
+            "log_tail": bytes,
         },
         "pk": ("build_id", "step_number"),
         "not_null": {"name", "result"},
@@ -160,14 +167,16 @@ GITHUB_TABLES = (
 )
 
 
-# Version -> the statements that bring a file of that version to the next one.
-UPGRADES: dict[int, tuple[str, ...]] = {
+# Version -> the statements that bring a file of that version to the next one
+# (a function of the connection where SQL alone cannot: packing the tails).
+UPGRADES: dict[int, tuple[str | Callable[[sqlite3.Connection], object], ...]] = {
     2: ("ALTER TABLE builds ADD COLUMN branch TEXT",),
     3: (
         "ALTER TABLE builds ADD COLUMN changes TEXT",
         "UPDATE builds SET changes = (SELECT group_concat(change_id) FROM"
         " (SELECT change_id FROM blamelist x WHERE x.build_id = builds.id ORDER BY change_id))",
     ),
+    4: (tails.pack_stored,),
 }
 
 

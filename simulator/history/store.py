@@ -31,7 +31,7 @@ from typing import Any
 import sqlite_utils
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
-from simulator.history import schema
+from simulator.history import schema, tails
 from simulator.history.labels import Breakage, Labels
 
 # One failed step; add_build and add_builds_bulk both write them.
@@ -152,7 +152,10 @@ class HistoryStore:
         """Bring an older file to the current schema (inside the writer's transaction)."""
         while self.schema_version < schema.SCHEMA_VERSION:
             for statement in schema.UPGRADES[self.schema_version]:
-                self.conn.execute(statement)
+                if callable(statement):
+                    statement(self.conn)
+                else:
+                    self.conn.execute(statement)
             self.schema_version += 1
             self.set_meta(schema.META_SCHEMA_VERSION, str(self.schema_version))
 
@@ -269,7 +272,7 @@ class HistoryStore:
         self.conn.executemany(
             _INSERT_FAILED_STEP,
             [
-                (build_id, i, step.name, int(step.result), step.log_tail)
+                (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
                 for i, step in enumerate(build.failed_steps)
             ],
         )
@@ -329,7 +332,7 @@ class HistoryStore:
             ),
         )
         self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
-        self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
+        self.conn.executemany(_INSERT_FAILED_STEP, tails.pack_rows(failed_steps))
 
     # -- reading --------------------------------------------------------------
 
@@ -493,9 +496,10 @@ class HistoryStore:
     def scan_rows_and_logs(self) -> int:
         """:meth:`scan_rows`, then every failed step with its log text; the row count."""
         count = self.scan_rows()
-        for _ in self.conn.execute(
+        for *_, log_tail in self.conn.execute(
             "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
         ):
+            tails.unpack(log_tail)
             count += 1
         return count
 
@@ -540,6 +544,7 @@ class HistoryStore:
         # the NamedTuple constructor's Python-level call (a year is ~400k).
         blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
         new = tuple.__new__
+        unpack = tails.unpack
         for (
             bid,
             builder_id,
@@ -565,7 +570,8 @@ class HistoryStore:
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(new(FailedStep, next_step[1:]))
+                    name, step_result, log_tail = next_step[1:]
+                    found.append(new(FailedStep, (name, step_result, unpack(log_tail))))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
@@ -592,7 +598,9 @@ class HistoryStore:
         ``builder_id`` is the builder's id in this file (:meth:`builder_ids`).
         """
         rows = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
-        return tuple(FailedStep(*row) for row in rows)
+        return tuple(
+            FailedStep(name, result, tails.unpack(log_tail)) for name, result, log_tail in rows
+        )
 
     def labels(self, *, causes: bool = True) -> Labels:
         """The ground truth; without ``causes``, only the culprits of the breakages' builds.

@@ -88,25 +88,6 @@ TABLES: dict[str, dict[str, Any]] = {
         "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
         "foreign_keys": [("builder_id", "builders", "id")],
     },
-    "blamelist": {
-        "columns": {"build_id": int, "change_id": int},
-        "pk": ("build_id", "change_id"),
-        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
-    },
-    "failed_steps": {
-        "columns": {
-            "build_id": int,
-            "step_number": int,
-            "name": str,
-            "result": int,
-            # The tail of the step's log, packed by simulator.history.tails
-            # (text in a file before version 5); NULL when not kept.
-            "log_tail": bytes,
-        },
-        "pk": ("build_id", "step_number"),
-        "not_null": {"name", "result"},
-        "foreign_keys": [("build_id", "builds", "id")],
-    },
     # Ground truth, present only in generated histories.
     "label_breakages": {
         "columns": {
@@ -127,6 +108,21 @@ TABLES: dict[str, dict[str, Any]] = {
     "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
 }
 
+# Tables keyed by their primary key alone (``WITHOUT ROWID``): a rowid table
+# would keep its rows once by rowid and again in the primary key's index
+# (since version 5; an older file keeps the shape it was made with).
+WITHOUT_ROWID_TABLES: dict[str, str] = {
+    # A build's blamelist, one row per change (also in ``builds.changes``,
+    # which the replay reads; the calibration counts these rows).
+    "blamelist": "CREATE TABLE blamelist (build_id INTEGER REFERENCES builds(id),"
+    " change_id INTEGER REFERENCES changes(id), PRIMARY KEY (build_id, change_id)) WITHOUT ROWID",
+    # ``log_tail``: the tail of the step's log, packed by simulator.history.tails
+    # (text in a file before version 5); NULL when not kept.
+    "failed_steps": "CREATE TABLE failed_steps (build_id INTEGER REFERENCES builds(id),"
+    " step_number INTEGER, name TEXT NOT NULL, result INTEGER NOT NULL, log_tail BLOB,"
+    " PRIMARY KEY (build_id, step_number)) WITHOUT ROWID",
+}
+
 # The tables without which a file is not a history at all.
 REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "blamelist", "meta"})
 
@@ -136,7 +132,6 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("changes", ["revision"], True),
     ("builds", ["builder_id", "number"], True),
     ("builds", ["completed_at", "id"], False),
-    ("blamelist", ["change_id"], False),
     ("label_breakages", ["builder_id"], False),
 ]
 
@@ -176,7 +171,8 @@ UPGRADES: dict[int, tuple[str | Callable[[sqlite3.Connection], object], ...]] = 
         "UPDATE builds SET changes = (SELECT group_concat(change_id) FROM"
         " (SELECT change_id FROM blamelist x WHERE x.build_id = builds.id ORDER BY change_id))",
     ),
-    4: (tails.pack_stored,),
+    # Nothing reads blamelists by change (a change's builds are a scan).
+    4: ("DROP INDEX IF EXISTS idx_blamelist_change_id", tails.pack_stored),
 }
 
 
@@ -185,6 +181,9 @@ def create_tables(db: sqlite_utils.Database) -> None:
     for name, spec in TABLES.items():
         if not db[name].exists():
             db.table(name).create(**spec)
+    for name, statement in WITHOUT_ROWID_TABLES.items():
+        if not db[name].exists():
+            db.execute(statement)
     for table, columns, unique in INDEXES:
         db.table(table).create_index(columns, unique=unique, if_not_exists=True)
 

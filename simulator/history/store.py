@@ -298,6 +298,13 @@ class HistoryStore:
             (build_id, cause, change_id),
         )
 
+    def add_build_labels(self, labels: Iterable[tuple[int, str, int | None]]) -> None:
+        """:meth:`add_build_label` for many ``(build_id, cause, change_id)`` at once."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
+            labels,
+        )
+
     # -- bulk writing (for the generator of a fresh history) -------------------
 
     def add_builds_bulk(

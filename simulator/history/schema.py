@@ -2,7 +2,7 @@
 
 What a history file holds, declared once; :mod:`simulator.history.store`
 creates it from these declarations and does every read and write.  The
-schema is documented for users in ``history/README.md``; keep the two in
+schema is documented for users in ``docs/history-schema.md``; keep the two in
 step, and bump :data:`SCHEMA_VERSION` when the tables change.
 """
 

@@ -17,6 +17,7 @@ import sqlite3
 import time
 import zlib
 from collections.abc import Callable
+from functools import partial
 
 import zstandard
 
@@ -58,7 +59,9 @@ def _measure(
 
 def train(tails: list[bytes], size: int = DICT_SIZE) -> zstandard.ZstdCompressionDict:
     """A dictionary trained on a seeded sample of ``tails``."""
-    sample = random.Random(DICT_ID).sample(tails, min(SAMPLE, len(tails)))
+    sample: list[bytes | bytearray | memoryview] = list(
+        random.Random(DICT_ID).sample(tails, min(SAMPLE, len(tails)))
+    )
     return zstandard.train_dictionary(size, sample, dict_id=DICT_ID, threads=1)
 
 
@@ -71,7 +74,7 @@ def main() -> None:
     tails = _tails(args.history)
     print(f"{len(tails):,} tails, {sum(map(len, tails)) / 1e6:.1f} MB of text")
     for level in (6, 9):
-        _measure(f"zlib {level}", tails, lambda t, lv=level: zlib.compress(t, lv), zlib.decompress)
+        _measure(f"zlib {level}", tails, partial(zlib.compress, level=level), zlib.decompress)
     plain = zstandard.ZstdCompressor(level=3)
     _measure("zstd 3", tails, plain.compress, zstandard.ZstdDecompressor().decompress)
     for size in (16 * 1024, DICT_SIZE, 110 * 1024):

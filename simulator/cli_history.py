@@ -44,7 +44,8 @@ def dump_command(history: Path | None, builder: str | None, number: int | None) 
     store = open_history(history)
     try:
         register(store.conn)
-        conditions, params = [], []
+        conditions: list[str] = []
+        params: list[str | int] = []
         if builder is not None:
             conditions.append("r.name = ?")
             params.append(builder)

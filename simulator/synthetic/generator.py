@@ -32,8 +32,8 @@ from simulator.synthetic.builds import BuilderRun, PullRequestRun
 from simulator.synthetic.changes import NEVER_INDEX, ChangeFactory
 from simulator.synthetic.fleet import build_fleet
 from simulator.synthetic.landings import branch_changes, main_changes
-from simulator.synthetic.parallel import run_builds
 from simulator.synthetic.pull_requests import labelled_pull_requests
+from simulator.synthetic.schedule import run_workers
 from simulator.synthetic.worker_faults import RedMachine, WorkerPlan, always_red, plan_workers
 from simulator.synthetic.world import Trigger, plan_world
 from simulator.synthetic.writer import GenerationStats, History, write_atomically
@@ -149,7 +149,7 @@ def _simulate(seed: int, window: _Window, n_builders: int | None, meta: dict[str
     extra = {b.name: list(labelled) for b in pr_builders}
     extra.update(_forced_builds(builders, plans, times))
     builders = builders + pr_builders
-    run_builds(builders, runs, times, plans, seed, window.end, extra)
+    run_workers(builders, [run.start for run in runs], times, plans, seed, window.end, extra)
     records = sorted(
         (record for run in runs for record in run.records), key=lambda r: (r.completed, r.builder)
     )

@@ -40,6 +40,8 @@ setup(
         "simulator.analysis": ["calibration.toml"],
         # The JSON Schemas of `simulate --format json` (the report, the sweep).
         "simulator.reports.schemas": ["*.json"],
+        # The zstd dictionary the stored log tails are packed with.
+        "simulator.history": ["log_tails.zdict"],
     },
     install_requires=[
         "click>=8.1",
@@ -52,6 +54,9 @@ setup(
         "PyGithub>=2.3",
         # Its transport: simulator/outcomes/client.py names requests' exceptions.
         "requests>=2.28",
+        # The log tails of a history file, packed with a shared dictionary:
+        # the shipped year's 323 MB of tails in 25 MB (docs/history-schema.md).
+        "zstandard>=0.22",
     ],
     extras_require={
         # The plugin runs inside a Buildbot master; the simulator does not need one.

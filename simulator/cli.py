@@ -44,6 +44,7 @@ from simulator.cli_github import (
     check_options,
     lookup_outcomes,
 )
+from simulator.cli_history import history_group
 from simulator.history import paths
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryError, HistoryStore
@@ -429,6 +430,9 @@ def pull_command(
         f"{path}: {stats.builds} new builds, {stats.changes} new changes "
         f"({stats.requests} requests, {stats.seconds:.1f} s)"
     )
+
+
+main.add_command(history_group)
 
 
 def run() -> None:

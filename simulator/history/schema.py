@@ -2,26 +2,31 @@
 
 What a history file holds, declared once; :mod:`simulator.history.store`
 creates it from these declarations and does every read and write.  The
-schema is documented for users in ``history/README.md``; keep the two in
+schema is documented for users in ``docs/history-schema.md``; keep the two in
 step, and bump :data:`SCHEMA_VERSION` when the tables change.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import sqlite_utils
 
+from simulator.history import tails
+
 # The version new files get.  Version 3 added ``builds.branch``, version 4
-# ``builds.changes``.
-SCHEMA_VERSION = 4
+# ``builds.changes``, version 5 packs ``failed_steps.log_tail``
+# (:mod:`simulator.history.tails`).
+SCHEMA_VERSION = 5
 # The versions a file may have to be read: an older file reads as it is (a
 # version-2 file's builds of unknown branch, the blamelists of a file before
-# version 4 read from ``blamelist`` alone) and is upgraded in place by the
+# version 4 read from ``blamelist`` alone, the text tails before version 5)
+# and is upgraded in place by the
 # first build written to it (:data:`UPGRADES`).  Files of any other version are refused
 # (the shipped history is regenerated).
-READABLE_VERSIONS = frozenset({2, 3, 4})
+READABLE_VERSIONS = frozenset({2, 3, 4, 5})
 
 # Keys of the ``meta`` table that the history package reads and writes.  The
 # generator of the shipped history keeps its own keys (``source``,
@@ -83,23 +88,6 @@ TABLES: dict[str, dict[str, Any]] = {
         "not_null": {"builder_id", "number", "result", "started_at", "completed_at"},
         "foreign_keys": [("builder_id", "builders", "id")],
     },
-    "blamelist": {
-        "columns": {"build_id": int, "change_id": int},
-        "pk": ("build_id", "change_id"),
-        "foreign_keys": [("build_id", "builds", "id"), ("change_id", "changes", "id")],
-    },
-    "failed_steps": {
-        "columns": {
-            "build_id": int,
-            "step_number": int,
-            "name": str,
-            "result": int,
-            "log_tail": str,
-        },
-        "pk": ("build_id", "step_number"),
-        "not_null": {"name", "result"},
-        "foreign_keys": [("build_id", "builds", "id")],
-    },
     # Ground truth, present only in generated histories.
     "label_breakages": {
         "columns": {
@@ -120,6 +108,21 @@ TABLES: dict[str, dict[str, Any]] = {
     "meta": {"columns": {"key": str, "value": str}, "pk": "key"},
 }
 
+# Tables keyed by their primary key alone (``WITHOUT ROWID``): a rowid table
+# would keep its rows once by rowid and again in the primary key's index
+# (since version 5; an older file keeps the shape it was made with).
+WITHOUT_ROWID_TABLES: dict[str, str] = {
+    # A build's blamelist, one row per change (also in ``builds.changes``,
+    # which the replay reads; the calibration counts these rows).
+    "blamelist": "CREATE TABLE blamelist (build_id INTEGER REFERENCES builds(id),"
+    " change_id INTEGER REFERENCES changes(id), PRIMARY KEY (build_id, change_id)) WITHOUT ROWID",
+    # ``log_tail``: the tail of the step's log, packed by simulator.history.tails
+    # (text in a file before version 5); NULL when not kept.
+    "failed_steps": "CREATE TABLE failed_steps (build_id INTEGER REFERENCES builds(id),"
+    " step_number INTEGER, name TEXT NOT NULL, result INTEGER NOT NULL, log_tail BLOB,"
+    " PRIMARY KEY (build_id, step_number)) WITHOUT ROWID",
+}
+
 # The tables without which a file is not a history at all.
 REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "blamelist", "meta"})
 
@@ -129,7 +132,6 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("changes", ["revision"], True),
     ("builds", ["builder_id", "number"], True),
     ("builds", ["completed_at", "id"], False),
-    ("blamelist", ["change_id"], False),
     ("label_breakages", ["builder_id"], False),
 ]
 
@@ -160,14 +162,17 @@ GITHUB_TABLES = (
 )
 
 
-# Version -> the statements that bring a file of that version to the next one.
-UPGRADES: dict[int, tuple[str, ...]] = {
+# Version -> the statements that bring a file of that version to the next one
+# (a function of the connection where SQL alone cannot: packing the tails).
+UPGRADES: dict[int, tuple[str | Callable[[sqlite3.Connection], object], ...]] = {
     2: ("ALTER TABLE builds ADD COLUMN branch TEXT",),
     3: (
         "ALTER TABLE builds ADD COLUMN changes TEXT",
         "UPDATE builds SET changes = (SELECT group_concat(change_id) FROM"
         " (SELECT change_id FROM blamelist x WHERE x.build_id = builds.id ORDER BY change_id))",
     ),
+    # Nothing reads blamelists by change (a change's builds are a scan).
+    4: ("DROP INDEX IF EXISTS idx_blamelist_change_id", tails.pack_stored),
 }
 
 
@@ -176,6 +181,9 @@ def create_tables(db: sqlite_utils.Database) -> None:
     for name, spec in TABLES.items():
         if not db[name].exists():
             db.table(name).create(**spec)
+    for name, statement in WITHOUT_ROWID_TABLES.items():
+        if not db[name].exists():
+            db.execute(statement)
     for table, columns, unique in INDEXES:
         db.table(table).create_index(columns, unique=unique, if_not_exists=True)
 

@@ -38,7 +38,7 @@ from buildbot_revert.core.model import (
     new_build,
     new_failed_step,
 )
-from simulator.history import schema
+from simulator.history import schema, tails
 from simulator.history.labels import Breakage, Labels
 from simulator.history.schema import HistoryError as HistoryError
 from simulator.history.store_bookkeeping import PullBookkeeping
@@ -144,7 +144,10 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         """Bring an older file to the current schema (inside the writer's transaction)."""
         while self.schema_version < schema.SCHEMA_VERSION:
             for statement in schema.UPGRADES[self.schema_version]:
-                self.conn.execute(statement)
+                if callable(statement):
+                    statement(self.conn)
+                else:
+                    self.conn.execute(statement)
             self.schema_version += 1
             self.set_meta(schema.META_SCHEMA_VERSION, str(self.schema_version))
 
@@ -340,9 +343,10 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
     def scan_rows_and_logs(self) -> int:
         """:meth:`scan_rows`, then every failed step with its log text; the row count."""
         count = self.scan_rows()
-        for _ in self.conn.execute(
+        for *_, log_tail in self.conn.execute(
             "SELECT build_id, step_number, name, result, log_tail FROM failed_steps"
         ):
+            tails.unpack(log_tail)
             count += 1
         return count
 
@@ -383,7 +387,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         # tuple once.  Each record is made by its fast path (new_build).
         blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
         # Local names: looked up once, not once a build.
-        make_build, make_step = new_build, new_failed_step
+        make_build, make_step, unpack = new_build, new_failed_step, tails.unpack
         builds = self.conn.execute(builds_sql, params)
         for bid, builder_id, number, result, started, completed, worker, branch, blame in builds:
             blamed = blamed_by.get(blame)
@@ -393,7 +397,8 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             if result == failure and next_step is not None and next_step[0] == bid:
                 found = []
                 while next_step is not None and next_step[0] == bid:
-                    found.append(make_step(next_step[1:]))
+                    _, name, step_result, log_tail = next_step
+                    found.append(make_step((name, step_result, unpack(log_tail))))
                     next_step = next(rows, None)
                 failed = tuple(found)
             builder = names[builder_id]
@@ -408,7 +413,9 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         ``builder_id`` is the builder's id in this file (:meth:`builder_ids`).
         """
         rows = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
-        return tuple(FailedStep(*row) for row in rows)
+        return tuple(
+            FailedStep(name, result, tails.unpack(log_tail)) for name, result, log_tail in rows
+        )
 
     def labels(self, *, causes: bool = True) -> Labels:
         """The ground truth; without ``causes``, only the culprits of the breakages' builds.

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from buildbot_revert.core.model import Build, Builder, Change
+from simulator.history import tails
 
 # One failed step; add_build and add_builds_bulk both write them.
 _INSERT_FAILED_STEP = (
@@ -128,7 +129,7 @@ class HistoryWriter:
         self.conn.executemany(
             _INSERT_FAILED_STEP,
             [
-                (build_id, i, step.name, int(step.result), step.log_tail)
+                (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
                 for i, step in enumerate(build.failed_steps)
             ],
         )
@@ -154,6 +155,13 @@ class HistoryWriter:
         self.conn.execute(
             "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
             (build_id, cause, change_id),
+        )
+
+    def add_build_labels(self, labels: Iterable[tuple[int, str, int | None]]) -> None:
+        """:meth:`add_build_label` for many ``(build_id, cause, change_id)`` at once."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO label_builds(build_id, cause, change_id) VALUES (?, ?, ?)",
+            labels,
         )
 
     # -- bulk writing (for the generator of a fresh history) -------------------
@@ -190,4 +198,4 @@ class HistoryWriter:
             ),
         )
         self.conn.executemany("INSERT INTO blamelist(build_id, change_id) VALUES (?, ?)", blamelist)
-        self.conn.executemany(_INSERT_FAILED_STEP, failed_steps)
+        self.conn.executemany(_INSERT_FAILED_STEP, tails.pack_rows(failed_steps))

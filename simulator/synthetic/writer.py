@@ -126,8 +126,7 @@ class _Rows:
 
     def flush(self, store: HistoryStore) -> None:
         store.add_builds_bulk(self.builds, self.blame, self.steps)
-        for build_id, cause, change_id in self.labels:
-            store.add_build_label(build_id, cause, change_id)
+        store.add_build_labels(self.labels)
 
 
 def _write(

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from simulator.history.schema import SCHEMA_VERSION
 from simulator.history.store import HistoryStore
+from simulator.history.tails import register as register_log_text
 from simulator.synthetic import branches, generator
 from simulator.synthetic.fleet import FLEET, build_fleet
 from simulator.synthetic.generator import generate
@@ -34,7 +36,8 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _dump(path: Path) -> dict[str, list[tuple]]:
     db = sqlite3.connect(path)
     tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    out = {t: db.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in sorted(tables)}
+    # Every row in stored order (a WITHOUT ROWID table's is its primary key's).
+    out = {t: db.execute(f"SELECT * FROM {t}").fetchall() for t in sorted(tables)}
     db.close()
     return out
 
@@ -406,8 +409,9 @@ def test_breakage_labels_match_the_builds(small: Path) -> None:
 
 def test_failure_details_are_realistic_tails(small: Path) -> None:
     db = sqlite3.connect(small)
+    register_log_text(db)
     rows = db.execute(
-        "SELECT b.result, f.name, f.log_tail, l.cause FROM failed_steps f"
+        "SELECT b.result, f.name, log_text(f.log_tail), l.cause FROM failed_steps f"
         " JOIN builds b ON b.id = f.build_id JOIN label_builds l ON l.build_id = b.id"
     ).fetchall()
     failing = [r for r in rows if r[0] == 2]
@@ -426,9 +430,10 @@ def test_failure_details_are_realistic_tails(small: Path) -> None:
 
 def test_a_breaking_change_fails_the_same_way_on_every_build(small: Path) -> None:
     db = sqlite3.connect(small)
+    register_log_text(db)
     tails: dict[tuple[int, int], set[str]] = {}
     for builder, change, tail in db.execute(
-        "SELECT b.builder_id, l.change_id, f.log_tail FROM label_builds l"
+        "SELECT b.builder_id, l.change_id, log_text(f.log_tail) FROM label_builds l"
         " JOIN builds b ON b.id = l.build_id JOIN failed_steps f ON f.build_id = b.id"
         " WHERE l.cause = 'breakage' AND b.result = 2"
     ):
@@ -451,9 +456,11 @@ def test_a_breaking_change_fails_the_same_way_on_every_build(small: Path) -> Non
 
 def test_flakes_differ_from_build_to_build(small: Path) -> None:
     db = sqlite3.connect(small)
+    register_log_text(db)
     failed = Counter()
     for (tail,) in db.execute(
-        "SELECT f.log_tail FROM label_builds l JOIN failed_steps f ON f.build_id = l.build_id"
+        "SELECT log_text(f.log_tail) FROM label_builds l"
+        " JOIN failed_steps f ON f.build_id = l.build_id"
         " WHERE l.cause = 'flake'"
     ):
         failed.update(ln for ln in tail.splitlines() if " failed:" in ln or "Re-running " in ln)
@@ -501,7 +508,9 @@ def test_ensure_shipped_history_regenerates_only_other_versions(tmp_path: Path) 
     db.close()
     generator.ensure_shipped_history(path, days=2, builders=3)
     db = sqlite3.connect(path)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("4",)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
     # Its builds hold their blamelists, as the blamelist table has them.
     rows = db.execute("SELECT id, changes FROM builds").fetchall()
     blamed = dict(

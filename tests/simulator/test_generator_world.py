@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from simulator.history.tails import register as register_log_text
 from simulator.synthetic import generator
 from simulator.synthetic.failing_tests import BRANCH_WORLD_TESTS, MAIN_WORLD_TESTS
 from simulator.synthetic.generator import generate
@@ -61,6 +62,7 @@ class Episode:
 
 def _episodes(path: Path) -> list[Episode]:
     db = sqlite3.connect(path)
+    register_log_text(db)
     builders = {
         bid: (name, tuple(json.loads(tags)))
         for bid, name, tags in db.execute("SELECT id, name, tags FROM builders")
@@ -73,7 +75,7 @@ def _episodes(path: Path) -> list[Episode]:
     for build_id, change_id in db.execute("SELECT build_id, change_id FROM blamelist"):
         blame.setdefault(build_id, []).append(change_id)
     tails: dict[int, str] = {}
-    for build_id, tail in db.execute("SELECT build_id, log_tail FROM failed_steps"):
+    for build_id, tail in db.execute("SELECT build_id, log_text(log_tail) FROM failed_steps"):
         tails[build_id] = tails.get(build_id, "") + (tail or "")
     labels = {
         bid: (cause, change)
@@ -121,8 +123,9 @@ def _docs_only(files: tuple[str, ...]) -> bool:
 
 def test_every_build_failing_a_world_test_blames_no_change(medium: Path) -> None:
     db = sqlite3.connect(medium)
+    register_log_text(db)
     tails = db.execute(
-        "SELECT f.log_tail, b.result, l.cause, l.change_id FROM failed_steps f"
+        "SELECT log_text(f.log_tail), b.result, l.cause, l.change_id FROM failed_steps f"
         " JOIN builds b ON b.id = f.build_id LEFT JOIN label_builds l ON l.build_id = b.id"
     ).fetchall()
     world = [row for row in tails if row[0] and any(t in row[0] for t in WORLD_TESTS)]

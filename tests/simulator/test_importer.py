@@ -40,6 +40,7 @@ from simulator.history.importer import (
     select_builders,
 )
 from simulator.history.rest_client import BuildbotAPI
+from simulator.history.schema import SCHEMA_VERSION
 from simulator.history.store import HistoryError, HistoryStore
 
 
@@ -185,7 +186,7 @@ def _make_version(path: Path, version: int, blamed: list[int] | None = None) -> 
 
 def test_builds_keep_their_branch(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    assert store.get_meta("schema_version") == "4"
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
     with store.transaction():
         bid = store.add_builder(Builder("b1"))
         store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
@@ -219,7 +220,7 @@ def test_a_version_2_history_is_read_then_upgraded_by_its_next_build(tmp_path: P
         store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
     store.close()
     store = HistoryStore(path)
-    assert store.get_meta("schema_version") == "4"
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
     assert [(b.number, b.branch) for b in store.iter_builds()] == [(1, None), (2, "main")]
     store.close()
 
@@ -239,7 +240,7 @@ def test_a_version_3_history_reads_its_blamelists_then_gets_the_column(tmp_path:
         )
     store.close()
     store = HistoryStore(path)
-    assert store.get_meta("schema_version") == "4"
+    assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
     # The upgrade wrote the old build's blamelist into its row, ascending.
     rows = store.conn.execute("SELECT number, changes FROM builds ORDER BY number").fetchall()
     assert rows == [(1, "1,3,4"), (2, "2")]
@@ -248,7 +249,7 @@ def test_a_version_3_history_reads_its_blamelists_then_gets_the_column(tmp_path:
     store.close()
 
 
-@pytest.mark.parametrize("version", ["1", "5", "x"])
+@pytest.mark.parametrize("version", ["1", "6", "x"])
 def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: str) -> None:
     path = tmp_path / "h.sqlite"
     HistoryStore(path, create=True).close()
@@ -256,7 +257,7 @@ def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: 
     with conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     conn.close()
-    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2, 3 and 4$"):
+    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2, 3, 4 and 5$"):
         HistoryStore(path)
 
 

@@ -24,6 +24,7 @@ from buildbot_revert.core.model import FailedStep
 from simulator.history.importer import pull
 from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.store import HistoryStore
+from simulator.history.tails import register as register_log_text
 from testkit.buildbot.harness import BuildbotHarness
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
@@ -90,6 +91,7 @@ def stored_blamelists(store: HistoryStore) -> dict[tuple[str, int], list[str]]:
 def table_rows(store: HistoryStore) -> dict[str, list[tuple[Any, ...]]]:
     """Every imported row, keyed by natural keys, to compare two histories."""
     q = store.conn.execute
+    register_log_text(store.conn)
     return {
         "builds": sorted(
             q(
@@ -106,7 +108,7 @@ def table_rows(store: HistoryStore) -> dict[str, list[tuple[Any, ...]]]:
         ),
         "failed_steps": sorted(
             q(
-                "SELECT r.name, b.number, s.step_number, s.name, s.result, s.log_tail"
+                "SELECT r.name, b.number, s.step_number, s.name, s.result, log_text(s.log_tail)"
                 " FROM failed_steps s JOIN builds b ON b.id = s.build_id"
                 " JOIN builders r ON r.id = b.builder_id"
             ).fetchall()

@@ -42,11 +42,24 @@ from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.verdicts import Verdict
 from buildbot_revert.core.verification import Judgement, never_ran, overdue
 from buildbot_revert.plugin.config import BisectionSettings
-from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
+from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of, register_kind
 from buildbot_revert.plugin.verification import AGAIN, BuiltRevisions, request_build
 
 KIND = "bisection"
 _SAVED = ("verdict", "bisection", "builderid", "streak", "marks", "built", "requested_at")
+# What a search's row holds, field by field (plugin.held).
+register_kind(
+    KIND,
+    {
+        "verdict": Verdict,
+        "bisection": Bisection,
+        "builderid": int,
+        "streak": str,
+        "marks": dict[str, str],
+        "built": list[tuple[str, Build]],
+        "requested_at": float,
+    },
+)
 
 
 @dataclass

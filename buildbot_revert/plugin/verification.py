@@ -46,7 +46,7 @@ from buildbot_revert.core.verification import (
     never_ran,
     overdue,
 )
-from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of
+from buildbot_revert.plugin.held import HeldRow, HeldStore, key_of, register_kind
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 # A build the master stopped (a restart, a lost worker) that Buildbot runs
@@ -69,6 +69,25 @@ _SAVED = (
     "builderid",
     "streak",
     "requested_at",
+)
+
+
+# What a held verdict's row holds, field by field (plugin.held).
+register_kind(
+    KIND,
+    {
+        "verdict": Verdict,
+        "parent": str,
+        "build_suspect": bool,
+        "parent_build": Build | None,
+        "suspect_build": Build | None,
+        "marks": list[str],
+        "joined": list[Verdict],
+        "revisions": list[str],
+        "builderid": int,
+        "streak": str,
+        "requested_at": float,
+    },
 )
 
 

@@ -1,7 +1,7 @@
 """Held verdicts and bisections in flight, kept in the master's database (SQLite, PostgreSQL).
 
-The store writes the core's own objects and reads them back with the
-core-only unpickler; the verifier and the bisector take back what a
+The store writes the core's own objects as data of their kind's fields
+and reads them back row by row; the verifier and the bisector take back what a
 previous process held (replacing, so a reconfiguration restores once), and
 the requests' times count against the daily caps after a restart.
 """
@@ -22,7 +22,13 @@ from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.bisection import Bisector, _Search
 from buildbot_revert.plugin.config import BisectionSettings
 from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
-from buildbot_revert.plugin.verification import BuiltRevisions, Verifier, _Held, verified
+from buildbot_revert.plugin.verification import (
+    _SAVED,
+    BuiltRevisions,
+    Verifier,
+    _Held,
+    verified,
+)
 from testkit.databases import engine_runner
 from tests.builds_dsl import builds, change
 from tests.core.test_guards import LOGS
@@ -80,7 +86,8 @@ def test_a_held_verdict_is_taken_back_as_it_was_and_forgotten_once_it_ends(engin
         first._held[mark] = h
     yield first._save(h)
     # Another reporter's rows are not this one's.
-    yield HeldStore(engine_runner(engine), "m2/revert").put("k", "verification", {}, 1.0)
+    other = {name: getattr(h, name) for name in _SAVED}
+    yield HeldStore(engine_runner(engine), "m2/revert").put("k", "verification", other, 1.0)
 
     again = verifier(store)
     assert again.restore((yield store.load())) == 1

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
 
+from buildbot_revert.core import snapshot
+from buildbot_revert.core.codec import FormatError
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.plugin.memory import CatchUp, Memory, dumps, fingerprint, loads
@@ -35,7 +38,7 @@ def test_a_restored_tracker_decides_as_the_one_that_never_stopped(history_builds
     expected = never_stopped.feed_all(history_builds)
     first = StreakTracker(Policy())
     before = first.feed_all(history_builds[:half])
-    restored = loads(dumps(first))
+    restored = loads(dumps(first), Policy())
     restored.attach(None, None)
     after = restored.feed_all(history_builds[half:])
     assert before + after == expected
@@ -54,21 +57,22 @@ def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
     callbacks = {"_watched", "_tags_of", "_read"}
     fields = set(StreakTracker().__dict__) - callbacks
     assert set(tracker_module._STATE) == fields
-    restored = loads(dumps(tracker))
+    restored = loads(dumps(tracker), Policy())
     assert set(restored.__dict__) == fields | callbacks
 
 
-def test_a_snapshot_cannot_name_anything_but_the_cores_types():
-    class Evil:
-        def __reduce__(self):
-            import os
-
-            return (os.system, ("true",))
-
-    with pytest.raises(pickle.UnpicklingError, match="cannot hold posix.system"):
-        loads(pickle.dumps(Evil()))
-    with pytest.raises(pickle.UnpicklingError, match="holds no tracker"):
-        loads(pickle.dumps({"a": 1}))
+def test_a_snapshot_is_data_that_names_nothing_but_the_formats_classes():
+    tracker = StreakTracker(Policy())
+    document = json.loads(dumps(tracker))
+    assert document["format"] == snapshot.FORMAT
+    assert document["schema"] == snapshot.SCHEMA
+    # A pickle is never read as a snapshot, whatever it holds.
+    with pytest.raises(ValueError):
+        loads(pickle.dumps(tracker), Policy())
+    # A document naming a class the format does not hold is refused.
+    document["tracker"]["shared"] = [["posix.system", ["true"]]]
+    with pytest.raises(FormatError, match="no shared class is named 'posix.system'"):
+        loads(json.dumps(document).encode(), Policy())
 
 
 def test_the_fingerprint_is_the_policy_and_not_the_process():

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -56,7 +56,49 @@ _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096
 # How many of a builder's latest builds a cold start looks through for its
 # last ordinary one.
-_LOOK_BACK = 10
+LOOK_BACK = 10
+
+# A build request's sourcestamps: ``({line: tip change id}, branch, verification mark)``.
+StampsOf = tuple[dict[str, int], str | None, str | None]
+
+
+class Preloaded(NamedTuple):
+    """What a batch of builds needs, read ahead (:mod:`.history`): each used once.
+
+    ``stamps`` by build request id, ``steps`` (the failed steps with their
+    tails) by build id, ``changes`` (change entities) by change id,
+    ``previous`` (the tips of a builder's last ordinary build before the
+    batch) by builder id.
+    """
+
+    stamps: dict[int, StampsOf]
+    steps: dict[int, tuple[FailedStep, ...]]
+    changes: dict[int, dict[str, Any]]
+    previous: dict[int, dict[str, int]]
+
+
+def stamps_of(rows: Iterable[Any]) -> StampsOf:
+    """A build request's rows of :meth:`Gatherer._stamps_statement`, as its sourcestamps."""
+    rows = list(rows)
+    tips = blamelist.newest_per_line(
+        (
+            blamelist.line_key(
+                row.repository or "", row.branch, row.codebase or "", row.project or ""
+            ),
+            row.changeid,
+        )
+        for row in rows
+        if row.changeid is not None
+    )
+    # A sourcestamp with two changes (one revision added twice) is
+    # one row per change: its branch counts once either way.
+    stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
+    marked = rows[0].marked if rows else None
+    return (
+        tips,
+        records.build_branch(stamps),
+        None if marked is None else verification_reason(marked),
+    )
 
 
 def verification_reason(stored: str) -> str:
@@ -96,6 +138,21 @@ class Gatherer:
         self._tips: dict[int, dict[str, int]] = {}
         self._changes: OrderedDict[int, _Known] = OrderedDict()
         self._stamps: Any = None
+        self._preloaded = Preloaded({}, {}, {}, {})
+
+    def preload(self, preloaded: Preloaded) -> None:
+        """Take what a batch of builds needs, read ahead (:mod:`.history`), for its builds.
+
+        What is left of the last batch is dropped: a build is gathered from
+        its batch's rows or read as ever.
+        """
+        self._preloaded = preloaded
+        for builderid, tips in preloaded.previous.items():
+            self._tips.setdefault(builderid, tips)
+
+    def knows_tips(self, builderid: int) -> bool:
+        """Whether the builder's last tips are known (its next blamelist needs no look back)."""
+        return builderid in self._tips
 
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
@@ -238,6 +295,9 @@ class Gatherer:
         if cached is not None:
             self._changes.move_to_end(changeid)
             return cached
+        preloaded = self._preloaded.changes.get(changeid)
+        if preloaded is not None:
+            return self._remember(preloaded)
         return self._read_change(changeid)
 
     @defer.inlineCallbacks
@@ -281,27 +341,12 @@ class Gatherer:
             return defer.succeed(({}, None, None))
         statement = self._stamps_statement()
 
-        def thd(conn: Any) -> tuple[dict[str, int], str | None, str | None]:
-            rows = conn.execute(statement, {"brid": brid}).fetchall()
-            tips = blamelist.newest_per_line(
-                (
-                    blamelist.line_key(
-                        row.repository or "", row.branch, row.codebase or "", row.project or ""
-                    ),
-                    row.changeid,
-                )
-                for row in rows
-                if row.changeid is not None
-            )
-            # A sourcestamp with two changes (one revision added twice) is
-            # one row per change: its branch counts once either way.
-            stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
-            marked = rows[0].marked if rows else None
-            return (
-                tips,
-                records.build_branch(stamps),
-                None if marked is None else verification_reason(marked),
-            )
+        preloaded = self._preloaded.stamps.pop(brid, None)
+        if preloaded is not None:
+            return preloaded
+
+        def thd(conn: Any) -> StampsOf:
+            return stamps_of(conn.execute(statement, {"brid": brid}).fetchall())
 
         return self.master.db.pool.do(thd)
 
@@ -359,7 +404,7 @@ class Gatherer:
             order=["-complete_at", "-buildid"],
             # A few: the builds buildbot-revert requested (verification,
             # bisection) built other revisions and are passed over.
-            limit=_LOOK_BACK,
+            limit=LOOK_BACK,
         )
         for row in rows:
             tips, _, verification = yield self._sourcestamps_of(row)
@@ -421,8 +466,15 @@ class Gatherer:
                 changes.append(known.change)
         return tuple(changes), after
 
-    @defer.inlineCallbacks
     def _failed_steps(self, buildid: int) -> Any:
+        """The failed steps with their tails: read ahead, or a Deferred (see builder)."""
+        preloaded = self._preloaded.steps.pop(buildid, None)
+        if preloaded is not None:
+            return preloaded
+        return self._read_failed_steps(buildid)
+
+    @defer.inlineCallbacks
+    def _read_failed_steps(self, buildid: int) -> Any:
         steps = yield self.master.data.get(("builds", buildid, "steps"))
         tails: dict[int, str | None] = {}
         failed = [s for s in steps or () if is_failed_step(s)]

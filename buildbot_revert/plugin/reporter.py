@@ -66,6 +66,7 @@ from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.core.verification import Judgement, wants_verification
 from buildbot_revert.github import GitHubClient
+from buildbot_revert.plugin import history
 from buildbot_revert.plugin.bisection import Bisector, builder_slots
 from buildbot_revert.plugin.config import (
     Mode,
@@ -435,19 +436,22 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 since = self._reactor().seconds() - self.settings.policy.memory_horizon
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
-            rows = yield self.gatherer.builds_since(since)
+            # Read in batches through the master's database (history.py).
+            rows = yield history.builds_since(self.master, since)
             replayed = 0
-            for row in rows:
-                self._replayed.add(row["buildid"])
-                if row["buildid"] in skip:
-                    continue
-                try:
-                    # Builds the last process may not have acted on are acted on
-                    # now; a rebuild's are history, recorded but not acted on.
-                    yield self._feed(row, act=snapshot is not None)
-                    replayed += 1
-                except Exception as exc:  # one bad build must not stop the replay
-                    _log_failure(exc, "buildbot-revert: could not replay a build")
+            for batch in history.batches(rows):
+                yield history.preload(self.master, self.gatherer, batch)
+                for row in batch:
+                    self._replayed.add(row["buildid"])
+                    if row["buildid"] in skip:
+                        continue
+                    try:
+                        # Builds the last process may not have acted on are acted on
+                        # now; a rebuild's are history, recorded but not acted on.
+                        yield self._feed(row, act=snapshot is not None)
+                        replayed += 1
+                    except Exception as exc:  # one bad build must not stop the replay
+                        _log_failure(exc, "buildbot-revert: could not replay a build")
             log.msg(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"

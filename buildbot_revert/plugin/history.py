@@ -1,0 +1,282 @@
+"""A month of the master's builds, read in batches for the memory's rebuild.
+
+A reporter without a usable snapshot rebuilds its tracker from the builds
+of the policy's ``memory_horizon`` (:mod:`.memory`).  Gathered one by one
+(:class:`~.gather.Gatherer`), each build costs trips to the master's
+database thread and data-API calls for its sourcestamps, its failed steps,
+their logs and its new changes: a minute and more for a month of a large
+fleet.  This module reads the same rows through the master's database
+connector (``master.db``) for many builds per statement: the builds, their
+buildsets' sourcestamps and changes, the failed steps and stdio logs of the
+failing ones, the changes their blamelists walk and each builder's last
+build before the month; then hands them to the gatherer
+(:meth:`~.gather.Gatherer.preload`), which makes each build from them
+exactly as from the data API (the same code decides).  Only the log tails
+are read one log at a time, through the connector's own reader.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from twisted.internet import defer
+
+from buildbot_revert.core.model import FailedStep, Result
+from buildbot_revert.core.records import (
+    failed_steps,
+    is_failed_step,
+    log_text,
+    stdio_log,
+    tail_window,
+)
+from buildbot_revert.core.verification import PROPERTY
+from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer, Preloaded, StampsOf, stamps_of
+
+# Builds read per batch: bounded statements (SQLite's parameters) and memory.
+BATCH = 500
+_FAILURE = int(Result.FAILURE)
+# The sourcestamps of a build without a build request: no tips, no branch, no mark.
+_NONE: StampsOf = ({}, None, None)
+
+
+def builds_since(master: Any, since: float) -> Any:
+    """Deferred: the builds completed at or after ``since``, oldest first, as build entities.
+
+    The keys the gatherer and the reporter read of a data-API build; the
+    times as the database holds them (epoch seconds).
+    """
+    t = master.db.model.builds
+
+    def thd(conn: Any) -> list[dict[str, Any]]:
+        rows = conn.execute(
+            sa.select(
+                t.c.id,
+                t.c.number,
+                t.c.builderid,
+                t.c.buildrequestid,
+                t.c.workerid,
+                t.c.started_at,
+                t.c.complete_at,
+                t.c.results,
+            )
+            .where(t.c.complete_at.isnot(None), t.c.complete_at >= int(since))
+            .order_by(t.c.complete_at, t.c.id)
+        ).fetchall()
+        return [_entity(row) for row in rows]
+
+    return master.db.pool.do(thd)
+
+
+def _entity(row: Any) -> dict[str, Any]:
+    return {
+        "buildid": row.id,
+        "number": row.number,
+        "builderid": row.builderid,
+        "buildrequestid": row.buildrequestid,
+        "workerid": row.workerid,
+        "started_at": row.started_at,
+        "complete_at": row.complete_at,
+        "complete": True,
+        "results": row.results,
+    }
+
+
+def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """The builds in batches of :data:`BATCH`, in order."""
+    for start in range(0, len(rows), BATCH):
+        yield rows[start : start + BATCH]
+
+
+@defer.inlineCallbacks
+def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
+    """Read what gathering ``batch`` needs, in a few statements, into the gatherer."""
+    lines = gatherer.log_lines
+    unknown = {b["builderid"] for b in batch if not gatherer.knows_tips(b["builderid"])}
+    read = yield master.db.pool.do(lambda conn: _read(conn, master.db.model, batch, unknown))
+    tails: dict[int, str | None] = {}
+    for stepid, log in read.logs.items():
+        tails[stepid] = yield _tail(master, log, lines)
+    steps: dict[int, tuple[FailedStep, ...]] = {
+        buildid: failed_steps(failed, tails) for buildid, failed in read.failed.items()
+    }
+    gatherer.preload(Preloaded(read.stamps, steps, read.changes, read.previous))
+
+
+class _Read:
+    """What one batch's statements found (see :func:`_read`)."""
+
+    def __init__(self) -> None:
+        self.stamps: dict[int, StampsOf] = {}
+        self.failed: dict[int, list[dict[str, Any]]] = {}
+        self.logs: dict[int, Mapping[str, Any]] = {}
+        self.changes: dict[int, dict[str, Any]] = {}
+        self.previous: dict[int, dict[str, int]] = {}
+
+
+def _read(conn: Any, model: Any, batch: Sequence[Mapping[str, Any]], unknown: set[int]) -> _Read:
+    """The batch's sourcestamps, failed steps and logs, changes and previous tips.
+
+    A builder whose tips the gatherer does not know yet needs the tips of
+    its last ordinary build before its first ordinary build of the batch.
+    """
+    read = _Read()
+    brids = [b["buildrequestid"] for b in batch if b.get("buildrequestid") is not None]
+    read.stamps = _stamps(conn, model, brids)
+    for build in batch:
+        builderid = build["builderid"]
+        if builderid not in unknown or builderid in read.previous:
+            continue
+        brid = build.get("buildrequestid")
+        _, _, verification = _NONE if brid is None else read.stamps.get(brid, _NONE)
+        if verification is None:
+            read.previous[builderid] = _previous_tips(conn, model, build)
+    failing = [b["buildid"] for b in batch if _result(b) == _FAILURE]
+    read.failed = _failed_steps(conn, model, failing)
+    stepids = [s["stepid"] for steps in read.failed.values() for s in steps]
+    read.logs = _stdio_logs(conn, model, stepids)
+    tips = [c for tips_, _, _ in read.stamps.values() for c in tips_.values()]
+    tips += [c for tips_ in read.previous.values() for c in tips_.values()]
+    if tips:
+        read.changes = _changes(conn, model, min(tips), max(tips))
+    return read
+
+
+def _result(build: Mapping[str, Any]) -> int:
+    results = build.get("results")
+    return int(results) if results is not None else _FAILURE
+
+
+def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
+    """Each build request's sourcestamps, as :meth:`.Gatherer._sourcestamps_of` reads them."""
+    br, bss = model.buildrequests, model.buildset_sourcestamps
+    ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
+    marked = (
+        sa.select(props.c.property_value)
+        .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
+        .limit(1)
+        .scalar_subquery()
+    )
+    statement = sa.select(
+        br.c.id.label("brid"),
+        ss.c.id.label("ss_id"),
+        ss.c.branch.label("ss_branch"),
+        ch.c.changeid,
+        ch.c.repository,
+        ch.c.branch,
+        ch.c.codebase,
+        ch.c.project,
+        marked.label("marked"),
+    ).select_from(
+        br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
+        .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
+        .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
+    )
+    grouped: dict[int, list[Any]] = defaultdict(list)
+    if brids:
+        for row in conn.execute(statement.where(br.c.id.in_(sorted(set(brids))))):
+            grouped[row.brid].append(row)
+    return {brid: stamps_of(grouped.get(brid, ())) for brid in brids}
+
+
+def _previous_tips(conn: Any, model: Any, first: Mapping[str, Any]) -> dict[str, int]:
+    """The tips of the builder's last ordinary build before ``first`` (see the gatherer's)."""
+    t = model.builds
+    rows = conn.execute(
+        sa.select(t.c.buildrequestid)
+        .where(
+            t.c.builderid == first["builderid"],
+            t.c.complete_at.isnot(None),
+            t.c.complete_at < int(first["complete_at"]),
+        )
+        .order_by(t.c.complete_at.desc(), t.c.id.desc())
+        .limit(LOOK_BACK)
+    ).fetchall()
+    stamps = _stamps(conn, model, [r.buildrequestid for r in rows if r.buildrequestid is not None])
+    for row in rows:
+        if row.buildrequestid is None:
+            return {}
+        tips, _, verification = stamps.get(row.buildrequestid, _NONE)
+        if verification is None:
+            return tips
+    return {}
+
+
+def _failed_steps(
+    conn: Any, model: Any, buildids: Sequence[int]
+) -> dict[int, list[dict[str, Any]]]:
+    """The failed steps of each failing build (none: an empty list), as step entities."""
+    out: dict[int, list[dict[str, Any]]] = {buildid: [] for buildid in buildids}
+    if not buildids:
+        return out
+    t = model.steps
+    rows = conn.execute(
+        sa.select(t.c.id, t.c.buildid, t.c.number, t.c.name, t.c.results)
+        .where(t.c.buildid.in_(buildids))
+        .order_by(t.c.buildid, t.c.number)
+    )
+    for row in rows:
+        step = {"stepid": row.id, "number": row.number, "name": row.name, "results": row.results}
+        if is_failed_step(step):
+            out[row.buildid].append(step)
+    return out
+
+
+def _stdio_logs(conn: Any, model: Any, stepids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+    """Each failed step's stdio log entity, for the steps that have one."""
+    if not stepids:
+        return {}
+    t = model.logs
+    rows = conn.execute(
+        sa.select(t.c.id, t.c.stepid, t.c.slug, t.c.type, t.c.num_lines)
+        .where(t.c.stepid.in_(stepids))
+        .order_by(t.c.stepid, t.c.id)
+    )
+    by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_step[row.stepid].append(
+            {"logid": row.id, "slug": row.slug, "type": row.type, "num_lines": row.num_lines}
+        )
+    return {stepid: log for stepid, logs in by_step.items() if (log := stdio_log(logs)) is not None}
+
+
+def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, Any]]:
+    """The changes with ids in ``[low, high]``, as change entities (files and parent too)."""
+    ch, files = model.changes, model.change_files
+    out: dict[int, dict[str, Any]] = {}
+    for row in conn.execute(
+        sa.select(ch).where(ch.c.changeid >= low, ch.c.changeid <= high).order_by(ch.c.changeid)
+    ):
+        out[row.changeid] = {
+            "changeid": row.changeid,
+            "author": row.author,
+            "comments": row.comments,
+            "branch": row.branch,
+            "revision": row.revision,
+            "when_timestamp": row.when_timestamp,
+            "parent_changeids": [row.parent_changeids] if row.parent_changeids else [],
+            "repository": row.repository,
+            "codebase": row.codebase,
+            "project": row.project,
+            "files": [],
+        }
+    for row in conn.execute(
+        sa.select(files.c.changeid, files.c.filename).where(
+            files.c.changeid >= low, files.c.changeid <= high
+        )
+    ):
+        if row.changeid in out:
+            out[row.changeid]["files"].append(row.filename)
+    return out
+
+
+@defer.inlineCallbacks
+def _tail(master: Any, log: Mapping[str, Any], lines: int) -> Any:
+    """A stdio log's last lines, as the gatherer reads them through the data API."""
+    offset, limit = tail_window(int(log.get("num_lines") or 0), lines)
+    if limit <= 0:
+        return ""
+    content = yield master.db.logs.getLogLines(log["logid"], offset, offset + limit - 1)
+    return log_text(content or "", log.get("type") or "s")

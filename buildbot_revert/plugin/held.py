@@ -77,6 +77,14 @@ def register_kind(name: str, fields: Mapping[str, Any]) -> RecordKind:
     return kind
 
 
+def encode_row(kind: str, state: Mapping[str, Any]) -> bytes:
+    """A held row's data: ``state`` (the fields of a registered ``kind``) as JSON."""
+    registered = _KINDS.get(kind)
+    if registered is None:
+        raise ValueError(f"no held kind is registered as {kind!r}")
+    return json.dumps(registered.save(state), separators=(",", ":")).encode()
+
+
 def decode_row(kind: str, data: bytes) -> dict[str, Any]:
     """The fields a held row of ``kind`` holds; raises whatever its decoding raises."""
     registered = _KINDS.get(kind)
@@ -108,7 +116,7 @@ class HeldStore(TableSet):
 
     def put(self, key: str, kind: str, state: Any, now: float) -> Any:
         """Write (or replace) one held verdict or search (``state``: its kind's fields)."""
-        data = json.dumps(_KINDS[kind].save(state), separators=(",", ":")).encode()
+        data = encode_row(kind, state)
         owner = self.owner
 
         def thd(conn: sa.Connection) -> None:

@@ -17,6 +17,7 @@ are read one log at a time, through the connector's own reader.
 
 from __future__ import annotations
 
+import io
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -37,6 +38,8 @@ from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer, Preloaded, Stamps
 
 # Builds read per batch: bounded statements (SQLite's parameters) and memory.
 BATCH = 500
+# Logs whose tails one statement reads (each is a condition of the statement).
+_LOGS_PER_STATEMENT = 100
 _FAILURE = int(Result.FAILURE)
 # The sourcestamps of a build without a build request: no tips, no branch, no mark.
 _NONE: StampsOf = ({}, None, None)
@@ -92,15 +95,12 @@ def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 @defer.inlineCallbacks
 def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
-    """Read what gathering ``batch`` needs, in a few statements, into the gatherer."""
-    lines = gatherer.log_lines
+    """Read what gathering ``batch`` needs, in one trip to the database, into the gatherer."""
     unknown = {b["builderid"] for b in batch if not gatherer.knows_tips(b["builderid"])}
-    read = yield master.db.pool.do(lambda conn: _read(conn, master.db.model, batch, unknown))
-    tails: dict[int, str | None] = {}
-    for stepid, log in read.logs.items():
-        tails[stepid] = yield _tail(master, log, lines)
+    db, lines = master.db, gatherer.log_lines
+    read = yield db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
     steps: dict[int, tuple[FailedStep, ...]] = {
-        buildid: failed_steps(failed, tails) for buildid, failed in read.failed.items()
+        buildid: failed_steps(failed, read.tails) for buildid, failed in read.failed.items()
     }
     gatherer.preload(Preloaded(read.stamps, steps, read.changes, read.previous))
 
@@ -111,18 +111,20 @@ class _Read:
     def __init__(self) -> None:
         self.stamps: dict[int, StampsOf] = {}
         self.failed: dict[int, list[dict[str, Any]]] = {}
-        self.logs: dict[int, Mapping[str, Any]] = {}
+        self.tails: dict[int, str | None] = {}
         self.changes: dict[int, dict[str, Any]] = {}
         self.previous: dict[int, dict[str, int]] = {}
 
 
-def _read(conn: Any, model: Any, batch: Sequence[Mapping[str, Any]], unknown: set[int]) -> _Read:
+def _read(
+    conn: Any, db: Any, batch: Sequence[Mapping[str, Any]], unknown: set[int], lines: int
+) -> _Read:
     """The batch's sourcestamps, failed steps and logs, changes and previous tips.
 
     A builder whose tips the gatherer does not know yet needs the tips of
     its last ordinary build before its first ordinary build of the batch.
     """
-    read = _Read()
+    read, model = _Read(), db.model
     brids = [b["buildrequestid"] for b in batch if b.get("buildrequestid") is not None]
     read.stamps = _stamps(conn, model, brids)
     for build in batch:
@@ -136,7 +138,7 @@ def _read(conn: Any, model: Any, batch: Sequence[Mapping[str, Any]], unknown: se
     failing = [b["buildid"] for b in batch if _result(b) == _FAILURE]
     read.failed = _failed_steps(conn, model, failing)
     stepids = [s["stepid"] for steps in read.failed.values() for s in steps]
-    read.logs = _stdio_logs(conn, model, stepids)
+    read.tails = _tails(conn, db, _stdio_logs(conn, model, stepids), lines)
     tips = [c for tips_, _, _ in read.stamps.values() for c in tips_.values()]
     tips += [c for tips_ in read.previous.values() for c in tips_.values()]
     if tips:
@@ -272,11 +274,60 @@ def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, 
     return out
 
 
-@defer.inlineCallbacks
-def _tail(master: Any, log: Mapping[str, Any], lines: int) -> Any:
-    """A stdio log's last lines, as the gatherer reads them through the data API."""
-    offset, limit = tail_window(int(log.get("num_lines") or 0), lines)
-    if limit <= 0:
-        return ""
-    content = yield master.db.logs.getLogLines(log["logid"], offset, offset + limit - 1)
-    return log_text(content or "", log.get("type") or "s")
+def _tails(
+    conn: Any, db: Any, logs: Mapping[int, Mapping[str, Any]], lines: int
+) -> dict[int, str | None]:
+    """Each step's stdio tail (its last ``lines`` lines), as the data API serves them.
+
+    One statement for the chunks holding the tails of all the logs; the
+    chunks decompressed and cut into lines as the connector's
+    ``getLogLines`` does (:func:`_chunk_lines`).
+    """
+    windows = {}
+    tails: dict[int, str | None] = {}
+    for stepid, log in logs.items():
+        first, limit = tail_window(int(log.get("num_lines") or 0), lines)
+        if limit <= 0:
+            tails[stepid] = ""
+        else:
+            windows[log["logid"]] = (stepid, first, first + limit - 1)
+    t = db.model.logchunks
+    found: dict[int, list[str]] = defaultdict(list)
+    for chunk in range(0, len(windows), _LOGS_PER_STATEMENT):
+        part = list(windows.items())[chunk : chunk + _LOGS_PER_STATEMENT]
+        rows = conn.execute(
+            sa.select(t.c.logid, t.c.first_line, t.c.content, t.c.compressed)
+            .where(
+                sa.or_(
+                    *(
+                        sa.and_(t.c.logid == logid, t.c.first_line <= last, t.c.last_line >= first)
+                        for logid, (_, first, last) in part
+                    )
+                )
+            )
+            .order_by(t.c.logid, t.c.first_line)
+        )
+        for row in rows:
+            _, first, last = windows[row.logid]
+            data = db.logs.COMPRESSION_BYID[row.compressed].read(row.content)
+            found[row.logid].extend(_chunk_lines(row.first_line, data, first, last))
+    for logid, (stepid, _, _) in windows.items():
+        log = logs[stepid]
+        tails[stepid] = log_text("".join(found.get(logid, ())), log.get("type") or "s")
+    return tails
+
+
+def _chunk_lines(chunk_first: int, data: bytes, first: int, last: int) -> Iterator[str]:
+    """The lines ``first..last`` of a decompressed chunk starting at line ``chunk_first``.
+
+    As Buildbot's ``LogsConnectorComponent.iter_log_lines`` reads them: the
+    chunk's stripped last line ending put back, read as UTF-8 text with
+    universal newlines.
+    """
+    with io.TextIOWrapper(io.BytesIO(data + b"\n"), encoding="utf-8") as reader:
+        index = chunk_first
+        while index < first and reader.readline():
+            index += 1
+        while index <= last and (line := reader.readline()):
+            yield line
+            index += 1

@@ -441,17 +441,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             replayed = 0
             for batch in history.batches(rows):
                 yield history.preload(self.master, self.gatherer, batch)
-                for row in batch:
-                    self._replayed.add(row["buildid"])
-                    if row["buildid"] in skip:
-                        continue
-                    try:
-                        # Builds the last process may not have acted on are acted on
-                        # now; a rebuild's are history, recorded but not acted on.
-                        yield self._feed(row, act=snapshot is not None)
-                        replayed += 1
-                    except Exception as exc:  # one bad build must not stop the replay
-                        _log_failure(exc, "buildbot-revert: could not replay a build")
+                replayed += yield self._replay(batch, skip, act=snapshot is not None)
             log.msg(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
@@ -462,6 +452,39 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
+
+    @defer.inlineCallbacks
+    def _replay(self, batch: list[dict[str, Any]], skip: frozenset[int], *, act: bool) -> Any:
+        """Feed a batch of the builds since the memory (read ahead); how many were fed.
+
+        The batch's verdicts are kept for the dashboard in one transaction.
+        """
+        replayed = 0
+        if self.decisions is not None:
+            self.decisions.hold()
+        try:
+            for row in batch:
+                self._replayed.add(row["buildid"])
+                if row["buildid"] in skip:
+                    continue
+                try:
+                    # Builds the last process may not have acted on are acted on
+                    # now; a rebuild's are history, recorded but not acted on.
+                    yield self._feed(row, act=act)
+                    replayed += 1
+                except Exception as exc:  # one bad build must not stop the replay
+                    _log_failure(exc, "buildbot-revert: could not replay a build")
+        finally:
+            if self.decisions is not None:
+                yield self._kept(self.decisions.flush())
+        return replayed
+
+    @defer.inlineCallbacks
+    def _kept(self, flushed: Any) -> Any:
+        try:
+            yield flushed
+        except Exception as exc:
+            _log_failure(exc, "buildbot-revert: could not keep verdicts for the dashboard")
 
     @defer.inlineCallbacks
     def _restore_held(self) -> Any:

@@ -30,16 +30,15 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
-from buildbot_revert.core import blamelist, defaults, records
+from buildbot_revert.core import blamelist, defaults
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import (
     change_from_dict,
@@ -51,65 +50,13 @@ from buildbot_revert.core.records import (
     tail_window,
 )
 from buildbot_revert.core.verification import PROPERTY
+from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, verification_reason
 
 _FAILURE = int(Result.FAILURE)
 _CHANGE_CACHE = 4096
 # How many of a builder's latest builds a cold start looks through for its
 # last ordinary one.
 LOOK_BACK = 10
-
-# A build request's sourcestamps: ``({line: tip change id}, branch, verification mark)``.
-StampsOf = tuple[dict[str, int], str | None, str | None]
-
-
-class Preloaded(NamedTuple):
-    """What a batch of builds needs, read ahead (:mod:`.history`): each used once.
-
-    ``stamps`` by build request id, ``steps`` (the failed steps with their
-    tails) by build id, ``changes`` (change entities) by change id,
-    ``previous`` (the tips of a builder's last ordinary build before the
-    batch) by builder id.
-    """
-
-    stamps: dict[int, StampsOf]
-    steps: dict[int, tuple[FailedStep, ...]]
-    changes: dict[int, dict[str, Any]]
-    previous: dict[int, dict[str, int]]
-
-
-def stamps_of(rows: Iterable[Any]) -> StampsOf:
-    """A build request's rows of :meth:`Gatherer._stamps_statement`, as its sourcestamps."""
-    rows = list(rows)
-    tips = blamelist.newest_per_line(
-        (
-            blamelist.line_key(
-                row.repository or "", row.branch, row.codebase or "", row.project or ""
-            ),
-            row.changeid,
-        )
-        for row in rows
-        if row.changeid is not None
-    )
-    # A sourcestamp with two changes (one revision added twice) is
-    # one row per change: its branch counts once either way.
-    stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
-    marked = rows[0].marked if rows else None
-    return (
-        tips,
-        records.build_branch(stamps),
-        None if marked is None else verification_reason(marked),
-    )
-
-
-def verification_reason(stored: str) -> str:
-    """A buildset property's value as stored (JSON ``[value, source]``), as text."""
-    try:
-        value = json.loads(stored)
-    except ValueError:
-        return stored
-    if isinstance(value, list) and value:
-        value = value[0]
-    return str(value)
 
 
 class _Known(NamedTuple):
@@ -291,6 +238,13 @@ class Gatherer:
 
         A known change is kept the longest from now on.  See :meth:`builder`.
         """
+        known = self._known(changeid)
+        if known is not None:
+            return known
+        return self._read_change(changeid)
+
+    def _known(self, changeid: int) -> _Known | None:
+        """The change if it is known without a read (cached, or read ahead), else None."""
         cached = self._changes.get(changeid)
         if cached is not None:
             self._changes.move_to_end(changeid)
@@ -298,7 +252,7 @@ class Gatherer:
         preloaded = self._preloaded.changes.get(changeid)
         if preloaded is not None:
             return self._remember(preloaded)
-        return self._read_change(changeid)
+        return None
 
     @defer.inlineCallbacks
     def _read_change(self, changeid: int) -> Any:
@@ -453,8 +407,47 @@ class Gatherer:
                 ids.append(change["changeid"])
         return ids
 
-    @defer.inlineCallbacks
     def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
+        """``(changes, tips after)``: at once when every change is known, else a Deferred.
+
+        A replay of the month's builds knows them all (read ahead): no
+        generator and Deferred per build for what needs no read.
+        """
+        spans = blamelist.ranges(previous, tips)
+        ranges = self._known_between(spans) if spans else {}
+        if ranges is not None:
+            ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
+            changes = []
+            for cid in ids:
+                known = self._known(cid)
+                if known is None:
+                    break
+                changes.append(known.change)
+            else:
+                return tuple(changes), after
+        return self._read_blamelist(previous, tips)
+
+    def _known_between(self, lines: Mapping[str, tuple[int, int]]) -> dict[str, list[int]] | None:
+        """What :meth:`_between` finds, if the parents' walk needs no read; else None."""
+        out: dict[str, list[int]] = {}
+        for line, (after, upto) in lines.items():
+            ids: list[int] = []
+            current: int | None = upto
+            while current is not None and current > after:
+                known = self._known(current)
+                if known is None:
+                    return None
+                if known.line != line:
+                    break
+                ids.append(current)
+                current = known.parent
+            if current is None or current > after:
+                return None  # a broken chain: the range query
+            out[line] = ids[::-1]
+        return out
+
+    @defer.inlineCallbacks
+    def _read_blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
         spans = blamelist.ranges(previous, tips)
         # Most builds hold no new change: no line's tip moved.
         ranges = (yield self._between(spans)) if spans else {}

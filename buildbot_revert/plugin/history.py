@@ -34,7 +34,8 @@ from buildbot_revert.core.records import (
     tail_window,
 )
 from buildbot_revert.core.verification import PROPERTY
-from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer, Preloaded, StampsOf, stamps_of
+from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
+from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of
 
 # Builds read per batch: bounded statements (SQLite's parameters) and memory.
 BATCH = 500

@@ -150,6 +150,8 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
 
     For ``--check``: ``RevertReporter.verdicts`` keeps only the last 1,000.
     """
+    from twisted.internet import defer
+
     from buildbot_revert.plugin.gather import Gatherer
     from buildbot_revert.plugin.reporter import RevertReporter
 
@@ -162,7 +164,8 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
                 builds.append(gathered)
             return gathered
 
-        return gather(self, entity).addCallback(keep)
+        # Itself when read ahead (a replay's builds), else a Deferred.
+        return defer.maybeDeferred(gather, self, entity).addCallback(keep)
 
     def logged(self, event, *, live):
         verdicts.append(event)

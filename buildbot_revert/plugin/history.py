@@ -33,9 +33,8 @@ from buildbot_revert.core.records import (
     stdio_log,
     tail_window,
 )
-from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
-from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of
+from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, stamps_select
 
 # Builds read per batch: bounded statements (SQLite's parameters) and memory.
 BATCH = 500
@@ -154,29 +153,8 @@ def _result(build: Mapping[str, Any]) -> int:
 
 def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     """Each build request's sourcestamps, as :meth:`.Gatherer._sourcestamps_of` reads them."""
-    br, bss = model.buildrequests, model.buildset_sourcestamps
-    ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
-    marked = (
-        sa.select(props.c.property_value)
-        .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
-        .limit(1)
-        .scalar_subquery()
-    )
-    statement = sa.select(
-        br.c.id.label("brid"),
-        ss.c.id.label("ss_id"),
-        ss.c.branch.label("ss_branch"),
-        ch.c.changeid,
-        ch.c.repository,
-        ch.c.branch,
-        ch.c.codebase,
-        ch.c.project,
-        marked.label("marked"),
-    ).select_from(
-        br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
-        .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
-        .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
-    )
+    br = model.buildrequests
+    statement = stamps_select(model).add_columns(br.c.id.label("brid"))
     grouped: dict[int, list[Any]] = defaultdict(list)
     if brids:
         for row in conn.execute(statement.where(br.c.id.in_(sorted(set(brids))))):

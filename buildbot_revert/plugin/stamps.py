@@ -13,8 +13,11 @@ import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+import sqlalchemy as sa
+
 from buildbot_revert.core import blamelist, records
 from buildbot_revert.core.model import FailedStep
+from buildbot_revert.core.verification import PROPERTY
 
 
 def verification_reason(stored: str) -> str:
@@ -48,7 +51,7 @@ class Preloaded(NamedTuple):
 
 
 def stamps_of(rows: Iterable[Any]) -> StampsOf:
-    """A build request's rows of :meth:`Gatherer._stamps_statement`, as its sourcestamps."""
+    """A build request's rows of :func:`stamps_select`, as its sourcestamps."""
     rows = list(rows)
     tips = blamelist.newest_per_line(
         (
@@ -68,4 +71,36 @@ def stamps_of(rows: Iterable[Any]) -> StampsOf:
         tips,
         records.build_branch(stamps),
         None if marked is None else verification_reason(marked),
+    )
+
+
+def stamps_select(model: Any) -> Any:
+    """The select of a build request's sourcestamps; the caller adds which requests.
+
+    A row per change of each of the request's buildset's sourcestamps (a
+    sourcestamp without a change is one row of NULL change columns; a
+    buildset without a sourcestamp, one row of NULLs), each with the
+    buildset's verification mark; ``model`` is the master's ``db.model``.
+    """
+    br, bss = model.buildrequests, model.buildset_sourcestamps
+    ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
+    marked = (
+        sa.select(props.c.property_value)
+        .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return sa.select(
+        ss.c.id.label("ss_id"),
+        ss.c.branch.label("ss_branch"),
+        ch.c.changeid,
+        ch.c.repository,
+        ch.c.branch,
+        ch.c.codebase,
+        ch.c.project,
+        marked.label("marked"),
+    ).select_from(
+        br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
+        .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
+        .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
     )

@@ -24,7 +24,7 @@ import json
 import typing
 from array import array
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from buildbot_revert.core.bisection import Bisection
@@ -41,6 +41,11 @@ from buildbot_revert.core.verdicts import RevertRequest, Streak, Verdict
 # migration to MIGRATIONS, or let old documents be rebuilt) when a change
 # of the fields below is one the schema digest alone should not decide.
 FORMAT = 1
+
+# Written migrations: a format -> the function making a document of that
+# format one of the next (its "format" and "schema" included).  None yet:
+# format 1 is the first.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
 class FormatChanged(FormatError):
@@ -190,8 +195,21 @@ def check_fields() -> None:
         raise FormatError(f"a tracker holds {sorted(state)}, the format lists others")
 
 
+def migrated(document: Any) -> Any:
+    """The document in this release's format, through the written migrations (if any)."""
+    seen = set()
+    while isinstance(document, dict) and document.get("format") in MIGRATIONS:
+        version = document["format"]
+        if version == FORMAT or version in seen:
+            break
+        seen.add(version)
+        document = MIGRATIONS[version](document)
+    return document
+
+
 def check_header(document: Any) -> Mapping[str, Any]:
-    """The checked header of a saved document: its format and schema are this one's."""
+    """The checked header of a saved document (migrated): its format and schema are this one's."""
+    document = migrated(document)
     if not isinstance(document, dict):
         raise FormatError("a saved document is an object")
     version = document.get("format")
@@ -213,7 +231,7 @@ def save_tracker(tracker: StreakTracker) -> dict[str, Any]:
 
 def restore_tracker(document: Any, policy: Policy) -> StreakTracker:
     """A tracker for ``policy`` holding the memory ``document`` saved (FormatError if none)."""
-    values = CODEC.decode(check_header(document).get("tracker"), _TRACKER_TYPE)
+    values = CODEC.decode(check_header(document)["tracker"], _TRACKER_TYPE)
     tracker = StreakTracker(policy)
     state = tracker.__getstate__()
     state.update(zip((name for name, _ in _TRACKER), values, strict=True))
@@ -245,7 +263,7 @@ class RecordKind:
         header = check_header(document)
         if header.get("kind") != self.name:
             raise FormatError(f"a record of kind {header.get('kind')!r}, not {self.name!r}")
-        values = CODEC.decode(header.get("record"), self._type)
+        values = CODEC.decode(header["record"], self._type)
         return {name: value for (name, _), value in zip(self.fields, values, strict=True)}
 
 

@@ -35,6 +35,7 @@ from twisted.python import log
 
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.snapshot import (
+    FORMAT,
     FormatChanged,
     check_header,
     policy_digest,
@@ -151,7 +152,10 @@ def _decode(row: Any, wanted: str, policy: Policy) -> Loaded:
         tracker = restore_tracker(document, policy)
         recent = frozenset(int(i) for i in json.loads(row.recent))
         snapshot = Snapshot(tracker, float(row.last_complete_at), recent, int(row.builds))
-        return Loaded(snapshot, "")
+        version = document.get("format") if isinstance(document, dict) else None
+        if version == FORMAT:
+            return Loaded(snapshot, "")
+        return Loaded(snapshot, f"the saved memory of format {version} was migrated to {FORMAT}")
     except FormatChanged as exc:
         return Loaded(None, f"the saved memory is of {exc}: rebuilding")
     except Exception as exc:  # whatever a crafted row makes a decoder raise

@@ -190,7 +190,7 @@ def run_phase(phase: str, basedir: Path, out: Path, record: Path | None) -> None
         (RevertReporter, "_load_memory"),
         (RevertReporter, "_save_memory"),
         (history, "builds_since"),
-        (history, "preload"),
+        (history, "read_ahead"),
     ):
         timings.wrap(owner, name)
     gathered: list[Build] = []
@@ -470,7 +470,7 @@ def report(
     cold_size, size, saved_builds = snapshot
     rebuild = cold.timed("RevertReporter._start_tracker")
     query = cold.timed("buildbot_revert.plugin.history.builds_since")
-    ahead = cold.timed("buildbot_revert.plugin.history.preload")
+    ahead = cold.timed("buildbot_revert.plugin.history.read_ahead")
     save = cold.first("RevertReporter._save_memory")
     print(
         f"cold start (rebuild 31 days): {cold['ready_s']:.1f} s (target: at most "
@@ -480,9 +480,9 @@ def report(
         + ("" if cold.line else "  [NOT a cold start: no rebuild line in the log]")
     )
     print(
-        f"  the reporter's rebuild {rebuild:.1f} s (builds query {query:.2f} s, reading ahead "
-        f"{ahead:.1f} s, gathering and feeding {rebuild - query - ahead - save:.1f} s, "
-        f"saving the snapshot {save:.2f} s), "
+        f"  the reporter's rebuild {rebuild:.1f} s (builds query {query:.2f} s, gathering and "
+        f"feeding {rebuild - query - save:.1f} s with {ahead:.1f} s of reading ahead in the "
+        f"database's thread, saving the snapshot {save:.2f} s), "
         f"then the master's own start "
         f"{cold['ready_s'] - rebuild:.1f} s "
         f"(imports before it: {cold['imports_s']:.1f} s, RSS {cold['rss_before_mb']:.0f} MB)"

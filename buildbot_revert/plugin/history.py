@@ -96,13 +96,54 @@ def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 @defer.inlineCallbacks
 def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
     """Read what gathering ``batch`` needs, in one trip to the database, into the gatherer."""
+    gatherer.preload((yield read_ahead(master, gatherer, batch)))
+
+
+@defer.inlineCallbacks
+def read_ahead(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
+    """Deferred: the :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
+
+    Safe while the gatherer gathers an earlier batch: it only reads, and
+    the tips it finds for a builder the gatherer meanwhile learns are not
+    taken (:meth:`.Gatherer.preload`).
+    """
     unknown = {b["builderid"] for b in batch if not gatherer.knows_tips(b["builderid"])}
     db, lines = master.db, gatherer.log_lines
     read = yield db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
     steps: dict[int, tuple[FailedStep, ...]] = {
         buildid: failed_steps(failed, read.tails) for buildid, failed in read.failed.items()
     }
-    gatherer.preload(Preloaded(read.stamps, steps, read.changes, read.previous))
+    return Preloaded(read.stamps, steps, read.changes, read.previous)
+
+
+class Reader:
+    """The builds since a point, batch by batch, each batch's rows read during the last's feed.
+
+    ``next()`` fires with the next batch once its rows are in the gatherer
+    (None after the last), and starts reading the one after it: the
+    database thread reads while the reactor gathers and feeds.
+    """
+
+    def __init__(self, master: Any, gatherer: Gatherer, rows: list[dict[str, Any]]) -> None:
+        self._master, self._gatherer = master, gatherer
+        self._batches = list(batches(rows))
+        self._next = 0
+        self._reading: Any = None
+
+    @defer.inlineCallbacks
+    def next(self) -> Any:
+        """Deferred: the next batch, read into the gatherer; None when there is none."""
+        if self._next >= len(self._batches):
+            return None
+        batch = self._batches[self._next]
+        reading = self._reading or read_ahead(self._master, self._gatherer, batch)
+        self._next += 1
+        self._reading = None
+        preloaded = yield reading
+        if self._next < len(self._batches):
+            self._reading = read_ahead(self._master, self._gatherer, self._batches[self._next])
+        self._gatherer.preload(preloaded)
+        return batch
 
 
 class _Read:

@@ -439,8 +439,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             # Read in batches through the master's database (history.py).
             rows = yield history.builds_since(self.master, since)
             replayed = 0
-            for batch in history.batches(rows):
-                yield history.preload(self.master, self.gatherer, batch)
+            reader = history.Reader(self.master, self.gatherer, rows)
+            while (batch := (yield reader.next())) is not None:
                 replayed += yield self._replay(batch, skip, act=snapshot is not None)
             log.msg(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "

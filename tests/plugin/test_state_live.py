@@ -143,8 +143,9 @@ def test_the_batched_rebuild_gathers_and_decides_as_the_per_build_path(tmp_path,
             old.append((yield per_build.build(row)))
         new_rows = yield history.builds_since(bb, 0.0)
         new = []
-        for batch in history.batches(new_rows):
-            yield history.preload(bb, batched, batch)
+        # As the reporter reads them: each batch's rows read while the last is gathered.
+        reader = history.Reader(bb, batched, new_rows)
+        while (batch := (yield reader.next())) is not None:
             for row in batch:
                 new.append((yield batched.build(row)))
         assert [r["buildid"] for r in new_rows] == [r["buildid"] for r in rows]

@@ -153,6 +153,7 @@ class Codec:
         return obj
 
     def _decode_shared(self, entry: Any, decoding: _Decoding) -> Any:
+        """One entry of a document's table of shared objects."""
         if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str):
             raise FormatError("a shared object is [class name, fields]")
         schema = next((s for s in self._by_class.values() if s.shared and s.name == entry[0]), None)
@@ -188,6 +189,7 @@ def _type_name(declared: Any) -> str:
 
 
 def _args(declared: Any) -> tuple[Any, ...]:
+    """The arguments of a generic type (``dict[str, int]``: ``(str, int)``)."""
     return typing.get_args(declared)
 
 
@@ -233,6 +235,7 @@ def _compile_encoder(codec: Codec, declared: Any) -> Encoder:
 
 
 def _schema_encoder(codec: Codec, schema: Schema) -> Encoder:
+    """The encoder of a registered class: its fields, or its index if shared."""
     if not schema.shared:
         return lambda v, e: codec.encode_fields(schema, v, e)
 
@@ -249,6 +252,7 @@ def _schema_encoder(codec: Codec, schema: Schema) -> Encoder:
 
 
 def _container_encoder(codec: Codec, declared: Any) -> Encoder:
+    """The encoder of a tuple, list, deque, set or dict of declared items."""
     origin, args = typing.get_origin(declared), _args(declared)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item = codec.encoder(args[0])
@@ -288,6 +292,7 @@ def _compile_decoder(codec: Codec, declared: Any) -> Decoder:
 
 
 def _scalar_decoder(declared: Any, check: Callable[[Any], bool]) -> Decoder:
+    """The decoder of a plain value: checks its JSON type."""
     name = _type_name(declared)
 
     def scalar(value: Any, decoding: _Decoding) -> Any:
@@ -299,6 +304,8 @@ def _scalar_decoder(declared: Any, check: Callable[[Any], bool]) -> Decoder:
 
 
 def _enum_decoder(declared: type[Enum]) -> Decoder:
+    """The decoder of an enum's member, from its value."""
+
     def member(value: Any, decoding: _Decoding) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise FormatError(f"{declared.__name__} is a string or an integer")
@@ -311,6 +318,7 @@ def _enum_decoder(declared: type[Enum]) -> Decoder:
 
 
 def _schema_decoder(codec: Codec, schema: Schema) -> Decoder:
+    """The decoder of a registered class: from its fields, or a checked index if shared."""
     if not schema.shared:
         return lambda v, d: codec.decode_fields(schema, v, d)
 
@@ -328,12 +336,14 @@ def _schema_decoder(codec: Codec, schema: Schema) -> Decoder:
 
 
 def _listed(value: Any, what: Any) -> list[Any]:
+    """``value`` if it is a JSON list (FormatError if not)."""
     if not isinstance(value, list):
         raise FormatError(f"{_type_name(what)} is a list")
     return value
 
 
 def _container_decoder(codec: Codec, declared: Any) -> Decoder:
+    """The decoder of a tuple, list, deque, set or dict of declared items."""
     origin, args = typing.get_origin(declared), _args(declared)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         item = codec.decoder(args[0])
@@ -350,12 +360,14 @@ def _container_decoder(codec: Codec, declared: Any) -> Decoder:
 
 
 def _fixed(items: list[Decoder], values: list[Any], decoding: _Decoding) -> tuple[Any, ...]:
+    """A fixed-length tuple, each item by its own decoder."""
     if len(values) != len(items):
         raise FormatError(f"expected a list of {len(items)}, found {len(values)}")
     return tuple(dec(x, decoding) for dec, x in zip(items, values, strict=True))
 
 
 def _dict_decoder(codec: Codec, declared: Any, args: tuple[Any, ...]) -> Decoder:
+    """The decoder of a dict: an object by name, or a list of [key, value] pairs."""
     key, val = codec.decoder(args[0]), codec.decoder(args[1])
     if args[0] is str:
 

@@ -72,12 +72,14 @@ class Changes:
 
     @defer.inlineCallbacks
     def _read_change(self, changeid: int) -> Any:
+        """Read a change through the data API and remember it (None if there is none)."""
         data = yield self.master.data.get(("changes", changeid))
         if data is None:
             return None
         return self.remember(data)
 
     def remember(self, change: Mapping[str, Any]) -> Known:
+        """Keep a change entity as a :class:`Known` record (the oldest cached goes)."""
         parents = change.get("parent_changeids") or ()
         known = Known(
             change_from_dict(change),
@@ -116,6 +118,7 @@ class Changes:
 
     @defer.inlineCallbacks
     def _range(self, line: str, after: int, upto: int) -> Any:
+        """The ids of ``line``'s changes in ``(after, upto]``, by a range query."""
         rows = yield self.master.data.get(
             ("changes",),
             filters=[
@@ -179,6 +182,7 @@ class Changes:
 
     @defer.inlineCallbacks
     def _read_blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
+        """``(changes, tips after)``, reading what is not known (a Deferred)."""
         spans = blamelist.ranges(previous, tips)
         # Most builds hold no new change: no line's tip moved.
         ranges = (yield self._between(spans)) if spans else {}

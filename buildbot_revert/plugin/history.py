@@ -74,6 +74,7 @@ def builds_since(master: Any, since: float) -> Any:
 
 
 def _entity(row: Any) -> dict[str, Any]:
+    """A build row as the data-API build entity the gatherer reads."""
     return {
         "buildid": row.id,
         "number": row.number,
@@ -188,6 +189,7 @@ def _read(
 
 
 def _result(build: Mapping[str, Any]) -> int:
+    """A build entity's result (a build without one counts as failed)."""
     results = build.get("results")
     return int(results) if results is not None else _FAILURE
 

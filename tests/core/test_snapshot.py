@@ -141,6 +141,7 @@ def _keys_in(root: Path, document: str) -> dict[str, object]:
 
 
 def _copy_package(tmp_path: Path) -> Path:
+    """A copy of the installed package under ``tmp_path``: a release to edit."""
     root = tmp_path / "release"
     source = Path(buildbot_revert.__file__).parent
     shutil.copytree(source, root / "buildbot_revert", ignore=shutil.ignore_patterns("__pycache__"))

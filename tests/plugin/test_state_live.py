@@ -95,6 +95,7 @@ def random_rows() -> list[bytes]:
 
 
 def _a_history(tmp_path: Path) -> tuple[list[Any], list[Any], dict[int, Any]]:
+    """A small synthetic history: its builders, builds and changes."""
     path = tmp_path / "h.sqlite"
     generate(path, seed=5, days=4, builders=12, warmup_days=0)
     store = HistoryStore(path)
@@ -125,6 +126,7 @@ def master_holding_history(tmp_path: Path, reporter: str | None = None) -> Any:
 
 
 def _key(verdict: Verdict) -> tuple[Any, ...]:
+    """What identifies a verdict across starts."""
     return (verdict.builder, verdict.first_failing_build, verdict.reason, verdict.decided_at)
 
 
@@ -166,6 +168,7 @@ def test_the_batched_rebuild_gathers_and_decides_as_the_per_build_path(tmp_path,
 
 
 def _said(lines: list[str], start: int, words: str) -> list[str]:
+    """The log lines since ``start`` holding ``words``."""
     return [line for line in lines[start:] if words in line]
 
 

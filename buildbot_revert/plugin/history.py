@@ -36,8 +36,9 @@ from buildbot_revert.core.records import (
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
 from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, stamps_select
 
-# Builds read per batch: bounded statements (SQLite's parameters) and memory.
-BATCH = 500
+# Builds read per batch: bounded statements (SQLite's parameters), memory,
+# and how long one read holds the master's database thread.
+BATCH = 250
 # Logs whose tails one statement reads (each is a condition of the statement).
 _LOGS_PER_STATEMENT = 100
 _FAILURE = int(Result.FAILURE)

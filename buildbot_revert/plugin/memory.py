@@ -48,6 +48,8 @@ from buildbot_revert.plugin.ledger import TableSet
 TABLE = "buildbot_revert_memory"
 # Builds fed this many seconds before the last one are read again on restore.
 OVERLAP = 600.0
+# A snapshot inflating past this is not read (a month of 900 builders is a few MB).
+MAX_STATE = 1 << 30
 # What the snapshots of releases before the explicit format were.
 PICKLED = "format 0, of an older release"
 
@@ -142,7 +144,7 @@ class Loaded(NamedTuple):
 def _decode(row: Any, wanted: str, policy: Policy) -> Loaded:
     """The snapshot a row holds, or why it holds none usable: never raises."""
     try:
-        data = zlib.decompress(row.state)
+        data = _inflate(row.state)
         if data[:1] == b"\x80":
             return Loaded(None, f"the saved memory is a pickle ({PICKLED}), never read: rebuilding")
         document = json.loads(data)
@@ -161,6 +163,17 @@ def _decode(row: Any, wanted: str, policy: Policy) -> Loaded:
     except Exception as exc:  # whatever a crafted row makes a decoder raise
         why = f"{type(exc).__name__}: {str(exc)[:200]!r}"
         return Loaded(None, f"the saved memory could not be read ({why}): rebuilding")
+
+
+def _inflate(packed: bytes) -> bytes:
+    """A snapshot's JSON, refusing one that inflates past :data:`MAX_STATE` (a crafted row)."""
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(packed, MAX_STATE)
+    if inflater.unconsumed_tail:
+        raise ValueError(f"a snapshot inflates past {MAX_STATE} bytes")
+    if not inflater.eof:
+        raise ValueError("a truncated snapshot")
+    return data
 
 
 class Memory(TableSet):

@@ -96,6 +96,8 @@ SAVE_EVERY = 500
 SAVE_AFTER = 600.0
 # The daily caps count the builds requested in the last day.
 DAY = 86400.0
+# A replay lets the reactor run between slices of this many builds.
+REPLAY_SLICE = 50
 # A restarted reporter looks this far back for the builds its held verdicts
 # requested before requesting any again.
 RESUME_LOOK_BACK = 7 * DAY
@@ -458,12 +460,17 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         """Feed a batch of the builds since the memory (read ahead); how many were fed.
 
         The batch's verdicts are kept for the dashboard in one transaction.
+        A build read ahead feeds without a trip to the reactor, so the
+        reactor is let run every :data:`REPLAY_SLICE` builds: the master
+        starting meanwhile is not held up.
         """
         replayed = 0
         if self.decisions is not None:
             self.decisions.hold()
         try:
-            for row in batch:
+            for n, row in enumerate(batch):
+                if n and not n % REPLAY_SLICE:
+                    yield task.deferLater(self._reactor(), 0, lambda: None)
                 self._replayed.add(row["buildid"])
                 if row["buildid"] in skip:
                     continue

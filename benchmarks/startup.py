@@ -8,7 +8,8 @@ rate), it measures:
 
 1. the **cold start**: the reporter's first start on a master that already
    holds the month, which rebuilds its memory from the builds of the
-   policy's ``memory_horizon`` (31 days) through the data API and saves a
+   policy's ``memory_horizon`` (31 days), read in batches through the
+   master's database (``plugin/history.py``), and saves a
    snapshot (table ``buildbot_revert_memory``);
 2. the **stop**, which saves the snapshot again;
 3. the **warm start**: a restart that restores the snapshot and replays
@@ -85,6 +86,7 @@ from testkit.buildbot.in_process_master import InProcessMaster  # noqa: E402
 from testkit.processes import kill_process_group  # noqa: E402
 
 WARM_TARGET_S = 10.0
+COLD_TARGET_S = 10.0
 DB_FILE = "state.sqlite"
 SQLITE_URL = f"sqlite:///{DB_FILE}"
 COLD_LINE = "buildbot-revert: no saved memory: rebuilt it from the master's builds"
@@ -117,12 +119,12 @@ def rss_mb() -> tuple[float, float]:
 
 
 class Timings:
-    """Wall time of some reporter methods (until their Deferred fires), per call."""
+    """Wall time of some reporter methods and functions (until their Deferred fires), per call."""
 
     def __init__(self) -> None:
         self.calls: dict[str, list[float]] = {}
 
-    def wrap(self, owner: type, name: str) -> None:
+    def wrap(self, owner: Any, name: str) -> None:
         from twisted.internet import defer
 
         original = getattr(owner, name)
@@ -148,6 +150,8 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
 
     For ``--check``: ``RevertReporter.verdicts`` keeps only the last 1,000.
     """
+    from twisted.internet import defer
+
     from buildbot_revert.plugin.gather import Gatherer
     from buildbot_revert.plugin.pipeline import Pipeline
 
@@ -160,7 +164,8 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
                 builds.append(gathered)
             return gathered
 
-        return gather(self, entity).addCallback(keep)
+        # Itself when read ahead (a replay's builds), else a Deferred.
+        return defer.maybeDeferred(gather, self, entity).addCallback(keep)
 
     def logged(self, event, *, live):
         verdicts.append(event)
@@ -175,7 +180,7 @@ def run_phase(phase: str, basedir: Path, out: Path, record: Path | None) -> None
     from twisted.internet import defer, task
     from twisted.python import log
 
-    from buildbot_revert.plugin.gather import Gatherer
+    from buildbot_revert.plugin import history
     from buildbot_revert.plugin.reporter import RevertReporter
 
     imported = time.perf_counter() - _PROCESS_STARTED
@@ -184,7 +189,8 @@ def run_phase(phase: str, basedir: Path, out: Path, record: Path | None) -> None
         (RevertReporter, "_start_tracker"),
         (RevertReporter, "_load_memory"),
         (RevertReporter, "_save_memory"),
-        (Gatherer, "builds_since"),
+        (history, "builds_since"),
+        (history, "read_ahead"),
     ):
         timings.wrap(owner, name)
     gathered: list[Build] = []
@@ -463,17 +469,20 @@ def report(
     """Print the figures, then the same as one JSON line."""
     cold_size, size, saved_builds = snapshot
     rebuild = cold.timed("RevertReporter._start_tracker")
-    query = cold.timed("Gatherer.builds_since")
+    query = cold.timed("buildbot_revert.plugin.history.builds_since")
+    ahead = cold.timed("buildbot_revert.plugin.history.read_ahead")
     save = cold.first("RevertReporter._save_memory")
     print(
-        f"cold start (rebuild 31 days): {cold['ready_s']:.1f} s, RSS {cold['rss_mb']:.0f} MB "
+        f"cold start (rebuild 31 days): {cold['ready_s']:.1f} s (target: at most "
+        f"{COLD_TARGET_S:g} s), RSS {cold['rss_mb']:.0f} MB "
         f"(peak {cold['rss_peak_mb']:.0f} MB), tracker fed {cold.replayed:,} builds; "
         f"the master served its workers after {cold['serving_s']:.1f} s"
         + ("" if cold.line else "  [NOT a cold start: no rebuild line in the log]")
     )
     print(
         f"  the reporter's rebuild {rebuild:.1f} s (builds query {query:.2f} s, gathering and "
-        f"feeding {rebuild - query - save:.1f} s, saving the snapshot {save:.2f} s), "
+        f"feeding {rebuild - query - save:.1f} s with {ahead:.1f} s of reading ahead in the "
+        f"database's thread, saving the snapshot {save:.2f} s), "
         f"then the master's own start "
         f"{cold['ready_s'] - rebuild:.1f} s "
         f"(imports before it: {cold['imports_s']:.1f} s, RSS {cold['rss_before_mb']:.0f} MB)"
@@ -520,7 +529,10 @@ def report(
                 "snapshot_builds": saved_builds,
                 "started_cold": cold.line is not None,
                 "started_warm": warm.line is not None,
-                "targets": {f"warm_s < {WARM_TARGET_S:g}": warm["ready_s"] < WARM_TARGET_S},
+                "targets": {
+                    f"warm_s < {WARM_TARGET_S:g}": warm["ready_s"] < WARM_TARGET_S,
+                    f"cold_s <= {COLD_TARGET_S:g}": cold["ready_s"] <= COLD_TARGET_S,
+                },
             }
         )
     )

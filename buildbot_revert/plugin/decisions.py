@@ -27,7 +27,7 @@ from twisted.internet import defer
 from buildbot_revert.core import blindspots, verdicts
 from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.verdicts import Streak, Verdict
-from buildbot_revert.plugin.ledger import TableSet
+from buildbot_revert.plugin.ledger import Runner, TableSet
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.
@@ -78,50 +78,46 @@ class Decisions(TableSet):
 
     tables = metadata
 
-    def note(self, event: Verdict | Streak) -> Any:
-        """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""
-        if isinstance(event, Streak):
-            if event.ended_at is None:
-                return defer.succeed(None)  # nothing to keep: no database round trip
-            return self._ended(event.builder, event.first_failing_build, event.ended_at)
-        suspect = event.suspect
-        values = {
-            "builder": event.builder,
-            "first_build": event.first_failing_build,
-            "reason": event.reason.value,
-            "explanation": event.explanation,
-            "started_at": event.started_at or event.decided_at,
-            "decided_at": event.decided_at,
-            "revision": None if suspect is None else suspect.revision,
-            "title": None if suspect is None else suspect.title,
-        }
+    def __init__(self, run: Runner) -> None:
+        super().__init__(run)
+        # While a rebuild replays its month: the notes waiting for flush().
+        self._held: list[Verdict | Streak] | None = None
+
+    def hold(self) -> None:
+        """Queue the notes until :meth:`flush` writes them, in one transaction.
+
+        A cold start replays a month and notes hundreds of verdicts; one
+        transaction each (a disk sync on SQLite) was most of its time.
+        """
+        if self._held is None:
+            self._held = []
+
+    def flush(self) -> Any:
+        """Write the queued notes in order and stop queuing; Deferred fires None."""
+        held, self._held = self._held or [], None
+        if not held:
+            return defer.succeed(None)
 
         def thd(conn: sa.Connection) -> None:
-            t = verdicts_table
-            key = (t.c.builder == event.builder, t.c.first_build == event.first_failing_build)
             try:
                 with conn.begin():
-                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
-                        return  # a replay meets its own row
-                    conn.execute(t.insert().values(**values))
-                    conn.execute(t.delete().where(t.c.decided_at < event.decided_at - KEEP))
+                    for event in held:
+                        _write(conn, event)
             except IntegrityError:
-                pass  # another master wrote it first
+                # Another master wrote one of them meanwhile: each on its own.
+                for event in held:
+                    _write_alone(conn, event)
 
         return self._run(thd)
 
-    def _ended(self, builder: str, first_build: int, ended_at: float) -> Any:
-        def thd(conn: sa.Connection) -> None:
-            t = verdicts_table
-            with conn.begin():
-                conn.execute(
-                    t.update()
-                    .where(t.c.builder == builder, t.c.first_build == first_build)
-                    .where(t.c.ended_at.is_(None))
-                    .values(ended_at=ended_at)
-                )
-
-        return self._run(thd)
+    def note(self, event: Verdict | Streak) -> Any:
+        """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""
+        if isinstance(event, Streak) and event.ended_at is None:
+            return defer.succeed(None)  # nothing to keep: no database round trip
+        if self._held is not None:
+            self._held.append(event)
+            return defer.succeed(None)
+        return self._run(lambda conn: _write_alone(conn, event))
 
     # -- reads (the dashboard's) ------------------------------------------------
 
@@ -167,3 +163,37 @@ class Decisions(TableSet):
 
 def _decided(row: Any) -> Decided:
     return Decided(*(getattr(row, f) for f in Decided._fields))
+
+
+def _write_alone(conn: sa.Connection, event: Verdict | Streak) -> None:
+    """Write one note in a transaction of its own."""
+    try:
+        with conn.begin():
+            _write(conn, event)
+    except IntegrityError:
+        pass  # another master wrote it first
+
+
+def _write(conn: sa.Connection, event: Verdict | Streak) -> None:
+    """Keep a verdict once (a replay meets its own row), or a streak's end."""
+    t = verdicts_table
+    key = (t.c.builder == event.builder, t.c.first_build == event.first_failing_build)
+    if isinstance(event, Streak):
+        conn.execute(t.update().where(*key, t.c.ended_at.is_(None)).values(ended_at=event.ended_at))
+        return
+    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
+        return
+    suspect = event.suspect
+    conn.execute(
+        t.insert().values(
+            builder=event.builder,
+            first_build=event.first_failing_build,
+            reason=event.reason.value,
+            explanation=event.explanation,
+            started_at=event.started_at or event.decided_at,
+            decided_at=event.decided_at,
+            revision=None if suspect is None else suspect.revision,
+            title=None if suspect is None else suspect.title,
+        )
+    )
+    conn.execute(t.delete().where(t.c.decided_at < event.decided_at - KEEP))

@@ -1,7 +1,8 @@
 """From the master's data API to the core's records: the plugin's eyes.
 
-This is the only module of the plugin that reads Buildbot's data API
-(``master.data``).  :class:`Gatherer` turns a finished build into a core
+This module and :mod:`.changes` (the change cache and the blamelists'
+walk) are the plugin's readers of Buildbot's data API (``master.data``).
+:class:`Gatherer` turns a finished build into a core
 :class:`~buildbot_revert.core.model.Build`: its builder and tags, its blamelist,
 and for FAILURE builds the failed steps with the last lines of their stdio
 logs.  It decides nothing.
@@ -20,7 +21,10 @@ its buildset's sourcestamps, their changes and its verification mark.  The
 changes themselves are cached, filled as they are read and from the
 reporter's subscription to new changes (:meth:`Gatherer.remember`), so the
 first build of a change does not read it again; only a failing build reads
-its steps and logs, through the data API.
+its steps and logs, through the data API.  A replay of the month for the
+memory's rebuild reads all of that ahead, many builds a statement
+(:mod:`.history`), and a build whose rows were read ahead is gathered at
+once, without a trip (:meth:`Gatherer.build`).
 
 A build's branch (``refs/pull/N/merge`` for a pull request's build, which the
 core leaves out of the branch's evidence) is that of its buildset's first
@@ -30,19 +34,16 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
-import json
-from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import sqlalchemy as sa
 from buildbot.data import resultspec
 from twisted.internet import defer
 
-from buildbot_revert.core import blamelist, defaults, records
+from buildbot_revert.core import defaults
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import (
-    change_from_dict,
     epoch,
     failed_steps,
     is_failed_step,
@@ -51,37 +52,19 @@ from buildbot_revert.core.records import (
     tail_window,
 )
 from buildbot_revert.core.verification import PROPERTY
+from buildbot_revert.plugin.changes import Changes
+from buildbot_revert.plugin.stamps import (
+    Preloaded,
+    StampsOf,
+    stamps_of,
+    stamps_select,
+    verification_reason,
+)
 
 _FAILURE = int(Result.FAILURE)
-_CHANGE_CACHE = 4096
 # How many of a builder's latest builds a cold start looks through for its
 # last ordinary one.
-_LOOK_BACK = 10
-
-
-def verification_reason(stored: str) -> str:
-    """A buildset property's value as stored (JSON ``[value, source]``), as text."""
-    try:
-        value = json.loads(stored)
-    except ValueError:
-        return stored
-    if isinstance(value, list) and value:
-        value = value[0]
-    return str(value)
-
-
-class _Known(NamedTuple):
-    """What the gatherer keeps of a change it has read.
-
-    Not the data API's dict: its lists (files, parents) and properties stay
-    GC-tracked for as long as the change is cached, and every full garbage
-    collection of the master rescans them; the core record (its tuples of
-    strings are untracked) is also converted once, not once per build.
-    """
-
-    change: Change
-    line: str
-    parent: int | None
+LOOK_BACK = 10
 
 
 class Gatherer:
@@ -94,8 +77,28 @@ class Gatherer:
         self._workers: dict[int, str | None] = {}
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
-        self._changes: OrderedDict[int, _Known] = OrderedDict()
+        self._changes = Changes(master)
         self._stamps: Any = None
+        self._preloaded = Preloaded({}, {}, {}, {})
+
+    def preload(self, preloaded: Preloaded) -> None:
+        """Take what a batch of builds needs, read ahead (:mod:`.history`), for its builds.
+
+        What is left of the last batch is dropped: a build is gathered from
+        its batch's rows or read as ever.
+        """
+        self._preloaded = preloaded
+        self._changes.preloaded = preloaded.changes
+        for builderid, tips in preloaded.previous.items():
+            self._tips.setdefault(builderid, tips)
+
+    def knows_tips(self, builderid: int) -> bool:
+        """Whether the builder's last tips are known (its next blamelist needs no look back)."""
+        return builderid in self._tips
+
+    def remember(self, change: Mapping[str, Any]) -> None:
+        """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
+        self._changes.remember(change)
 
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
@@ -126,9 +129,49 @@ class Gatherer:
         self._builders[builderid] = builder
         return builder
 
-    @defer.inlineCallbacks
     def build(self, build: Mapping[str, Any]) -> Any:
-        """The core :class:`Build` for a finished build entity (as in the event)."""
+        """The core :class:`Build` for a finished build entity (as in the event).
+
+        Itself when all it needs is known (a replay's builds, read ahead by
+        :mod:`.history`), else a Deferred (see :meth:`builder`).
+        """
+        known = self._known_build(build)
+        if known is not None:
+            return known
+        return self._read_build(build)
+
+    def _known_build(self, build: Mapping[str, Any]) -> Build | None:
+        """What :meth:`_read_build` makes of ``build`` if it needs no read, else None."""
+        builderid, brid = build["builderid"], build.get("buildrequestid")
+        builder = self._builders.get(builderid)
+        stamps = _NO_STAMPS if brid is None else self._preloaded.stamps.get(brid)
+        if builder is None or stamps is None:
+            return None
+        tips, branch, verification = stamps
+        changes: tuple[Change, ...] = ()
+        after = None
+        if verification is None:
+            previous = self._tips.get(builderid)
+            found = None if previous is None else self._changes.known_blamelist(previous, tips)
+            if found is None:
+                return None
+            changes, after = found
+        steps: tuple[FailedStep, ...] | None = ()
+        if _result(build) == _FAILURE:
+            steps = self._preloaded.steps.get(build["buildid"])
+        workerid = build.get("workerid")
+        if steps is None or (workerid is not None and workerid not in self._workers):
+            return None
+        if after is not None:
+            self._tips[builderid] = after
+        if brid is not None:
+            self._preloaded.stamps.pop(brid, None)
+        self._preloaded.steps.pop(build["buildid"], None)
+        worker = None if workerid is None else self._workers[workerid]
+        return _assemble(build, builder, changes, steps, worker, branch, verification)
+
+    @defer.inlineCallbacks
+    def _read_build(self, build: Mapping[str, Any]) -> Any:
         builder = yield self.builder(build["builderid"])
         if builder is None:
             return None
@@ -138,28 +181,16 @@ class Gatherer:
             previous = self._tips.get(build["builderid"])
             if previous is None:
                 previous = yield self._previous_tips(build)
-            changes, after = yield self._blamelist(previous, tips)
+            changes, after = yield self._changes.blamelist(previous, tips)
             self._tips[build["builderid"]] = after
         # else: requested by buildbot-revert at a chosen revision, evidence
         # about that revision only.  It leaves the builder's heads alone, so
         # the next ordinary build's blamelist is as if it never ran.
-        result = int(build["results"]) if build.get("results") is not None else _FAILURE
         steps: tuple[FailedStep, ...] = ()
-        if result == _FAILURE:
+        if _result(build) == _FAILURE:
             steps = yield self._failed_steps(build["buildid"])
         worker = yield self._worker(build.get("workerid"))
-        return Build(
-            builder.name,
-            int(build["number"]),
-            result,
-            epoch(build.get("started_at")),
-            epoch(build.get("complete_at")),
-            changes,
-            steps,
-            worker,
-            branch,
-            verification,
-        )
+        return _assemble(build, builder, changes, steps, worker, branch, verification)
 
     def sourcestamp_of(self, revision: str) -> Any:
         """The codebase, repository, project and branch a sourcestamp of ``revision`` names.
@@ -229,40 +260,6 @@ class Gatherer:
         self._workers[workerid] = data["name"] if data else None
         return self._workers[workerid]
 
-    def _change(self, changeid: int) -> Any:
-        """The :class:`_Known` change ``changeid`` (or None): itself if known, else a Deferred.
-
-        A known change is kept the longest from now on.  See :meth:`builder`.
-        """
-        cached = self._changes.get(changeid)
-        if cached is not None:
-            self._changes.move_to_end(changeid)
-            return cached
-        return self._read_change(changeid)
-
-    @defer.inlineCallbacks
-    def _read_change(self, changeid: int) -> Any:
-        data = yield self.master.data.get(("changes", changeid))
-        if data is None:
-            return None
-        return self._remember(data)
-
-    def remember(self, change: Mapping[str, Any]) -> None:
-        """Keep ``change`` (a data API change entity, as a new change's event carries it)."""
-        self._remember(change)
-
-    def _remember(self, change: Mapping[str, Any]) -> _Known:
-        parents = change.get("parent_changeids") or ()
-        known = _Known(
-            change_from_dict(change),
-            blamelist.change_line(change),
-            parents[0] if parents else None,
-        )
-        self._changes[change["changeid"]] = known
-        if len(self._changes) > _CHANGE_CACHE:
-            self._changes.popitem(last=False)
-        return known
-
     def _sourcestamps_of(self, build: Mapping[str, Any]) -> Any:
         """``({line: tip change id}, branch, verification)`` of the build's buildset.
 
@@ -281,27 +278,12 @@ class Gatherer:
             return defer.succeed(({}, None, None))
         statement = self._stamps_statement()
 
-        def thd(conn: Any) -> tuple[dict[str, int], str | None, str | None]:
-            rows = conn.execute(statement, {"brid": brid}).fetchall()
-            tips = blamelist.newest_per_line(
-                (
-                    blamelist.line_key(
-                        row.repository or "", row.branch, row.codebase or "", row.project or ""
-                    ),
-                    row.changeid,
-                )
-                for row in rows
-                if row.changeid is not None
-            )
-            # A sourcestamp with two changes (one revision added twice) is
-            # one row per change: its branch counts once either way.
-            stamps = {(row.ss_id, row.ss_branch) for row in rows if row.ss_id is not None}
-            marked = rows[0].marked if rows else None
-            return (
-                tips,
-                records.build_branch(stamps),
-                None if marked is None else verification_reason(marked),
-            )
+        preloaded = self._preloaded.stamps.pop(brid, None)
+        if preloaded is not None:
+            return preloaded
+
+        def thd(conn: Any) -> StampsOf:
+            return stamps_of(conn.execute(statement, {"brid": brid}).fetchall())
 
         return self.master.db.pool.do(thd)
 
@@ -314,32 +296,9 @@ class Gatherer:
         buildset's verification mark.
         """
         if self._stamps is None:
-            model = self.master.db.model
-            br, bss = model.buildrequests, model.buildset_sourcestamps
-            ch, ss, props = model.changes, model.sourcestamps, model.buildset_properties
-            marked = (
-                sa.select(props.c.property_value)
-                .where(props.c.buildsetid == br.c.buildsetid, props.c.property_name == PROPERTY)
-                .limit(1)
-                .scalar_subquery()
-            )
-            self._stamps = (
-                sa.select(
-                    ss.c.id.label("ss_id"),
-                    ss.c.branch.label("ss_branch"),
-                    ch.c.changeid,
-                    ch.c.repository,
-                    ch.c.branch,
-                    ch.c.codebase,
-                    ch.c.project,
-                    marked.label("marked"),
-                )
-                .select_from(
-                    br.outerjoin(bss, bss.c.buildsetid == br.c.buildsetid)
-                    .outerjoin(ss, ss.c.id == bss.c.sourcestampid)
-                    .outerjoin(ch, ch.c.sourcestampid == ss.c.id)
-                )
-                .where(br.c.id == sa.bindparam("brid"))
+            br = self.master.db.model.buildrequests
+            self._stamps = stamps_select(self.master.db.model).where(
+                br.c.id == sa.bindparam("brid")
             )
         return self._stamps
 
@@ -359,7 +318,7 @@ class Gatherer:
             order=["-complete_at", "-buildid"],
             # A few: the builds buildbot-revert requested (verification,
             # bisection) built other revisions and are passed over.
-            limit=_LOOK_BACK,
+            limit=LOOK_BACK,
         )
         for row in rows:
             tips, _, verification = yield self._sourcestamps_of(row)
@@ -367,62 +326,15 @@ class Gatherer:
                 return tips
         return {}
 
-    @defer.inlineCallbacks
-    def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:
-        """``{line: [ids in (after, upto]]}`` for each line, ascending.
-
-        Buildbot links each change to the previous change of its line
-        (``parent_changeids``), so walking the parents from the tip finds the
-        line's changes one cached lookup each; a broken chain (a change with
-        no branch has no parent) falls back to a range query.
-        """
-        out: dict[str, list[int]] = {}
-        for line, (after, upto) in lines.items():
-            ids: list[int] = []
-            current: int | None = upto
-            while current is not None and current > after:
-                known = yield self._change(current)
-                if known is None or known.line != line:
-                    break
-                ids.append(current)
-                current = known.parent
-            if current is not None and current <= after:
-                out[line] = ids[::-1]
-                continue
-            out[line] = yield self._range(line, after, upto)
-        return out
-
-    @defer.inlineCallbacks
-    def _range(self, line: str, after: int, upto: int) -> Any:
-        rows = yield self.master.data.get(
-            ("changes",),
-            filters=[
-                resultspec.Filter("changeid", "gt", [after]),
-                resultspec.Filter("changeid", "le", [upto]),
-            ],
-            order=["changeid"],
-        )
-        ids = []
-        for change in rows or ():
-            if self._remember(change).line == line:
-                ids.append(change["changeid"])
-        return ids
-
-    @defer.inlineCallbacks
-    def _blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        spans = blamelist.ranges(previous, tips)
-        # Most builds hold no new change: no line's tip moved.
-        ranges = (yield self._between(spans)) if spans else {}
-        ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
-        changes = []
-        for cid in ids:
-            known = yield self._change(cid)
-            if known is not None:
-                changes.append(known.change)
-        return tuple(changes), after
-
-    @defer.inlineCallbacks
     def _failed_steps(self, buildid: int) -> Any:
+        """The failed steps with their tails: read ahead, or a Deferred (see builder)."""
+        preloaded = self._preloaded.steps.pop(buildid, None)
+        if preloaded is not None:
+            return preloaded
+        return self._read_failed_steps(buildid)
+
+    @defer.inlineCallbacks
+    def _read_failed_steps(self, buildid: int) -> Any:
         steps = yield self.master.data.get(("builds", buildid, "steps"))
         tails: dict[int, str | None] = {}
         failed = [s for s in steps or () if is_failed_step(s)]
@@ -445,3 +357,37 @@ class Gatherer:
         if chunk is None:
             return None
         return log_text(chunk.get("content") or "", log.get("type") or "s")
+
+
+# The sourcestamps of a build without a build request: no tips, no branch, no mark.
+_NO_STAMPS: StampsOf = ({}, None, None)
+
+
+def _result(build: Mapping[str, Any]) -> int:
+    """A build entity's result (a build without one counts as failed)."""
+    results = build.get("results")
+    return int(results) if results is not None else _FAILURE
+
+
+def _assemble(
+    build: Mapping[str, Any],
+    builder: Builder,
+    changes: tuple[Change, ...],
+    steps: tuple[FailedStep, ...],
+    worker: str | None,
+    branch: str | None,
+    verification: str | None,
+) -> Build:
+    """The core :class:`Build` of a build entity and what was gathered for it."""
+    return Build(
+        builder.name,
+        int(build["number"]),
+        _result(build),
+        epoch(build.get("started_at")),
+        epoch(build.get("complete_at")),
+        changes,
+        steps,
+        worker,
+        branch,
+        verification,
+    )

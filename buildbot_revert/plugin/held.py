@@ -4,10 +4,15 @@ A verdict held for its verification builds and a bisection waiting for its
 next build (the post-verdict machine's state, :mod:`.pipeline`) exist only until
 their builds finish; the tracker has already counted the change as
 proposed, so a reporter that forgot them after a restart would never file
-it.  This module keeps each of them as a row (the core's own objects,
-pickled and read back by the core-only unpickler of :mod:`.memory`), written
-before its builds are requested and removed when it ends; and every build
-requested, with when, so the daily caps count across restarts too.
+it.  This module keeps each of them as a row, written before its builds
+are requested and removed when it ends; and every build requested, with
+when, so the daily caps count across restarts too.
+
+A row is data, not a pickle: a JSON document of the fields its kind
+declares (:func:`register_kind`, :class:`~buildbot_revert.core.snapshot.RecordKind`),
+decoded row by row.  A row that does not decode (another format, a kind
+not registered, a crafted one) is one log line and is left out; the
+others are all taken back.
 
 The rows belong to one master and reporter (``owner``), as the memory does.
 Nothing here talks to Buildbot: the store is handed the ledger's ``run``.
@@ -16,13 +21,15 @@ Nothing here talks to Buildbot: the store is handed the ledger's ``run``.
 from __future__ import annotations
 
 import hashlib
-import pickle
+import json
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from twisted.python import log
 
+from buildbot_revert.core.snapshot import RecordKind
 from buildbot_revert.plugin.ledger import Runner, TableSet
-from buildbot_revert.plugin.memory import load_core
 
 HELD_TABLE = "buildbot_revert_held"
 REQUESTED_TABLE = "buildbot_revert_requested"
@@ -35,7 +42,7 @@ held_table = sa.Table(
     sa.Column("owner", sa.String(255), nullable=False),
     # A digest of what the row is for (the marks are too long for a key).
     sa.Column("key", sa.String(64), nullable=False),
-    # "verification" or "bisection".
+    # The kind registered for it ("verification", "bisection").
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("state", sa.LargeBinary, nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
@@ -52,6 +59,40 @@ requested_table = sa.Table(
 sa.Index(f"{REQUESTED_TABLE}_owner", requested_table.c.owner, requested_table.c.requested_at)
 
 
+_KINDS: dict[str, RecordKind] = {}
+
+
+def register_kind(name: str, fields: Mapping[str, Any]) -> RecordKind:
+    """Declare a kind of held row: its name and its fields' types (the core's or plain).
+
+    A machine that holds something across restarts registers its kind
+    once, at import; a row of a kind not registered is not read.
+    """
+    if len(name) > 16:
+        raise ValueError(f"a held kind's name is at most 16 characters: {name!r}")
+    kind = RecordKind(name, fields)
+    if name in _KINDS and _KINDS[name].fields != kind.fields:
+        raise ValueError(f"the held kind {name!r} is registered with other fields")
+    _KINDS[name] = kind
+    return kind
+
+
+def encode_row(kind: str, state: Mapping[str, Any]) -> bytes:
+    """A held row's data: ``state`` (the fields of a registered ``kind``) as JSON."""
+    registered = _KINDS.get(kind)
+    if registered is None:
+        raise ValueError(f"no held kind is registered as {kind!r}")
+    return json.dumps(registered.save(state), separators=(",", ":")).encode()
+
+
+def decode_row(kind: str, data: bytes) -> dict[str, Any]:
+    """The fields a held row of ``kind`` holds; raises whatever its decoding raises."""
+    registered = _KINDS.get(kind)
+    if registered is None:
+        raise ValueError(f"no held kind is registered as {kind!r}")
+    return registered.restore(json.loads(data))
+
+
 def key_of(text: str) -> str:
     """The row key of a held verdict or search, from a text that names it."""
     return hashlib.sha256(text.encode()).hexdigest()
@@ -60,8 +101,8 @@ def key_of(text: str) -> str:
 class HeldRow(NamedTuple):
     key: str
     kind: str
-    # The core objects (and plain values) the holder saved.
-    state: Any
+    # The fields of its kind, as the holder saved them.
+    state: dict[str, Any]
 
 
 class HeldStore(TableSet):
@@ -74,8 +115,8 @@ class HeldStore(TableSet):
         self.owner = owner
 
     def put(self, key: str, kind: str, state: Any, now: float) -> Any:
-        """Write (or replace) one held verdict or search."""
-        data = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        """Write (or replace) one held verdict or search (``state``: its kind's fields)."""
+        data = encode_row(kind, state)
         owner = self.owner
 
         def thd(conn: sa.Connection) -> None:
@@ -100,24 +141,24 @@ class HeldStore(TableSet):
         return self._run(thd)
 
     def load(self) -> Any:
-        """The Deferred fires with the owner's rows, oldest first (unreadable ones skipped)."""
+        """The Deferred fires with the owner's rows, oldest first.
+
+        Each row is decoded alone, on the reactor's thread (a few small
+        documents): one that cannot be is one log line and left out.
+        """
         owner = self.owner
 
-        def thd(conn: sa.Connection) -> list[HeldRow]:
+        def thd(conn: sa.Connection) -> list[Any]:
             t = held_table
-            rows = conn.execute(
-                t.select().where(t.c.owner == owner).order_by(t.c.updated_at, t.c.id)
-            ).fetchall()
-            out = []
-            for row in rows:
-                try:
-                    state = load_core(row.state)
-                except (pickle.UnpicklingError, AttributeError, ImportError, EOFError):
-                    continue  # written by other code: nothing to resume
-                out.append(HeldRow(row.key, row.kind, state))
-            return out
+            return list(
+                conn.execute(
+                    sa.select(t.c.key, t.c.kind, t.c.state)
+                    .where(t.c.owner == owner)
+                    .order_by(t.c.updated_at, t.c.id)
+                ).fetchall()
+            )
 
-        return self._run(thd)
+        return self._run(thd).addCallback(_decoded)
 
     def requested(self, builder: str, now: float) -> Any:
         """Count one requested build (the daily caps)."""
@@ -148,3 +189,15 @@ class HeldStore(TableSet):
             return [(r.builder, float(r.requested_at)) for r in rows]
 
         return self._run(thd)
+
+
+def _decoded(rows: list[Any]) -> list[HeldRow]:
+    """The rows that decode; one log line for each that does not."""
+    out = []
+    for row in rows:
+        try:
+            out.append(HeldRow(row.key, row.kind, decode_row(row.kind, row.state)))
+        except Exception as exc:  # whatever a crafted row makes a decoder raise
+            why = f"{type(exc).__name__}: {str(exc)[:200]!r}"
+            log.msg(f"buildbot-revert: a held {str(row.kind)[:16]!r} row was not read ({why})")
+    return out

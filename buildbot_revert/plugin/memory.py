@@ -14,39 +14,44 @@ than one fed after (events arrive in about, not exactly, completion order),
 so the snapshot keeps the ids of the builds it fed in its last
 :data:`OVERLAP` seconds, and the catch-up reads from there and skips them.
 
-A snapshot is used only if it was made by the same code of the core and
-for the same policy (:func:`fingerprint`); otherwise, and on a first start,
-the reporter rebuilds its memory from the master's builds of the policy's
-``memory_horizon``, the same month the simulator warms up with.
-
-Unpickling runs only the constructors of the core's own types and a few
-built-in containers (:class:`_CoreUnpickler`): a snapshot cannot name
-anything else.
+A snapshot is data, not a pickle (:mod:`buildbot_revert.core.snapshot`):
+JSON of the core's registered classes only, field by field, compressed.
+It is used only if it is of this release's format and was made for the
+same policy; otherwise, on a first start, and when it does not decode, the
+reporter rebuilds its memory from the master's builds of the policy's
+``memory_horizon``, the same month the simulator warms up with, and one
+log line says why (docs/state-format.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import io
 import json
-import pickle
 import zlib
 from collections import deque
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
+from twisted.python import log
 
-import buildbot_revert.core
 from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.snapshot import (
+    FORMAT,
+    FormatChanged,
+    check_header,
+    policy_digest,
+    restore_tracker,
+    save_tracker,
+)
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.plugin.ledger import TableSet
 
 TABLE = "buildbot_revert_memory"
 # Builds fed this many seconds before the last one are read again on restore.
 OVERLAP = 600.0
+# A snapshot inflating past this is not read (a month of 900 builders is a few MB).
+MAX_STATE = 1 << 30
+# What the snapshots of releases before the explicit format were.
+PICKLED = "format 0, of an older release"
 
 metadata = sa.MetaData()
 memory_table = sa.Table(
@@ -54,7 +59,8 @@ memory_table = sa.Table(
     metadata,
     # The master's name and the reporter's: each keeps its own memory.
     sa.Column("owner", sa.String(255), primary_key=True),
-    # The core's code and the policy the snapshot was made with.
+    # The digest of the policy the snapshot was made with (its format is in
+    # the state, a compressed JSON document: docs/state-format.md).
     sa.Column("fingerprint", sa.String(64), nullable=False),
     sa.Column("state", sa.LargeBinary, nullable=False),
     # The completion time of the newest build fed (or, if none was, of the
@@ -113,77 +119,61 @@ class CatchUp:
         return last, [bid for at, bid in self._fed if at >= last - OVERLAP]
 
 
-def _core_digest() -> str:
-    """A digest of the core's source: a snapshot is only read by the code that wrote it."""
-    root = Path(buildbot_revert.core.__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-_CORE = _core_digest()
-
-
-def _canonical(value: Any) -> Any:
-    """A JSON-able form of a policy setting that is the same in every process."""
-    if isinstance(value, frozenset | set):
-        return sorted(_canonical(v) for v in value)
-    if isinstance(value, Mapping):
-        return sorted((str(k), _canonical(v)) for k, v in value.items())
-    if isinstance(value, tuple | list):
-        return [_canonical(v) for v in value]
-    if isinstance(value, float | int | str | bool) or value is None:
-        return value
-    return repr(value)
-
-
 def fingerprint(policy: Policy) -> str:
-    """The core's code and the policy, as one digest (sets sorted: hashing is per process)."""
-    fields = {f.name: _canonical(getattr(policy, f.name)) for f in dataclasses.fields(policy)}
-    text = json.dumps({"core": _CORE, "policy": fields}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-class _CoreUnpickler(pickle.Unpickler):
-    """Finds only the core's own classes and the containers its state is made of."""
-
-    _ALLOWED = {
-        ("builtins", "set"),
-        ("builtins", "frozenset"),
-        ("builtins", "dict"),
-        ("builtins", "list"),
-        ("builtins", "tuple"),
-        ("collections", "deque"),
-        ("collections", "OrderedDict"),
-        ("array", "array"),
-        ("array", "_array_reconstructor"),
-        ("copyreg", "_reconstructor"),
-        ("builtins", "object"),
-    }
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("buildbot_revert.core.") or (module, name) in self._ALLOWED:
-            return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"a tracker snapshot cannot hold {module}.{name}")
+    """What a snapshot is keyed on besides its format: the policy's digest."""
+    return policy_digest(policy)
 
 
 def dumps(tracker: StreakTracker) -> bytes:
-    """The tracker's state as bytes (call it where nothing feeds the tracker meanwhile)."""
-    return pickle.dumps(tracker, protocol=pickle.HIGHEST_PROTOCOL)
+    """The tracker's state as JSON bytes (call where nothing feeds the tracker meanwhile)."""
+    return json.dumps(save_tracker(tracker), separators=(",", ":")).encode()
 
 
-def load_core(data: bytes) -> Any:
-    """Unpickle ``data`` that may name only the core's types and built-in containers."""
-    return _CoreUnpickler(io.BytesIO(data)).load()
+def loads(data: bytes, policy: Policy) -> StreakTracker:
+    """The tracker ``data`` holds, for ``policy`` (FormatError, or a JSON error, if none)."""
+    return restore_tracker(json.loads(data), policy)
 
 
-def loads(data: bytes) -> StreakTracker:
-    tracker = load_core(data)
-    if not isinstance(tracker, StreakTracker):
-        raise pickle.UnpicklingError("a tracker snapshot holds no tracker")
-    return tracker
+class Loaded(NamedTuple):
+    """A snapshot read back, or None and the one line that says why there is none."""
+
+    snapshot: Snapshot | None
+    why: str
+
+
+def _decode(row: Any, wanted: str, policy: Policy) -> Loaded:
+    """The snapshot a row holds, or why it holds none usable: never raises."""
+    try:
+        data = _inflate(row.state)
+        if data[:1] == b"\x80":
+            return Loaded(None, f"the saved memory is a pickle ({PICKLED}), never read: rebuilding")
+        document = json.loads(data)
+        check_header(document)
+        if row.fingerprint != wanted:
+            return Loaded(None, "the saved memory was made for another policy: rebuilding")
+        tracker = restore_tracker(document, policy)
+        recent = frozenset(int(i) for i in json.loads(row.recent))
+        snapshot = Snapshot(tracker, float(row.last_complete_at), recent, int(row.builds))
+        version = document.get("format") if isinstance(document, dict) else None
+        if version == FORMAT:
+            return Loaded(snapshot, "")
+        return Loaded(snapshot, f"the saved memory of format {version} was migrated to {FORMAT}")
+    except FormatChanged as exc:
+        return Loaded(None, f"the saved memory is of {exc}: rebuilding")
+    except Exception as exc:  # whatever a crafted row makes a decoder raise
+        why = f"{type(exc).__name__}: {str(exc)[:200]!r}"
+        return Loaded(None, f"the saved memory could not be read ({why}): rebuilding")
+
+
+def _inflate(packed: bytes) -> bytes:
+    """A snapshot's JSON, refusing one that inflates past :data:`MAX_STATE` (a crafted row)."""
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(packed, MAX_STATE)
+    if inflater.unconsumed_tail:
+        raise ValueError(f"a snapshot inflates past {MAX_STATE} bytes")
+    if not inflater.eof:
+        raise ValueError("a truncated snapshot")
+    return data
 
 
 class Memory(TableSet):
@@ -205,7 +195,7 @@ class Memory(TableSet):
 
         def thd(conn: sa.Connection) -> int:
             last_complete_at, recent = catch_up.point(now)
-            packed = zlib.compress(dumps(tracker), 1)
+            packed = zlib.compress(dumps(tracker), 6)
             t = memory_table
             with conn.begin():
                 conn.execute(t.delete().where(t.c.owner == owner))
@@ -227,19 +217,23 @@ class Memory(TableSet):
     def load(self, owner: str, policy: Policy) -> Any:
         """The Deferred fires with ``owner``'s :class:`Snapshot`, or with None.
 
-        None when there is none, or it was made by other code or for
-        another policy; a snapshot that cannot be read raises (the reporter
-        logs it and rebuilds).
+        None when there is none, or it cannot be used (another format or
+        policy, or a row that does not decode): one log line says which,
+        and the reporter rebuilds.  Decoded in the database's thread, as it
+        was saved.
         """
         wanted = fingerprint(policy)
 
-        def thd(conn: sa.Connection) -> Snapshot | None:
+        def thd(conn: sa.Connection) -> Loaded:
             t = memory_table
             row = conn.execute(t.select().where(t.c.owner == owner)).fetchone()
-            if row is None or row.fingerprint != wanted:
-                return None
-            tracker = loads(zlib.decompress(row.state))
-            recent = frozenset(int(i) for i in json.loads(row.recent))
-            return Snapshot(tracker, row.last_complete_at, recent, int(row.builds))
+            if row is None:
+                return Loaded(None, "")
+            return _decode(row, wanted, policy)
 
-        return self._run(thd)
+        def told(loaded: Loaded) -> Snapshot | None:
+            if loaded.why:
+                log.msg(f"buildbot-revert: {loaded.why}")
+            return loaded.snapshot
+
+        return self._run(thd).addCallback(told)

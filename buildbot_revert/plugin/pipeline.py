@@ -49,10 +49,12 @@ from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
-from buildbot_revert.plugin.held import HeldStore, key_of
+from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
 
 # The held row the machine's state is kept in.
 KIND = "post-verdict"
+# Its one field: the machine's state, as data (plugin/held.py, core/snapshot.py).
+register_kind(KIND, {"state": MachineState})
 _KEY = key_of(KIND)
 # A restarted reporter looks this far back for the builds the machine
 # requested before requesting any again.
@@ -279,11 +281,9 @@ class Pipeline:
             log.err(exc, "buildbot-revert: could not read the held verdicts")  # type: ignore[no-untyped-call]
             return
         for row in rows:
-            if row.kind == KIND and isinstance(row.state, MachineState):
-                self.machine = PostVerdict(
-                    self.machine.settings, self._judge_found, state=row.state
-                )
-                state = row.state
+            state = row.state.get("state") if row.kind == KIND else None
+            if isinstance(state, MachineState):
+                self.machine = PostVerdict(self.machine.settings, self._judge_found, state=state)
                 log.msg(
                     f"buildbot-revert: took back {len(state.verifying)} verdict(s) held for "
                     f"verification and {len(state.bisecting)} bisection(s) in flight"
@@ -309,7 +309,7 @@ class Pipeline:
             return defer.succeed(None)
         if not self.machine.waiting:
             return held.drop(_KEY)
-        return held.put(_KEY, KIND, self.machine.state, self.clock())
+        return held.put(_KEY, KIND, {"state": self.machine.state}, self.clock())
 
     # -- what else a build tells ----------------------------------------------------------
 

@@ -21,12 +21,11 @@ it creates its tables if needed, restores the tracker's memory
 since, whose verdicts it acts on as if it had seen them live), or, with no
 usable snapshot, rebuilds it from the master's builds of the policy's
 ``memory_horizon`` (acting on nothing new: those builds were before its
-time); either way the tracker knows every revision the ledger holds.  It
-then resolves ``filing`` rows its previous process left behind.  It saves
-the memory every :data:`SAVE_EVERY` builds (or :data:`SAVE_AFTER` seconds)
-and when it stops, pickled in the database's thread: the reactor's thread
-never serialises the tracker (it is the master's, and the state grows with
-the builders and the guards' windows).
+time), reading them in batches through the master's database
+(:mod:`.history`); either way the tracker knows every revision the ledger
+holds.  It then resolves ``filing`` rows its previous process left behind.
+It saves the memory every :data:`SAVE_EVERY` builds (or :data:`SAVE_AFTER`
+seconds) and when it stops, as versioned JSON (:mod:`.memory`).
 
 The GitHub token is rendered on every (re)configuration (:mod:`.wiring`),
 only when the mode needs it.  (A restart is the sure way to supply one:
@@ -53,6 +52,7 @@ from twisted.python.failure import Failure
 
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Verdict
+from buildbot_revert.plugin import history
 from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_arguments
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
@@ -286,19 +286,20 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 since = self._reactor().seconds() - self.settings.policy.memory_horizon
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
-            rows = yield self.gatherer.builds_since(since)
+            # What the last process may not have acted on is acted on now.
+            act = snapshot is not None
+            rows = yield history.builds_since(self.master, since)  # in batches
+            reader = history.Reader(self.master, self.gatherer, rows)
             replayed = 0
-            for row in rows:
-                self._replayed.add(row["buildid"])
-                if row["buildid"] in skip:
-                    continue
-                try:
-                    # Builds the last process may not have acted on are acted on
-                    # now; a rebuild's are history, recorded but not acted on.
-                    yield self._feed(row, act=snapshot is not None)
-                    replayed += 1
-                except Exception as exc:  # one bad build must not stop the replay
-                    _log_failure(exc, "buildbot-revert: could not replay a build")
+            while (batch := (yield reader.next())) is not None:
+                replayed += yield history.replay_batch(
+                    self._reactor(),
+                    batch,
+                    lambda row: self._feed(row, act=act),
+                    seen=self._replayed,
+                    skip=skip,
+                    decisions=self.decisions,
+                )
             log.msg(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"

@@ -1,7 +1,7 @@
 """The post-verdict machine's state, kept in the master's database (SQLite, PostgreSQL).
 
-The store writes the core's own objects and reads them back with the
-core-only unpickler; the pipeline saves the machine's state before it
+The store writes the core's own objects as data of their kind's fields
+and reads them back row by row; the pipeline saves the machine's state before it
 requests a build, takes it back in a new process (replacing, so a
 reconfiguration restores once) and drops it once nothing is held.
 """
@@ -17,6 +17,7 @@ from twisted.internet import defer
 
 from buildbot_revert.core.machine_io import Judged
 from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.post_verdict import MachineState
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
 from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
@@ -37,7 +38,9 @@ VERDICT = Verdict(
     "the first failing build holds one change",
     200.0,
     suspect=CHANGES[1],
-    request=RevertRequest(CHANGES[1].revision, "B", (7, 8, 9), "why", 200.0),
+    request=RevertRequest(
+        change=CHANGES[1], builder="B", build_number=9, failing_builds=(7, 8, 9), qualified_at=200.0
+    ),
     evidence=("test_parser",),
 )
 
@@ -86,7 +89,8 @@ def test_a_held_verdict_is_taken_back_as_it_was_and_forgotten_once_it_ends(engin
     yield first._carry_out(first.machine.judged(judged), VERDICT, True, [])
     assert master.asked == [CHANGES[0].revision, CHANGES[1].revision]
     # Another reporter's rows are not this one's.
-    yield HeldStore(engine_runner(engine), "m2/revert").put("k", "post-verdict", {}, 1.0)
+    other = HeldStore(engine_runner(engine), "m2/revert")
+    yield other.put("k", "post-verdict", {"state": MachineState()}, 1.0)
 
     again = pipeline(store, master)
     yield again.restore()

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import pickle
+import zlib
 
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
+from twisted.python import log
 
+from buildbot_revert.core import snapshot
+from buildbot_revert.core.codec import FormatError
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.plugin.memory import CatchUp, Memory, dumps, fingerprint, loads
+from buildbot_revert.plugin.memory import (
+    CatchUp,
+    Memory,
+    dumps,
+    fingerprint,
+    loads,
+    memory_table,
+)
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
 from testkit.databases import engine_runner
@@ -35,7 +47,7 @@ def test_a_restored_tracker_decides_as_the_one_that_never_stopped(history_builds
     expected = never_stopped.feed_all(history_builds)
     first = StreakTracker(Policy())
     before = first.feed_all(history_builds[:half])
-    restored = loads(dumps(first))
+    restored = loads(dumps(first), Policy())
     restored.attach(None, None)
     after = restored.feed_all(history_builds[half:])
     assert before + after == expected
@@ -54,21 +66,22 @@ def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
     callbacks = {"_watched", "_tags_of", "_read"}
     fields = set(StreakTracker().__dict__) - callbacks
     assert set(tracker_module._STATE) == fields
-    restored = loads(dumps(tracker))
+    restored = loads(dumps(tracker), Policy())
     assert set(restored.__dict__) == fields | callbacks
 
 
-def test_a_snapshot_cannot_name_anything_but_the_cores_types():
-    class Evil:
-        def __reduce__(self):
-            import os
-
-            return (os.system, ("true",))
-
-    with pytest.raises(pickle.UnpicklingError, match="cannot hold posix.system"):
-        loads(pickle.dumps(Evil()))
-    with pytest.raises(pickle.UnpicklingError, match="holds no tracker"):
-        loads(pickle.dumps({"a": 1}))
+def test_a_snapshot_is_data_that_names_nothing_but_the_formats_classes():
+    tracker = StreakTracker(Policy())
+    document = json.loads(dumps(tracker))
+    assert document["format"] == snapshot.FORMAT
+    assert document["schema"] == snapshot.SCHEMA
+    # A pickle is never read as a snapshot, whatever it holds.
+    with pytest.raises(ValueError):
+        loads(pickle.dumps(tracker), Policy())
+    # A document naming a class the format does not hold is refused.
+    document["tracker"]["shared"] = [["posix.system", ["true"]]]
+    with pytest.raises(FormatError, match="no shared class is named 'posix.system'"):
+        loads(json.dumps(document).encode(), Policy())
 
 
 def test_the_fingerprint_is_the_policy_and_not_the_process():
@@ -112,3 +125,39 @@ def test_the_catch_up_point_is_the_newest_build_fed_and_the_ids_of_the_overlap_b
     # Restored with nothing fed since, the next save starts where this one did.
     again = CatchUp(1500.0, frozenset({3, 2}), 3)
     assert again.point(9999.0) == (1500.0, [2, 3])
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_snapshot_of_another_format_is_migrated_if_it_can_be_else_rebuilt(
+    tmp_path, history_builds, monkeypatch
+):
+    said: list[str] = []
+
+    def hear(event):
+        said.append(" ".join(str(m) for m in event.get("message", ())))
+
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+    log.addObserver(hear)
+    try:
+        memory = Memory(engine_runner(engine))
+        await memory.create()
+        tracker = StreakTracker(Policy())
+        tracker.feed_all(history_builds[:300])
+        await memory.save("m1/r", Policy(), tracker, CatchUp(1.0, frozenset(), 300), 2.0)
+        # The row as an older release (format 0, say) would have written it.
+        with engine.begin() as conn:
+            row = conn.execute(sa.select(memory_table.c.state)).one()
+            old = {**json.loads(zlib.decompress(row.state)), "format": 0}
+            conn.execute(
+                memory_table.update().values(state=zlib.compress(json.dumps(old).encode()))
+            )
+        assert await memory.load("m1/r", Policy()) is None
+        assert said[-1].endswith("is of format 0, this release reads format 1: rebuilding")
+        # A release that writes the migration keeps the memory.
+        monkeypatch.setitem(snapshot.MIGRATIONS, 0, lambda d: {**d, "format": 1})
+        back = await memory.load("m1/r", Policy())
+        assert back is not None and back.tracker.red_builders() == tracker.red_builders()
+        assert said[-1] == "buildbot-revert: the saved memory of format 0 was migrated to 1"
+    finally:
+        log.removeObserver(hear)
+        engine.dispose()

@@ -1,0 +1,177 @@
+"""The format of the core's saved state: explicit, checked, and keyed on fields, not code.
+
+A tracker saved and restored is the tracker that never stopped (its shared
+objects still shared); a document is decoded only into the classes the
+format lists, every value checked; and what keys a snapshot (format,
+fields, policy) does not change when a release edits the core's comments,
+but does when it renames a field.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import buildbot_revert
+from buildbot_revert.core import snapshot
+from buildbot_revert.core.codec import FormatError
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
+from simulator.history.store import HistoryStore
+from simulator.synthetic.generator import generate
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    """Two weeks of a small synthetic fleet: breakages, flakes, guards at work."""
+    path = tmp_path_factory.mktemp("snapshot") / "h.sqlite"
+    generate(path, seed=11, days=14, builders=30)
+    store = HistoryStore(path)
+    try:
+        return list(store.iter_builds(None, None))
+    finally:
+        store.close()
+
+
+def test_the_format_lists_every_field_of_every_class_it_holds():
+    snapshot.check_fields()
+
+
+def test_a_tracker_restored_at_any_point_decides_as_the_one_that_never_stopped(history):
+    never_stopped = StreakTracker(Policy())
+    expected = never_stopped.feed_all(history)
+    ended = never_stopped.finish(1e12)
+    assert ended
+    for cut in (len(history) // 5, len(history) // 2, 4 * len(history) // 5):
+        first = StreakTracker(Policy())
+        before = first.feed_all(history[:cut])
+        text = json.dumps(snapshot.save_tracker(first))
+        restored = snapshot.restore_tracker(json.loads(text), Policy())
+        assert before + restored.feed_all(history[cut:]) == expected
+        assert restored.finish(1e12) == ended
+
+
+def test_objects_held_in_several_places_come_back_as_one(history):
+    tracker = StreakTracker(Policy())
+    tracker.feed_all(history)
+    saved = json.dumps(snapshot.save_tracker(tracker))
+    back = snapshot.restore_tracker(json.loads(saved), Policy())
+    state = back.__getstate__()
+    streaks = state["_streaks"]
+    assert streaks, "the history leaves some builder red"
+    for name, streak in streaks.items():
+        assert streak.run is state["_builders"][name].run
+    for _, _, streak in state["_intersectable"].values():
+        assert streak is streaks[streak.first.builder]
+
+
+def test_a_document_of_another_format_or_other_fields_is_refused_as_such():
+    document = snapshot.save_tracker(StreakTracker(Policy()))
+    with pytest.raises(snapshot.FormatChanged, match="format 0"):
+        snapshot.restore_tracker({**document, "format": 0}, Policy())
+    with pytest.raises(snapshot.FormatChanged, match="other fields"):
+        snapshot.restore_tracker({**document, "schema": "0" * 64}, Policy())
+
+
+def test_values_are_checked_by_the_type_their_field_declares():
+    document = snapshot.save_tracker(StreakTracker(Policy()))
+    values = document["tracker"]["root"]
+    for bad in ({"B": 3}, [1, 2], "text", None):
+        spoiled = {**document, "tracker": {"shared": [], "root": [bad, *values[1:]]}}
+        with pytest.raises(FormatError):
+            snapshot.restore_tracker(spoiled, Policy())
+    # A builder's state pointing at a shared object that is not there.
+    spoiled = {**document, "tracker": {"shared": [], "root": [{"B": 0}, *values[1:]]}}
+    with pytest.raises(FormatError, match="no shared object 0"):
+        snapshot.restore_tracker(spoiled, Policy())
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shared=st.lists(_JSON, max_size=3), root=_JSON)
+def test_any_json_either_decodes_or_raises_a_format_error(shared, root):
+    document = {
+        "format": snapshot.FORMAT,
+        "schema": snapshot.SCHEMA,
+        "tracker": {"shared": shared, "root": root},
+    }
+    try:
+        snapshot.restore_tracker(document, Policy())
+    except FormatError:
+        pass
+
+
+def _keys_in(root: Path, document: str) -> dict[str, object]:
+    """What a process importing the package under ``root`` makes of a saved document."""
+    script = (
+        "import json, sys\n"
+        "from buildbot_revert.core import snapshot\n"
+        "from buildbot_revert.core.policy import Policy\n"
+        "out = {'schema': snapshot.SCHEMA, 'policy': snapshot.policy_digest(Policy())}\n"
+        "try:\n"
+        "    t = snapshot.restore_tracker(json.loads(sys.stdin.read()), Policy())\n"
+        "    out['red'] = t.red_builders()\n"
+        "except snapshot.FormatChanged as exc:\n"
+        "    out['refused'] = str(exc)\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=document,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+    return json.loads(done.stdout)
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    """A copy of the installed package under ``tmp_path``: a release to edit."""
+    root = tmp_path / "release"
+    source = Path(buildbot_revert.__file__).parent
+    shutil.copytree(source, root / "buildbot_revert", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_a_snapshot_saved_before_a_change_to_a_core_comment_is_kept_after_it(tmp_path, history):
+    tracker = StreakTracker(Policy())
+    tracker.feed_all(history)
+    saved = json.dumps(snapshot.save_tracker(tracker))
+    root = _copy_package(tmp_path)
+    before = _keys_in(root, saved)
+    guards = root / "buildbot_revert" / "core" / "memory.py"
+    text = guards.read_text()
+    edited = text.replace("# Forget what no window will look at again.", "# Reworded comment.")
+    assert edited != text
+    guards.write_text(edited + "\n# A release's new comment.\n")
+    after = _keys_in(root, saved)
+    assert after == before
+    assert after["red"] == tracker.red_builders() and after["red"]
+
+
+def test_a_snapshot_saved_before_a_field_is_renamed_is_refused_after_it(tmp_path):
+    saved = json.dumps(snapshot.save_tracker(StreakTracker(Policy())))
+    root = _copy_package(tmp_path)
+    model = root / "buildbot_revert" / "core" / "model.py"
+    text = model.read_text()
+    renamed = text.replace("    worker: str | None = None\n", "    host: str | None = None\n")
+    assert renamed != text
+    model.write_text(renamed)
+    after = _keys_in(root, saved)
+    assert after["schema"] != snapshot.SCHEMA
+    assert "other fields" in str(after["refused"])

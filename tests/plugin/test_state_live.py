@@ -231,31 +231,25 @@ def test_crafted_rows_run_nothing_cost_a_line_each_and_the_reporter_rebuilds(tmp
 def held_rows(evil: bytes, randoms: list[bytes]) -> list[dict[str, Any]]:
     """Crafted held rows, and one valid row (which must be taken back)."""
     from buildbot_revert.core.model import Build, Change
+    from buildbot_revert.core.post_verdict import MachineState, Verifying
+    from buildbot_revert.core.requests import RequestKey, Role
+    from buildbot_revert.plugin.pipeline import KIND
 
     change = Change("a" * 40, "Ada", "gh-1: x", 1.0)
     verdict = Verdict("B", 7, Reason.REVERT, "one change", 2.0, suspect=change)
-    state = {
-        "verdict": verdict,
-        "parent": "f" * 40,
-        "build_suspect": False,
-        "parent_build": None,
-        "suspect_build": Build("B", 9, int(Result.FAILURE), 3.0, 4.0),
-        "marks": ["the parent's mark"],
-        "joined": [],
-        "revisions": ["f" * 40],
-        "builderid": 1,
-        "streak": "",
-        "requested_at": time.time(),
-    }
-    good = encode_row("verification", state)
+    parent = RequestKey(builder="B", streak=7, revision="f" * 40, role=Role.PARENT)
+    held = Verifying(
+        verdict=verdict,
+        keys=(parent,),
+        requested_at=time.time(),
+        suspect_build=Build("B", 9, int(Result.FAILURE), 3.0, 4.0),
+    )
+    good = encode_row(KIND, {"state": MachineState(verifying=[held])})
     other = json.dumps({**json.loads(good), "format": 0}).encode()
     datas = [evil, good[: len(good) // 2], other, good, *randoms]
-    kinds = ["verification"] * (len(datas) - 1) + ["no-such-kind"]
-    # The valid row under the key its verifier saves it by (its first mark).
-    keys = [
-        key_of(state["marks"][0]) if data == good else key_of(f"row {i}")
-        for i, data in enumerate(datas)
-    ]
+    kinds = [KIND] * (len(datas) - 1) + ["no-such-kind"]
+    # The valid row under the key the pipeline saves its state by.
+    keys = [key_of(KIND) if data == good else key_of(f"row {i}") for i, data in enumerate(datas)]
     return [
         {"key": key, "kind": kind, "state": data, "updated_at": float(i)}
         for i, (key, kind, data) in enumerate(zip(keys, kinds, datas, strict=True))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
@@ -100,6 +100,12 @@ class Gatherer:
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
         self._builders.clear()
+
+    def learn_builder(self, builderid: int, name: str, tags: Iterable[str]) -> Builder:
+        """A builder's name and tags as the master just said them (a reconfiguration)."""
+        builder = Builder(name, tuple(tags))
+        self._builders[builderid] = builder
+        return builder
 
     # -- one build ----------------------------------------------------------
 

@@ -351,7 +351,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # for the guards (what fails where, which workers agree), exactly as
         # the simulator replays them; only the selected ones may propose.
         # Its tags_of reads the tags gathered with each build, before the
-        # build is fed (the tracker asks once per builder).
+        # build is fed (asked when first seen; Pipeline.note_builder retags).
         return StreakTracker(
             self.settings.policy,
             proposed=proposed,

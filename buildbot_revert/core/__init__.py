@@ -66,8 +66,10 @@ and, for relevance and stale green, the paths C touched (:mod:`.relevance`);
 each can be switched off in :class:`.policy.Policy`.  Corroboration (builders
 on several workers failing the same way from C) lifts only the two that
 doubt (``failing-before``, ``flaky-builder``).  The builder's tags (given by
-the shell) say which builders build pull requests, are tolerated, or build
-the docs.
+the shell when it first sees the builder, and again by
+``StreakTracker.retag`` after a reconfiguration; a streak reads those current
+at its decision) say which builders build pull requests, are tolerated, or
+build the docs.
 
 After the verdict
 -----------------

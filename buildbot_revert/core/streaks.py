@@ -105,10 +105,11 @@ class BuilderState:
     def __init__(self, tags: frozenset[str], policy: Policy) -> None:
         # When the last green build completed; None until one is seen.
         self.green_at: float | None = None
-        # The builder's tags, asked once; what they make of it.
+        # The builder's tags as the shell last gave them; what they make of it.
         self.tags = tags
-        self.pull_requests = is_pull_request_builder(tags, policy)
-        self.tolerated = not policy.tolerated_tags.isdisjoint(tags)
+        self.pull_requests = False
+        self.tolerated = False
+        self.retag(tags, policy)
         # How many builds this builder completed: their positions, for flakes.
         self.builds = 0
         # Landing time of the newest change this builder has built.
@@ -127,6 +128,19 @@ class BuilderState:
         self.run = FailureRun(is_open=False)
         # Its place among the builders, in the order they were first seen.
         self.order = 0
+
+    def retag(self, tags: frozenset[str], policy: Policy) -> bool:
+        """Take the builder's current ``tags`` and what they make of it; whether they changed.
+
+        The one place a builder's tags become its flags (builds pull
+        requests, allowed to fail), whether the shell gave them when the
+        builder was first seen or after a reconfiguration.
+        """
+        changed = tags != self.tags
+        self.tags = tags
+        self.pull_requests = is_pull_request_builder(tags, policy)
+        self.tolerated = not policy.tolerated_tags.isdisjoint(tags)
+        return changed
 
     @property
     def red(self) -> bool:

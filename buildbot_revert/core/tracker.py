@@ -135,9 +135,9 @@ class StreakTracker(StreakDecisions):
         # Builders whose streaks may propose reverts; the others are fed for
         # their evidence only (what fails where, which workers agree).
         self._watched = watched
-        # A builder's tags, by name (asked once per builder): which builders
-        # build pull requests, are allowed to fail, or build the docs.  None:
-        # no builder carries a tag.
+        # A builder's tags, by name (asked when it is first seen; retag gives
+        # newer ones): which builders build pull requests, are allowed to
+        # fail, or build the docs.  None: no builder carries a tag.
         self._tags_of = tags_of
         self._green = frozenset(int(r) for r in self.policy.green)
         self._guards = frozenset(Guard(g) for g in self.policy.guards)
@@ -383,11 +383,21 @@ class StreakTracker(StreakDecisions):
 
     def is_tolerated(self, builder: str) -> bool:
         """Whether the builder is allowed to fail (a ``Policy.tolerated_tags`` tag)."""
-        state = self._builders.get(builder)
-        if state is None:
-            tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
-            return not self.policy.tolerated_tags.isdisjoint(tags)
+        state = self._builders.get(builder) or self._new_state(builder)
         return bool(state.tolerated)
+
+    def retag(self, builder: str, tags: Iterable[str]) -> None:
+        """The builder's current tags (after a reconfiguration): its next decision reads them.
+
+        A streak is judged with the tags current when it is decided: one
+        already decided keeps its verdict, one still open is decided with
+        these.  A builder now allowed to fail leaves the intersections at
+        once; one no longer allowed to fail joins them from its next
+        decision.  A builder not seen yet is asked through ``tags_of``.
+        """
+        state = self._builders.get(builder)
+        if state is not None and state.retag(frozenset(tags), self.policy) and state.tolerated:
+            self._intersectable.pop(builder, None)
 
     def suspects_of(self, builder: str) -> tuple[Change, ...]:
         """The suspects of the builder's open streak (empty when it is not red)."""
@@ -404,7 +414,7 @@ class StreakTracker(StreakDecisions):
         return [streaks[name].as_red(builders[name].tags) for name in self.red_builders()]
 
     def _new_state(self, builder: str) -> BuilderState:
-        """A builder seen for the first time: its tags asked once, its place among the others."""
+        """A builder first seen: its tags from ``tags_of``, its place among the others."""
         tags = frozenset(self._tags_of(builder)) if self._tags_of is not None else frozenset()
         state = BuilderState(tags, self.policy)
         state.order = len(self._builders)

@@ -34,7 +34,7 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -103,6 +103,12 @@ class Gatherer:
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
         self._builders.clear()
+
+    def learn_builder(self, builderid: int, name: str, tags: Iterable[str]) -> Builder:
+        """A builder's name and tags as the master just said them (a reconfiguration)."""
+        builder = Builder(name, tuple(tags))
+        self._builders[builderid] = builder
+        return builder
 
     # -- one build ----------------------------------------------------------
 

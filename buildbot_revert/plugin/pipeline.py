@@ -41,7 +41,7 @@ from buildbot_revert.core.machine_io import (
     RequestBuild,
     Say,
 )
-from buildbot_revert.core.model import Build, Change
+from buildbot_revert.core.model import Build, Builder, Change
 from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.post_verdict import MachineState, PostVerdict
 from buildbot_revert.core.requests import RequestKey
@@ -137,6 +137,25 @@ class Pipeline:
         """The tags gathered with the builder's latest build (what the tracker asks)."""
         return self.tags.get(builder, ())
 
+    def note_builder(self, builderid: int, builder: Builder) -> None:
+        """A builder as the master last said it: its id, whether it is watched, its tags.
+
+        Noted before each of its builds is fed, and on a reconfiguration
+        (:mod:`.builder_updates`).  Tags that changed reach the tracker
+        (:meth:`~buildbot_revert.core.tracker.StreakTracker.retag`), whose
+        next decision on the builder reads them.
+        """
+        assert self.settings is not None
+        if self.settings.watches(builder.name, builder.tags):
+            self.watched.add(builder.name)
+        else:
+            self.watched.discard(builder.name)
+        self.builder_ids[builder.name] = builderid
+        if self.tags.get(builder.name) != builder.tags:
+            self.tags[builder.name] = builder.tags
+            if self.tracker is not None:
+                self.tracker.retag(builder.name, builder.tags)
+
     # -- one build ------------------------------------------------------------------
 
     @defer.inlineCallbacks
@@ -177,12 +196,7 @@ class Pipeline:
         builder = yield gatherer.builder(msg["builderid"])
         if builder is None:
             return None
-        if self.settings.watches(builder.name, builder.tags):
-            self.watched.add(builder.name)
-        else:
-            self.watched.discard(builder.name)
-        self.builder_ids[builder.name] = msg["builderid"]
-        self.tags[builder.name] = builder.tags
+        self.note_builder(msg["builderid"], builder)
         build = yield gatherer.build(msg)
         return build
 

@@ -53,6 +53,7 @@ from twisted.python.failure import Failure
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Verdict
 from buildbot_revert.plugin import history
+from buildbot_revert.plugin.builder_updates import BuilderUpdates
 from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_arguments
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
@@ -86,6 +87,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._consumer: Any = None
         self._change_consumer: Any = None
         self._lock = defer.DeferredLock()
+        # A reconfiguration's new tags and selection (.builder_updates).
+        self._builders = BuilderUpdates(self.pipeline, self._lock, self._background)
         self._replayed: set[int] = set()
         self._pending_loop: task.LoopingCall | None = None
         # Looks for verification and bisection builds that never ran.
@@ -169,6 +172,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         pipeline = self.pipeline
         pipeline.master, pipeline.clock = self.master, self._reactor().seconds
         pipeline.configure(settings, Hands(**{name: getattr(self.parts, name) for name in _HANDS}))
+        if self.running:
+            self._builders.refresh()
         if self.tracker is not None:
             self._schedule_overdue()
         if self.tracker is not None and self.tracker.policy != settings.policy:
@@ -189,20 +194,12 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             )
         return self._wiring.render_token(settings)
 
-    def _web_url(self) -> str | None:
-        url = getattr(getattr(self.master, "config", None), "buildbotURL", None)
-        return url if isinstance(url, str) and url else None
-
     def _build_url(self, builder: str, number: int) -> str | None:
-        base = self._web_url()
+        base = getattr(getattr(self.master, "config", None), "buildbotURL", None)
         builderid = self.pipeline.builder_ids.get(builder)
-        if base is None or builderid is None:
+        if not isinstance(base, str) or not base or builderid is None:
             return None
         return f"{base.rstrip('/')}/#/builders/{builderid}/builds/{number}"
-
-    def _master_name(self) -> str:
-        name = getattr(self.master, "name", None) or ""
-        return str(name)[:255]
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -217,6 +214,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # the lock makes the events wait for the replay.
         self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
         self._change_consumer = yield self.master.mq.startConsuming(self._on_change, NEW_CHANGE)
+        yield self._builders.start(self.master.mq)
         # The master does not wait for the memory: a rebuild from a month of
         # builds takes minutes, and Buildbot starts its schedulers and lets
         # workers in only once every service has started.  Builds that finish
@@ -241,6 +239,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             if consumer is not None:
                 yield consumer.stopConsuming()
         self._consumer = self._change_consumer = None
+        yield self._builders.stop()
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
         if self._overdue_loop is not None and self._overdue_loop.running:
@@ -286,8 +285,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 since = self._reactor().seconds() - self.settings.policy.memory_horizon
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
-            # What the last process may not have acted on is acted on now.
-            act = snapshot is not None
+            act = snapshot is not None  # what the last process may not have acted on
             rows = yield history.builds_since(self.master, since)  # in batches
             reader = history.Reader(self.master, self.gatherer, rows)
             replayed = 0
@@ -324,7 +322,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         return snapshot
 
     def _memory_owner(self) -> str:
-        return f"{self._master_name()}/{self.name}"[:255]
+        master = str(getattr(self.master, "name", None) or "")[:255]
+        return f"{master}/{self.name}"[:255]
 
     @defer.inlineCallbacks
     def _save_memory(self) -> Any:
@@ -352,7 +351,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # for the guards (what fails where, which workers agree), exactly as
         # the simulator replays them; only the selected ones may propose.
         # Its tags_of reads the tags gathered with each build, before the
-        # build is fed (the tracker asks once per builder).
+        # build is fed (asked when first seen; Pipeline.note_builder retags).
         return StreakTracker(
             self.settings.policy,
             proposed=proposed,

@@ -78,6 +78,29 @@ class InProcessMaster:
 
     def create(self) -> None:
         create_master(self.basedir, self.db_url)
+        self._write_config()
+
+    @defer.inlineCallbacks
+    def reconfigure(
+        self,
+        builders: Sequence[tuple[str, Sequence[str]]] | None = None,
+        reporter: str | None = None,
+    ) -> Any:
+        """Rewrite master.cfg with new builders' tags or reporter arguments, and reconfigure.
+
+        What ``buildbot reconfig`` does to a running master (its SIGHUP):
+        the builders first, then the services, the reporter among them only
+        if its arguments changed.
+        """
+        assert self.master is not None
+        if builders is not None:
+            self.builders = [(name, list(tags)) for name, tags in builders]
+        if reporter is not None:
+            self.reporter_args = reporter
+        self._write_config()
+        yield self.master.doReconfig()
+
+    def _write_config(self) -> None:
         www = (
             f"c['www'] = {{'port': 'tcp:{self.www_port}:interface=127.0.0.1', 'plugins': {{}}}}"
             if self.www_port

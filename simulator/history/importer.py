@@ -46,7 +46,7 @@ collection queries (filters on many ids or on a range of them, pagination,
 ``field=`` selection), so a page of :data:`PAGE_SIZE` builds costs a
 handful of requests: one for the builds, one for their build requests and
 one for their buildsets (contiguous ids are asked for as a range, see
-:data:`~simulator.history.rest_client.RANGE_DENSITY`), one or two for their
+:data:`~simulator.history.rest_transport.RANGE_DENSITY`), one or two for their
 changes.  A builder's build before
 the pull's window (the start of its blamelist) costs one request per builder
 and pull, and none when the pull starts from the master's first build.
@@ -112,7 +112,7 @@ from simulator.history.store import HistoryStore
 RESYNC_SECONDS = 5.0
 # Builds a page: each page costs a request for its builds, one for their
 # build requests and one for their buildsets (ranges when dense, see
-# rest_client.RANGE_DENSITY), and one or two for their changes.
+# rest_transport.RANGE_DENSITY), and one or two for their changes.
 PAGE_SIZE = 1000
 
 

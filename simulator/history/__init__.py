@@ -7,6 +7,8 @@
   :mod:`.rest_transport`'s HTTP (bounded concurrency, timeouts, retries,
   one-line errors); :mod:`.entities`: its JSON read into typed records;
 * :mod:`.importer`: a pull of a master into a history, page by page;
+  :mod:`.pull_file`: the file it goes into, made and, after a failed pull,
+  removed;
   :mod:`.change_index`: the changes a pull knows, for deriving blamelists;
 * :mod:`.paths`: where the files live, per user.
 """

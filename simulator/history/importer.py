@@ -172,6 +172,7 @@ class Importer:
     # -- the pull --------------------------------------------------------------
 
     def run(self) -> PullStats:
+        """Pull the builds the store does not hold yet, and say what was done."""
         started = time.monotonic()
         first_request = self.api.requests
         self.api.check()
@@ -245,6 +246,7 @@ class Importer:
                 self.progress(int(position - lower), span)
 
     def _check_store_owner(self) -> None:
+        """Refuse a store that holds another master's history, or one not pulled from a master."""
         owner = self.store.get_meta(META_IMPORT_MASTER)
         if owner is None and self.store.count_builds():
             raise PullError(
@@ -258,6 +260,7 @@ class Importer:
             )
 
     def _sync_builders(self) -> None:
+        """Read the master's builders, keep the selected ones, and add them to the store."""
         infos = self.api.builders()
         self.all_builders = {b.builderid: b for b in infos}
         fleet = [Builder(i.name, i.tags) for i in infos]
@@ -277,6 +280,7 @@ class Importer:
             }
 
     def _progress_span(self, lower: float) -> int:
+        """The seconds from ``lower`` to the master's newest build (0: no progress wanted)."""
         if self.progress is None:
             return 0
         rows, _ = self.api.collection(
@@ -294,6 +298,7 @@ class Importer:
     def _import_page(
         self, builds: list[BuildInfo], position: float | None, synced: dict[str, float]
     ) -> None:
+        """Read everything a page of builds needs, then write the page."""
         first_seen: dict[int, BuildInfo] = {}
         for b in builds:
             name = self.builder_ids[b.builderid]
@@ -351,6 +356,7 @@ class Importer:
         return parse_build(rows[0]) if rows else None
 
     def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
+        """Each build's sourcestamps; notes requested builds, learns unknown revisions' changes."""
         brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
         buildset_of = self.api.buildrequest_buildsets(brids)
         buildsets = self.api.buildsets(set(buildset_of.values()))
@@ -382,6 +388,7 @@ class Importer:
         self.changes.mark_fetched(missing)
 
     def _blame(self, b: BuildInfo, tips: dict[str, int]) -> list[int]:
+        """The build's blamelist (master change ids), moving its builder's tips."""
         name = self.builder_ids[b.builderid]
         blamed, self.tips[name] = blamelist.blame(
             self.tips.get(name, {}), tips, self.changes.between
@@ -389,6 +396,7 @@ class Importer:
         return blamed
 
     def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
+        """The build's failed steps, each with its stdio tail."""
         steps = [s._asdict() for s in self.api.build_steps(b.buildid)]
         failed = [s for s in steps if is_failed_step(s)]
         return failed_steps(failed, {s["stepid"]: self._stdio_tail(s["stepid"]) for s in failed})
@@ -410,6 +418,7 @@ class Importer:
         position: float | None,
         synced: dict[str, float],
     ) -> None:
+        """Store a page's new changes and builds, and where the pull stands, in one transaction."""
         store = self.store
         new_changes = sorted(self.changes.new.values())
         with store.transaction():

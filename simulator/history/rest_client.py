@@ -98,9 +98,11 @@ class BuildbotAPI(RestTransport):
             )
 
     def builders(self) -> list[BuilderInfo]:
+        """Every builder of the master."""
         return [parse_builder(d) for d in self.all("/builders", fields=BUILDER_FIELDS)]
 
     def workers(self) -> dict[int, str]:
+        """The master's workers' names, by worker id."""
         rows = self.all("/workers", fields=("workerid", "name"))
         return {int(d["workerid"]): str(d["name"]) for d in rows}
 
@@ -143,16 +145,19 @@ class BuildbotAPI(RestTransport):
         }
 
     def buildrequest_buildsets(self, brids: Iterable[int]) -> dict[int, int]:
+        """The buildset id of each of these build requests."""
         rows = self.by_ids(
             "/buildrequests", "buildrequestid", brids, ("buildrequestid", "buildsetid")
         )
         return {int(d["buildrequestid"]): int(d["buildsetid"]) for d in rows}
 
     def build_steps(self, buildid: int) -> list[StepInfo]:
+        """The steps of one build."""
         rows, _ = self.collection(f"/builds/{buildid}/steps", fields=STEP_FIELDS)
         return [parse_step(d) for d in rows]
 
     def step_logs(self, stepid: int) -> list[LogInfo]:
+        """The logs of one step."""
         rows, _ = self.collection(f"/steps/{stepid}/logs", fields=LOG_FIELDS)
         return [parse_log(d) for d in rows]
 

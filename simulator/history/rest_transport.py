@@ -84,6 +84,7 @@ def api_url(url: str) -> str:
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
     for i in range(0, len(items), size):
         yield items[i : i + size]
 
@@ -144,18 +145,22 @@ class RestTransport:
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api")
 
     def close(self, wait: bool = True) -> None:
+        """Stop the pool; ``wait``: for the requests in flight to end."""
         self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> Self:
+        """This client, closed when the ``with`` block ends."""
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         # After an error or Ctrl-C, do not wait for requests still in flight.
+        """Close the client; after an error, without waiting for requests in flight."""
         self.close(wait=exc_type is None)
 
     # -- one request ------------------------------------------------------------
 
     def _connection(self) -> http.client.HTTPConnection:
+        """This thread's connection to the master, opened when it has none."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -164,6 +169,7 @@ class RestTransport:
         return conn
 
     def _drop_connection(self) -> None:
+        """Close this thread's connection; the next request opens another."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -364,6 +370,7 @@ class RestTransport:
         """
 
         def one(batch: Sequence[Any]) -> list[dict[str, Any]]:
+            """The rows matching one batch of values: one request."""
             rows, _ = self.collection(
                 path,
                 fields=fields,
@@ -395,6 +402,7 @@ def _selected_fields(
 
 
 def _param(value: Any) -> str:
+    """A query parameter's value as the master reads it."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
@@ -404,11 +412,13 @@ def _param(value: Any) -> str:
 
 
 def _describe(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _error_text(body: bytes) -> str:
+    """The master's error message from an answer's body, on one line, at most 200 characters."""
     try:
         message = json.loads(body).get("error")
     except (ValueError, AttributeError):

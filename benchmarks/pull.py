@@ -359,7 +359,7 @@ def main() -> int:
     parser.add_argument(
         "--keepalive",
         action="store_true",
-        help="keep connections open, as over HTTPS (see rest_client)",
+        help="keep connections open, as over HTTPS (see rest_transport)",
     )
     parser.add_argument(
         "--all-evidence", action="store_true", help="fetch every failing build's logs"

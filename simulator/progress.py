@@ -92,13 +92,13 @@ def pull_with_progress(
     concurrency: int,
     evidence_depth: int | None = EVIDENCE_DEPTH,
 ) -> tuple[Path, PullStats]:
-    """:func:`~simulator.history.importer.pull_into`, with a bar on a terminal.
+    """:func:`~simulator.history.pull_file.pull_into`, with a bar on a terminal.
 
     The bar appears with the first progress report, which says how many
     builds there are to pull.
     """
     # Imported here: only a pull needs the REST client.
-    from simulator.history.importer import pull_into
+    from simulator.history.pull_file import pull_into
 
     bar: Any = None
 

@@ -158,61 +158,66 @@ def parse_settings(
     forced_build_timeout: Any = defaults.FORCED_BUILD_TIMEOUT,
     objection_permission: Any = defaults.OBJECTION_PERMISSION,
 ) -> Settings:
-    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one."""
+    """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one.
+
+    Keyword arguments are evaluated left to right: the order below is the checks' order.
+    """
     valid_repo = _repo(repo)
     valid_api_url = _api_url(api_url)
     valid_mode, valid_token = _mode_and_token(mode, token)
-    watched = _builder_selection(builders, tags, exclude_tags)
-    policy = _policy(failures, max_culprit_age, policy_options)
-    grace = _positive_number("grace_period", grace_period, allow_zero=True)
-    cap = _daily_cap(daily_cap)
-    opt_out = None if opt_out_label is None else _label("opt_out_label", opt_out_label)
-    labels = _labels("revert_labels", revert_labels)
-    if not isinstance(draft, bool):
-        raise SettingsError("draft must be True or False")
-    if not isinstance(verification, bool):
-        raise SettingsError("verification must be True or False")
-    lines = _whole_number("log_lines", log_lines, low=1)
-    objections = _phrases("objection_words", objection_words)
-    try:
-        valid_stand_down = StandDown(stand_down)
-    except ValueError:
-        choices = ", ".join(repr(s.value) for s in StandDown)
-        raise SettingsError(
-            f"stand_down must be one of {choices}, not {stand_down!r:.30}"
-        ) from None
-    if not isinstance(close_touched, bool):
-        raise SettingsError("close_touched must be True or False")
-    interval = _positive_number("follow_interval", follow_interval)
-    timeout = _positive_number("forced_build_timeout", forced_build_timeout)
-    _check_role("objection_permission", objection_permission)
-    try:
-        hooks = parse_webhooks(webhooks)
-    except WebhookError as exc:
-        raise SettingsError(str(exc)) from None
     return Settings(
         repo=valid_repo,
         token=valid_token,
         api_url=valid_api_url,
         mode=valid_mode,
-        watched=watched,
-        policy=policy,
-        grace_period=grace,
-        daily_cap=cap,
-        opt_out_label=opt_out,
-        revert_labels=labels,
-        draft=draft,
-        log_lines=lines,
-        objection_words=objections,
-        stand_down=valid_stand_down,
-        close_touched=close_touched,
-        follow_interval=max(1.0, interval),
-        webhooks=hooks,
-        verification=verification,
+        watched=_builder_selection(builders, tags, exclude_tags),
+        policy=_policy(failures, max_culprit_age, policy_options),
+        grace_period=_positive_number("grace_period", grace_period, allow_zero=True),
+        daily_cap=_daily_cap(daily_cap),
+        opt_out_label=None if opt_out_label is None else _label("opt_out_label", opt_out_label),
+        revert_labels=_labels("revert_labels", revert_labels),
+        draft=_flag("draft", draft),
+        verification=_flag("verification", verification),
+        log_lines=_whole_number("log_lines", log_lines, low=1),
+        objection_words=_phrases("objection_words", objection_words),
+        stand_down=_stand_down(stand_down),
+        close_touched=_flag("close_touched", close_touched),
+        follow_interval=max(1.0, _positive_number("follow_interval", follow_interval)),
+        forced_build_timeout=_positive_number("forced_build_timeout", forced_build_timeout),
+        objection_permission=_role("objection_permission", objection_permission),
+        webhooks=_webhooks(webhooks),
         bisection=bisection_settings(bisection),
-        forced_build_timeout=timeout,
-        objection_permission=objection_permission,
     )
+
+
+def _flag(name: str, value: Any) -> bool:
+    """An option that is True or False, nothing else (not 0, 1 or "yes")."""
+    if not isinstance(value, bool):
+        raise SettingsError(f"{name} must be True or False")
+    return value
+
+
+def _stand_down(value: Any) -> StandDown:
+    """What the plugin does to an open revert PR that is no longer needed."""
+    try:
+        return StandDown(value)
+    except ValueError:
+        choices = ", ".join(repr(s.value) for s in StandDown)
+        raise SettingsError(f"stand_down must be one of {choices}, not {value!r:.30}") from None
+
+
+def _role(name: str, value: Any) -> Any:
+    """``value``, once :func:`_check_role` accepted it."""
+    _check_role(name, value)
+    return value
+
+
+def _webhooks(webhooks: Any) -> tuple[WebhookSpec, ...]:
+    """The webhook endpoints, their errors told as the other options' are."""
+    try:
+        return parse_webhooks(webhooks)
+    except WebhookError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _repo(repo: Any) -> str:

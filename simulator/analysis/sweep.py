@@ -287,30 +287,18 @@ def run_sweep(
     once, however many policies.  ``on_done(n)`` is told, once the pass is over, how many
     combinations each replay settled (for a progress bar).
     """
-    by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
-    for i, combo in enumerate(combos):
-        by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
-    replayers: list[Replayer] = []
-    costs_of: list[MethodCosts | None] = []
-    # Each replay's executors: the reverts the daily cap made comments.
-    executors: list[list[Executor]] = []
-    for policy, methods in by_policy:
-        # Verification and bisection played out by the replay's own tracker.
-        costs = MethodCosts(labelled=labels is not None) if methods.any else None
-        play, made = (None, []) if costs is None else methods_play(methods, labels, costs)
-        replayers.append(Replayer(policy, selection, builders, play, evidence=evidence))
-        costs_of.append(costs)
-        executors.append(made)
-    feed = feed_together(replayers)
+    by_policy = _by_policy(combos)
+    replays = _replays(by_policy, selection, builders, labels, evidence)
+    feed = feed_together(replays.replayers)
     with fewer_collections():
         for build in builds:
             feed(build)
-        results = [replayer.finish() for replayer in replayers]
-    for result, made in zip(results, executors, strict=True):
+        results = [replayer.finish() for replayer in replays.replayers]
+    for result, made in zip(results, replays.executors, strict=True):
         result.commented = frozenset(r for e in made for r in e.commented)
     rows: list[SweepRow | None] = [None] * len(combos)
     first: ReplayResult | None = None
-    for result, costs, settled in zip(results, costs_of, by_policy.values(), strict=True):
+    for result, costs, settled in zip(results, replays.costs, by_policy.values(), strict=True):
         first = first or result
         # Who qualified for what does not depend on the grace period.
         qualified = qualifications(result)
@@ -330,5 +318,45 @@ def run_sweep(
         first.first_build_at if first is not None else None,
         first.last_build_at if first is not None else None,
         labels is not None,
-        len(replayers),
+        len(replays.replayers),
     )
+
+
+def _by_policy(
+    combos: Sequence[Combination],
+) -> dict[tuple[Policy, Methods], list[tuple[int, Combination]]]:
+    """The combinations (with their index) that share a policy and methods: one replay each."""
+    by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
+    for i, combo in enumerate(combos):
+        by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
+    return by_policy
+
+
+@dataclass(frozen=True)
+class _Replays:
+    """The replays of one pass, one per distinct policy, in :func:`_by_policy`'s order."""
+
+    replayers: list[Replayer]
+    # What verification and bisection cost each replay (None: it uses neither).
+    costs: list[MethodCosts | None]
+    # Each replay's executors: the reverts the daily cap made comments.
+    executors: list[list[Executor]]
+
+
+def _replays(
+    by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]],
+    selection: Selection,
+    builders: list[Builder],
+    labels: Labels | None,
+    evidence: EvidenceReader,
+) -> _Replays:
+    """A replayer for each distinct policy, with the methods it plays out."""
+    replays = _Replays(replayers=[], costs=[], executors=[])
+    for policy, methods in by_policy:
+        # Verification and bisection played out by the replay's own tracker.
+        costs = MethodCosts(labelled=labels is not None) if methods.any else None
+        play, made = (None, []) if costs is None else methods_play(methods, labels, costs)
+        replays.replayers.append(Replayer(policy, selection, builders, play, evidence=evidence))
+        replays.costs.append(costs)
+        replays.executors.append(made)
+    return replays

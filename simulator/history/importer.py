@@ -46,7 +46,7 @@ collection queries (filters on many ids or on a range of them, pagination,
 ``field=`` selection), so a page of :data:`PAGE_SIZE` builds costs a
 handful of requests: one for the builds, one for their build requests and
 one for their buildsets (contiguous ids are asked for as a range, see
-:data:`~simulator.history.rest_client.RANGE_DENSITY`), one or two for their
+:data:`~simulator.history.rest_transport.RANGE_DENSITY`), one or two for their
 changes.  A builder's build before
 the pull's window (the start of its blamelist) costs one request per builder
 and pull, and none when the pull starts from the master's first build.
@@ -72,15 +72,11 @@ fetches every failing build's logs, pull requests' too.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from buildbot_revert.core import blamelist, records
 from buildbot_revert.core.defaults import LOG_TAIL_LINES
@@ -88,7 +84,6 @@ from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, StreakDep
 from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from buildbot_revert.core.selection import BuilderSelection
-from simulator.history import paths
 from simulator.history.change_index import ChangeIndex, blamed_ranges
 from simulator.history.entities import (
     BUILD_FIELDS,
@@ -97,7 +92,7 @@ from simulator.history.entities import (
     SourceStampInfo,
     parse_build,
 )
-from simulator.history.rest_client import BuildbotAPI, api_url
+from simulator.history.rest_client import BuildbotAPI
 from simulator.history.schema import (
     META_IMPORT_CHANGES_RANGE,
     META_IMPORT_EVIDENCE_DEPTH,
@@ -112,7 +107,7 @@ from simulator.history.store import HistoryStore
 RESYNC_SECONDS = 5.0
 # Builds a page: each page costs a request for its builds, one for their
 # build requests and one for their buildsets (ranges when dense, see
-# rest_client.RANGE_DENSITY), and one or two for their changes.
+# rest_transport.RANGE_DENSITY), and one or two for their changes.
 PAGE_SIZE = 1000
 
 
@@ -177,6 +172,7 @@ class Importer:
     # -- the pull --------------------------------------------------------------
 
     def run(self) -> PullStats:
+        """Pull the builds the store does not hold yet, and say what was done."""
         started = time.monotonic()
         first_request = self.api.requests
         self.api.check()
@@ -250,6 +246,7 @@ class Importer:
                 self.progress(int(position - lower), span)
 
     def _check_store_owner(self) -> None:
+        """Refuse a store that holds another master's history, or one not pulled from a master."""
         owner = self.store.get_meta(META_IMPORT_MASTER)
         if owner is None and self.store.count_builds():
             raise PullError(
@@ -263,6 +260,7 @@ class Importer:
             )
 
     def _sync_builders(self) -> None:
+        """Read the master's builders, keep the selected ones, and add them to the store."""
         infos = self.api.builders()
         self.all_builders = {b.builderid: b for b in infos}
         fleet = [Builder(i.name, i.tags) for i in infos]
@@ -282,6 +280,7 @@ class Importer:
             }
 
     def _progress_span(self, lower: float) -> int:
+        """The seconds from ``lower`` to the master's newest build (0: no progress wanted)."""
         if self.progress is None:
             return 0
         rows, _ = self.api.collection(
@@ -299,6 +298,7 @@ class Importer:
     def _import_page(
         self, builds: list[BuildInfo], position: float | None, synced: dict[str, float]
     ) -> None:
+        """Read everything a page of builds needs, then write the page."""
         first_seen: dict[int, BuildInfo] = {}
         for b in builds:
             name = self.builder_ids[b.builderid]
@@ -356,6 +356,7 @@ class Importer:
         return parse_build(rows[0]) if rows else None
 
     def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
+        """Each build's sourcestamps; notes requested builds, learns unknown revisions' changes."""
         brids = [b.buildrequestid for b in builds if b.buildrequestid is not None]
         buildset_of = self.api.buildrequest_buildsets(brids)
         buildsets = self.api.buildsets(set(buildset_of.values()))
@@ -387,6 +388,7 @@ class Importer:
         self.changes.mark_fetched(missing)
 
     def _blame(self, b: BuildInfo, tips: dict[str, int]) -> list[int]:
+        """The build's blamelist (master change ids), moving its builder's tips."""
         name = self.builder_ids[b.builderid]
         blamed, self.tips[name] = blamelist.blame(
             self.tips.get(name, {}), tips, self.changes.between
@@ -394,6 +396,7 @@ class Importer:
         return blamed
 
     def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
+        """The build's failed steps, each with its stdio tail."""
         steps = [s._asdict() for s in self.api.build_steps(b.buildid)]
         failed = [s for s in steps if is_failed_step(s)]
         return failed_steps(failed, {s["stepid"]: self._stdio_tail(s["stepid"]) for s in failed})
@@ -415,6 +418,7 @@ class Importer:
         position: float | None,
         synced: dict[str, float],
     ) -> None:
+        """Store a page's new changes and builds, and where the pull stands, in one transaction."""
         store = self.store
         new_changes = sorted(self.changes.new.values())
         with store.transaction():
@@ -469,86 +473,3 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
     its signature alone declares.
     """
     return Importer(api, store, **options).run()
-
-
-def default_history_path(url: str) -> Path:
-    """The per-master history file in the user's cache directory.
-
-    That is :func:`simulator.history.paths.cache_dir` (``~/.cache/buildbot-revert``
-    on Linux, honouring ``$XDG_CACHE_HOME``); the name says which master the
-    file holds.
-    """
-    canonical = api_url(url)
-    parts = urlsplit(canonical)
-    host = parts.hostname or "master"
-    readable = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{host}{parts.path.removesuffix('/api/v2')}")
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
-    return paths.cache_dir() / f"{readable.strip('_')}-{digest}.sqlite"
-
-
-def pull_into(
-    url: str, history: Path | None, *, concurrency: int = 4, **options: Any
-) -> tuple[Path, PullStats]:
-    """Pull ``url`` into ``history`` (default: the per-master cache file), creating it.
-
-    ``options`` are :class:`Importer`'s, as for :func:`pull`.  A pull that
-    fails before it stored a build leaves nothing behind that it made: not
-    the file, not the directories it created for it.
-    """
-    path = history if history is not None else default_history_path(url)
-    if path.is_dir():
-        raise PullError(f"{path}: is a directory, not a history file")
-    with BuildbotAPI(url, concurrency=concurrency) as api:
-        # Ask the master first: an unreachable or foreign URL must not leave
-        # a directory or an empty history file behind.
-        api.check()
-        made = _make_directories(path.parent)
-        existed = path.exists()
-        fresh = not existed or path.stat().st_size == 0
-        store: HistoryStore | None = None
-        try:
-            store = HistoryStore(path, create=fresh)
-            stats = pull(api, store, **options)
-        except BaseException:
-            discard = fresh and (store is None or not store.count_builds())
-            if store is not None:
-                store.close()
-            if discard:
-                _remove(path, existed, made)
-            raise
-        store.close()
-    return path, stats
-
-
-def _make_directories(directory: Path) -> list[Path]:
-    """Create ``directory`` and its missing parents; return those created, outermost first."""
-    missing = []
-    for d in (directory, *directory.parents):
-        if d.exists():
-            break
-        missing.append(d)
-    missing.reverse()
-    made = []
-    try:
-        for d in missing:
-            try:
-                d.mkdir()
-            except FileExistsError:
-                continue  # made meanwhile by someone else: not ours to remove
-            made.append(d)
-    except OSError as exc:
-        _remove(None, True, made)
-        raise PullError(f"{directory}: cannot create the directory ({exc.strerror})") from None
-    return made
-
-
-def _remove(path: Path | None, existed: bool, made: list[Path]) -> None:
-    """Undo a pull that stored nothing: the file it created, then its new directories."""
-    if path is not None and not existed:
-        for leftover in (path, path.with_name(path.name + "-journal")):
-            leftover.unlink(missing_ok=True)
-    for d in reversed(made):
-        try:
-            d.rmdir()
-        except OSError:
-            pass  # something else was put there meanwhile: not ours to remove

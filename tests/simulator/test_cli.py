@@ -108,7 +108,7 @@ def test_without_the_variable_the_per_user_directories_are_used(
     shipped = own_dirs / "xdg-data" / "buildbot-revert" / "cpython-2024.sqlite"
     assert paths.shipped_history() == shipped
     assert paths.cache_dir() == own_dirs / "xdg-cache" / "buildbot-revert"
-    from simulator.history.importer import default_history_path
+    from simulator.history.pull_file import default_history_path
 
     assert default_history_path("http://127.0.0.1:8010/").parent == paths.cache_dir()
 

@@ -35,10 +35,10 @@ from simulator.history.entities import (
 from simulator.history.importer import (
     PullError,
     build_branch,
-    default_history_path,
     pull,
     select_builders,
 )
+from simulator.history.pull_file import default_history_path
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.schema import SCHEMA_VERSION
 from simulator.history.store import HistoryError, HistoryStore

@@ -3,8 +3,10 @@
 The tracker says *that* a change should be reverted.  Whether the plugin then
 comments, files, waits or stays quiet depends on facts the core cannot know:
 the configured mode, what GitHub says about the culprit's pull request (its
-labels, a revert that already exists, objections in its comments) and what
-the ledger says about the last 24 hours.  The reporter fetches those facts;
+labels, a revert that already exists, objections in its comments) and
+whether the daily cap is reached (the post-verdict machine's answer, from
+the ledger's count of the last 24 hours: :meth:`~.post_verdict.PostVerdict.filing`
+is the one place the cap is decided).  The reporter fetches those facts;
 this module turns them into one :class:`Plan`, with a sentence that says
 why, so that every path through the reporter is decided (and tested) here.
 
@@ -17,7 +19,7 @@ Rules, in order, for a revision the reporter has just claimed:
 4. A revert PR for the revision already exists: if a human closed it
    without merging, never file again; if it is open or merged, adopt it.
 5. ``comment`` mode: comment on the culprit PR only.
-6. The daily cap is reached: comment, but file nothing.
+6. The machine said the daily cap is reached: comment, but file nothing.
 7. A grace period is set: comment now, decide again when it ends.
 8. Otherwise: open the revert PR and comment on the culprit with its link.
 
@@ -98,8 +100,8 @@ class Facts(NamedTuple):
     labels: tuple[str, ...] = ()
     opt_out_label: str | None = None
     existing: RevertState = RevertState.NONE
-    filed_last_day: int = 0
-    daily_cap: int | None = None
+    # Why the daily cap stops a revert now (the machine's CommentOnly), or None.
+    capped: str | None = None
     grace_period: float = 0.0
 
 
@@ -118,11 +120,8 @@ def plan(facts: Facts) -> Plan:
         return existing
     if facts.mode == "comment":
         return Plan(Step.COMMENT, "mode 'comment': comment on the pull request only")
-    if _capped(facts):
-        return Plan(
-            Step.COMMENT,
-            f"the daily cap of {facts.daily_cap} revert PR(s) is reached: comment only",
-        )
+    if facts.capped is not None:
+        return Plan(Step.COMMENT, f"{facts.capped}: comment only")
     if facts.grace_period > 0:
         return Plan(Step.WAIT, "comment first; revert if the builder is still red after grace")
     return Plan(Step.REVERT, "open the revert pull request")
@@ -147,8 +146,8 @@ def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
     existing = _existing(facts.existing)
     if existing is not None:
         return existing
-    if _capped(facts):
-        return Plan(Step.WAIT, f"the daily cap of {facts.daily_cap} revert PR(s) is reached")
+    if facts.capped is not None:
+        return Plan(Step.WAIT, facts.capped)
     return Plan(
         Step.REVERT,
         f"a builder was still red at the end of its grace period ({n} builder(s) qualified)",
@@ -196,7 +195,3 @@ def _existing(state: RevertState) -> Plan | None:
     if state in (RevertState.OPEN, RevertState.MERGED):
         return Plan(Step.ADOPT, f"a revert PR for this change already exists ({state.value})")
     return None
-
-
-def _capped(facts: Facts) -> bool:
-    return facts.daily_cap is not None and facts.filed_last_day >= facts.daily_cap

@@ -48,6 +48,18 @@ class Judged:
 
 
 @dataclass(frozen=True)
+class Filing:
+    """A proposing verdict's revert is about to be filed (the daily cap decides how)."""
+
+    revision: str
+    now: float
+    # How many reverts were filed in the 24 hours before ``now``, from a shell
+    # that keeps the count itself (the plugin's ledger, which every master
+    # shares and a restart keeps); None: the machine counts what it said to file.
+    filed_last_day: int | None = None
+
+
+@dataclass(frozen=True)
 class RequestBuild:
     """Ask for a build of ``key.revision`` on ``key.builder``."""
 
@@ -84,3 +96,5 @@ class CommentOnly:
 
 
 Command = RequestBuild | Conclude | Say | File | CommentOnly
+# What the machine answers a :class:`Filing` with.
+FilingCommand = File | CommentOnly

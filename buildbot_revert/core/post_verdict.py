@@ -20,6 +20,8 @@ Events in:
 ``Restarted``          a new process took the state back: the builds it
                        never requested are requested again
 ``Filing``             a proposing verdict is about to be filed: the daily cap
+                       (the shell may say how many it filed in the last 24
+                       hours; else the machine counts what it said to file)
 =====================  ======================================================
 
 Commands out: :class:`RequestBuild` (revision R on builder B, named by a
@@ -50,7 +52,10 @@ the table is a bug (:func:`move` raises).
   was requested never ran: the verdict is declined ``unverified``.
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
-  in any 24 hours); beyond it the revert becomes a comment.
+  in any 24 hours); beyond it the revert becomes a comment.  This is the
+  one place the cap is decided: the simulator asks at each proposing
+  verdict, the plugin's filer before it files, with the count its ledger
+  keeps across masters and restarts.
 
 State is plain data (:class:`MachineState`: verdicts, builds, revisions,
 times), so a shell can save it and a restarted process take it back.  Times
@@ -70,6 +75,8 @@ from buildbot_revert.core.machine_io import (
     CommentOnly,
     Conclude,
     File,
+    Filing,
+    FilingCommand,
     Judged,
     MachineSettings,
     RequestBuild,
@@ -274,15 +281,24 @@ class PostVerdict:
                 commands += [RequestBuild(k) for k in missing]
         return commands
 
-    def filing(self, revision: str, now: float) -> Command:
-        """File ``revision``, or only comment when the daily cap is reached."""
+    def filing(self, event: Filing) -> FilingCommand:
+        """File the revision, or only comment when the daily cap is reached.
+
+        A shell that says how many it filed in the last 24 hours keeps that
+        count itself (the machine's own is left alone); otherwise the machine
+        counts each :class:`File` it answers.
+        """
         cap = self.settings.daily_cap
-        filed = self.state.filed
-        filed[:] = [at for at in filed if at > now - _DAY]
-        if cap is not None and len(filed) >= cap:
-            return CommentOnly(revision, f"the daily cap of {cap} revert PR(s) is reached")
-        filed.append(now)
-        return File(revision)
+        count = event.filed_last_day
+        own = self.state.filed
+        if count is None:
+            own[:] = [at for at in own if at > event.now - _DAY]
+            count = len(own)
+        if cap is not None and count >= cap:
+            return CommentOnly(event.revision, f"the daily cap of {cap} revert PR(s) is reached")
+        if event.filed_last_day is None:
+            own.append(event.now)
+        return File(event.revision)
 
     def bisection_room(self, builder: str, now: float) -> int:
         """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""

@@ -9,7 +9,9 @@ restarts and masters) and, like an ``already-proposed`` one, records that
 its builder qualified; the end of a qualifying streak records when it
 ended.  Acting on GitHub comes after, in the background
 (:meth:`Filer.act`): fetch the facts :mod:`buildbot_revert.core.actions`
-needs, and have :class:`~.filing_steps.Steps` perform the step it plans:
+needs (whether the daily cap is reached is the post-verdict machine's
+answer, given the count of reverts the ledger holds for the last 24 hours),
+and have :class:`~.filing_steps.Steps` perform the step it plans:
 record, comment, wait out a grace period, open the revert PR and comment on
 the culprit with its link, or name on the revert PR the builders that
 qualified after it was opened.
@@ -43,6 +45,9 @@ from twisted.python import log
 from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, RevertState
 from buildbot_revert.core.grace import GraceDecision, Qualification, Qualified, StreakEnd
+from buildbot_revert.core.machine_io import CommentOnly, Filing, FilingCommand, MachineSettings
+from buildbot_revert.core.model import Change
+from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
@@ -90,6 +95,10 @@ class Filer:
             build_url=build_url,
             master_url=master_url,
         )
+        # The machine that decides the daily cap: the pipeline hands in its
+        # own; a filer used alone asks one of its settings.
+        alone = PostVerdict(MachineSettings(daily_cap=settings.daily_cap), _nothing_found)
+        self.filing: Callable[[Filing], FilingCommand] = alone.filing
         # Who may object or opt out (the core's rule; roles asked of GitHub).
         self.standing = (
             None if client is None else Standing(client, settings.objection_permission, clock=clock)
@@ -332,15 +341,16 @@ class Filer:
             found = await self.client.find_revert_pull(revision, pull)
             if found is not None:
                 existing = actions.revert_state(found.state, found.merged)
-        filed = await self.ledger.filed_since(self.clock.seconds() - _DAY)
+        now = self.clock.seconds()
+        filed = await self.ledger.filed_since(now - _DAY)
+        said = self.filing(Filing(revision, now, filed_last_day=filed))
         return Facts(
             mode=self.settings.mode.value,
             has_pull=pull is not None,
             labels=labels,
             opt_out_label=self.settings.opt_out_label,
             existing=existing,
-            filed_last_day=filed,
-            daily_cap=self.settings.daily_cap,
+            capped=said.why if isinstance(said, CommentOnly) else None,
             grace_period=self.settings.grace_period,
         )
 
@@ -348,6 +358,11 @@ class Filer:
         """Whether the opt-out label on ``pull`` was set by someone with standing."""
         assert self.standing is not None
         return await self.standing.opted_out(revision, pull, self.settings.opt_out_label)
+
+
+def _nothing_found(builder: str, change: Change, how: str) -> None:
+    """A filer's own machine bisects nothing, so it never judges a found change."""
+    return None
 
 
 def _log_failure(failure: BaseException, why: str) -> None:

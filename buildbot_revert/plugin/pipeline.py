@@ -11,8 +11,12 @@ machine decides what follows; the pipeline only carries its commands out:
   key's revision on the key's builder (:mod:`.forced_builds`);
 - :class:`~buildbot_revert.core.machine_io.Conclude`: the verdict goes to
   the filer's ledger, and a revision it claims is acted on in the
-  background (GitHub may take minutes); the filer keeps the daily cap on
-  filed reverts from the ledger, which every master shares;
+  background (GitHub may take minutes);
+- :class:`~buildbot_revert.core.machine_io.File` or
+  :class:`~buildbot_revert.core.machine_io.CommentOnly`: the machine's
+  answer to the filer's :class:`~buildbot_revert.core.machine_io.Filing`
+  (the daily cap), asked with the count of reverts the ledger, which every
+  master shares, holds for the last 24 hours;
 - :class:`~buildbot_revert.core.machine_io.Say`: a line in the log.
 
 A build the machine requested goes to the machine, never into a streak.
@@ -36,6 +40,8 @@ from buildbot_revert.core.machine_io import (
     BisectionCaps,
     Command,
     Conclude,
+    Filing,
+    FilingCommand,
     Judged,
     MachineSettings,
     RequestBuild,
@@ -124,6 +130,13 @@ class Pipeline:
         self.machine = PostVerdict(
             machine_settings(settings), self._judge_found, state=self.machine.state
         )
+        if hands.filer is not None:
+            # The filer asks this machine whether the daily cap stops a revert.
+            hands.filer.filing = self.filing
+
+    def filing(self, event: Filing) -> FilingCommand:
+        """The machine's answer to a revert about to be filed (the daily cap)."""
+        return self.machine.filing(event)
 
     def _judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
         """The tracker's verdict on a change bisection found (None without a tracker)."""

@@ -16,6 +16,7 @@ from buildbot_revert.core.machine_io import (
     CommentOnly,
     Conclude,
     File,
+    Filing,
     Judged,
     MachineSettings,
     RequestBuild,
@@ -166,7 +167,19 @@ def test_a_bisection_the_caps_cannot_hold_is_not_begun_and_the_state_survives_a_
 
 def test_the_daily_cap_turns_the_fourth_revert_of_a_day_into_a_comment() -> None:
     m = machine(daily_cap=3)
-    assert [m.filing(f"r{i}", 1000.0 + i) for i in range(3)] == [File(f"r{i}") for i in range(3)]
-    assert isinstance(m.filing("r3", 2000.0), CommentOnly)
+    filed = [m.filing(Filing(f"r{i}", 1000.0 + i)) for i in range(3)]
+    assert filed == [File(f"r{i}") for i in range(3)]
+    assert isinstance(m.filing(Filing("r3", 2000.0)), CommentOnly)
     # A day after the first, there is room again.
-    assert m.filing("r4", 1000.0 + 86400.0) == File("r4")
+    assert m.filing(Filing("r4", 1000.0 + 86400.0)) == File("r4")
+
+
+def test_a_count_the_shell_keeps_decides_the_cap_and_leaves_the_machines_own_alone() -> None:
+    m = machine(daily_cap=2)
+    assert m.filing(Filing("r0", 1000.0, filed_last_day=1)) == File("r0")
+    capped = m.filing(Filing("r1", 1000.0, filed_last_day=2))
+    assert capped == CommentOnly("r1", "the daily cap of 2 revert PR(s) is reached")
+    # The shell's count is the count: the machine kept none of its own.
+    assert m.state.filed == []
+    assert m.filing(Filing("r2", 1001.0)) == File("r2")
+    assert machine(daily_cap=None).filing(Filing("r3", 0.0, filed_last_day=99)) == File("r3")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verdicts import Verdict
@@ -32,6 +33,8 @@ class MachineSettings:
     bisection: BisectionCaps | None = None
     forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
     daily_cap: int | None = defaults.DAILY_CAP
+    # Seconds a builder that qualified has to go green before its revert is filed.
+    grace_period: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,24 @@ class Filing:
     # that keeps the count itself (the plugin's ledger, which every master
     # shares and a restart keeps); None: the machine counts what it said to file.
     filed_last_day: int | None = None
+    # When the builder qualified (a grace period's deadline counts from it); None: ``now``.
+    qualified_at: float | None = None
+
+
+@dataclass(frozen=True)
+class GraceCheck:
+    """The clock passed a grace deadline of ``revision``: every builder that qualified for it."""
+
+    revision: str
+    qualified: tuple[Qualified, ...]
+    now: float
+
+
+@dataclass(frozen=True)
+class Objection:
+    """Someone with standing said no on the culprit's pull request during its grace period."""
+
+    revision: str
 
 
 @dataclass(frozen=True)
@@ -82,9 +103,36 @@ class Say:
 
 @dataclass(frozen=True)
 class File:
-    """File the revert of ``revision``."""
+    """File the revert of ``revision`` (after a grace period: ``at`` its end, and ``why``)."""
 
     revision: str
+    at: float | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class CommentFirst:
+    """Warn on the culprit of ``revision`` now; decide again at ``until`` (its grace deadline)."""
+
+    revision: str
+    until: float
+
+
+@dataclass(frozen=True)
+class KeepWaiting:
+    """A grace period of ``revision`` runs on: look again at ``until`` (None: when told)."""
+
+    revision: str
+    until: float | None
+
+
+@dataclass(frozen=True)
+class Withdraw:
+    """Do not file ``revision`` after all: ``why`` (``at``: when it stood down, if it did)."""
+
+    revision: str
+    why: str
+    at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -97,4 +145,6 @@ class CommentOnly:
 
 Command = RequestBuild | Conclude | Say | File | CommentOnly
 # What the machine answers a :class:`Filing` with.
-FilingCommand = File | CommentOnly
+FilingCommand = File | CommentOnly | CommentFirst
+# What it answers a :class:`GraceCheck` with.
+GraceCommand = File | KeepWaiting | Withdraw

@@ -20,15 +20,16 @@ Rules, in order, for a revision the reporter has just claimed:
    without merging, never file again; if it is open or merged, adopt it.
 5. ``comment`` mode: comment on the culprit PR only.
 6. The machine said the daily cap is reached: comment, but file nothing.
-7. A grace period is set: comment now, decide again when it ends.
+7. The machine said a grace period starts: comment now, decide again when it ends.
 8. Otherwise: open the revert PR and comment on the culprit with its link.
 
-When a grace period ends (:func:`after_grace`, given the revision's
-:class:`~.grace.GraceOutcome` over every builder that qualified): every
-builder went green in time (stand down), someone objected or added the
-opt-out label (withdraw; only a "no" from someone with standing is
-passed in, see :mod:`.standing`), a revert already exists (adopt or respect it), the
-daily cap is reached (keep waiting), otherwise file.
+When a grace period ends (:func:`after_grace`, given what the post-verdict
+machine said at the deadline over every builder that qualified, see
+:mod:`.filing_rules`): every builder went green in time or someone with
+standing objected (withdraw, as the machine said; see :mod:`.standing`),
+someone with standing added the opt-out label (withdraw), a revert already
+exists (adopt or respect it), the daily cap is reached (keep waiting),
+otherwise file.
 
 Which ledger rows the periodic check takes up again (:func:`due`): a row
 GitHub failed on (``proposed``) by the master that claimed it, once
@@ -56,7 +57,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import NamedTuple
 
-from buildbot_revert.core.grace import GraceDecision, GraceOutcome
+from buildbot_revert.core.machine_io import File, Withdraw
 
 # A row left ``proposed`` (GitHub failed) is retried after this many seconds.
 RETRY_AFTER = 300.0
@@ -102,7 +103,8 @@ class Facts(NamedTuple):
     existing: RevertState = RevertState.NONE
     # Why the daily cap stops a revert now (the machine's CommentOnly), or None.
     capped: str | None = None
-    grace_period: float = 0.0
+    # The machine said to warn first and wait out a grace period (CommentFirst).
+    comment_first: bool = False
 
 
 def plan(facts: Facts) -> Plan:
@@ -122,23 +124,15 @@ def plan(facts: Facts) -> Plan:
         return Plan(Step.COMMENT, "mode 'comment': comment on the pull request only")
     if facts.capped is not None:
         return Plan(Step.COMMENT, f"{facts.capped}: comment only")
-    if facts.grace_period > 0:
+    if facts.comment_first:
         return Plan(Step.WAIT, "comment first; revert if the builder is still red after grace")
     return Plan(Step.REVERT, "open the revert pull request")
 
 
-def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
-    """The step once the grace outcome for a waiting revision is known."""
-    n = fate.builders
-    if fate.decision is GraceDecision.STAND_DOWN:
-        return Plan(
-            Step.WITHDRAW,
-            f"every builder that qualified ({n}) went green within its grace period",
-        )
-    if fate.decision is GraceDecision.WAIT:
-        return Plan(Step.WAIT, "the grace period is not over")
-    if objected:
-        return Plan(Step.WITHDRAW, "someone objected on the pull request")
+def after_grace(said: File | Withdraw, facts: Facts) -> Plan:
+    """The step once the machine decided a waiting revision's grace period (not waiting)."""
+    if isinstance(said, Withdraw):
+        return Plan(Step.WITHDRAW, said.why)
     if _opted_out(facts):
         return Plan(
             Step.WITHDRAW, f"the pull request got the opt-out label {facts.opt_out_label!r}"
@@ -148,10 +142,7 @@ def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
         return existing
     if facts.capped is not None:
         return Plan(Step.WAIT, facts.capped)
-    return Plan(
-        Step.REVERT,
-        f"a builder was still red at the end of its grace period ({n} builder(s) qualified)",
-    )
+    return Plan(Step.REVERT, said.why)
 
 
 def revert_state(state: str | None, merged: bool = False) -> RevertState:

@@ -40,8 +40,6 @@ from buildbot_revert.core.machine_io import (
     BisectionCaps,
     Command,
     Conclude,
-    Filing,
-    FilingCommand,
     Judged,
     MachineSettings,
     RequestBuild,
@@ -94,6 +92,7 @@ def machine_settings(settings: Settings) -> MachineSettings:
         bisection=bisection,
         forced_build_timeout=settings.forced_build_timeout,
         daily_cap=settings.daily_cap,
+        grace_period=settings.grace_period,
     )
 
 
@@ -131,12 +130,13 @@ class Pipeline:
             machine_settings(settings), self._judge_found, state=self.machine.state
         )
         if hands.filer is not None:
-            # The filer asks this machine whether the daily cap stops a revert.
-            hands.filer.filing = self.filing
+            # The filer asks this machine (as it is then: a restore replaces
+            # it) about the daily cap, grace periods and objections.
+            hands.filer.machine_of = self.current_machine
 
-    def filing(self, event: Filing) -> FilingCommand:
-        """The machine's answer to a revert about to be filed (the daily cap)."""
-        return self.machine.filing(event)
+    def current_machine(self) -> PostVerdict:
+        """The post-verdict machine as it is now."""
+        return self.machine
 
     def _judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
         """The tracker's verdict on a change bisection found (None without a tracker)."""

@@ -13,6 +13,9 @@ settings and, for a shell that keeps no count, the times it filed):
   qualified: file, keep waiting, or withdraw because every builder went
   green in time.
 - :func:`objection` (event :class:`~.machine_io.Objection`): withdraw.
+- :func:`followed` (event :class:`~.machine_io.RevertFollowed`, a filed
+  revert PR looked at again): the stand-down rule of :mod:`.outcomes`: no
+  longer needed once every builder that qualified went green without it.
 
 The plugin sends these events from its filer (the ledger keeps the counts
 and the qualifications); the simulator from its executor (the cap) and its
@@ -21,7 +24,7 @@ grace analysis (the qualifications a replay collected).  Pure: no I/O.
 
 from __future__ import annotations
 
-from buildbot_revert.core import grace
+from buildbot_revert.core import grace, outcomes
 from buildbot_revert.core.grace import GraceDecision
 from buildbot_revert.core.machine_io import (
     CommentFirst,
@@ -33,7 +36,10 @@ from buildbot_revert.core.machine_io import (
     GraceCommand,
     KeepWaiting,
     MachineSettings,
+    NoLongerNeeded,
     Objection,
+    RevertFollowed,
+    StillNeeded,
     Withdraw,
 )
 from buildbot_revert.core.phases import Outcome, Phase, move
@@ -86,3 +92,13 @@ def objection(event: Objection) -> Withdraw:
     """Someone with standing said no during the grace period: the revert is not filed."""
     move(Phase.GRACE, Outcome.OBJECTED)
     return Withdraw(event.revision, "someone objected on the pull request")
+
+
+def followed(event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
+    """Whether a filed revert is still needed, by the stand-down rule over its builders."""
+    at = outcomes.stand_down_at(event.filed_at, event.qualified, event.now)
+    if at is None:
+        move(Phase.FILED, Outcome.WAIT)
+        return StillNeeded(event.revision)
+    move(Phase.FILED, Outcome.RECOVERED)
+    return NoLongerNeeded(event.revision, at)

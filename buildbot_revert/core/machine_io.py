@@ -81,6 +81,17 @@ class Objection:
 
 
 @dataclass(frozen=True)
+class RevertFollowed:
+    """A filed revert PR looked at again: every builder that qualified for ``revision`` now."""
+
+    revision: str
+    filed_at: float
+    qualified: tuple[Qualified, ...]
+    # None: everything recorded is known (a history's end).
+    now: float | None
+
+
+@dataclass(frozen=True)
 class RequestBuild:
     """Ask for a build of ``key.revision`` on ``key.builder``."""
 
@@ -144,6 +155,23 @@ class CommentOnly:
 
 
 Command = RequestBuild | Conclude | Say | File | CommentOnly
+
+
+@dataclass(frozen=True)
+class NoLongerNeeded:
+    """Stand the revert PR of ``revision`` down: every builder went green without it by ``at``."""
+
+    revision: str
+    at: float
+
+
+@dataclass(frozen=True)
+class StillNeeded:
+    """Leave the revert PR of ``revision`` open: a builder that qualified is still red."""
+
+    revision: str
+
+
 # What the machine answers a :class:`Filing` with.
 FilingCommand = File | CommentOnly | CommentFirst
 # What it answers a :class:`GraceCheck` with.

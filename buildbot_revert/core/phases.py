@@ -28,6 +28,8 @@ class Phase(StrEnum):
     COMMENTED = "commented"
     # Not filed after all: every builder recovered in time, or someone objected.
     WITHDRAWN = "withdrawn"
+    # Filed, then no longer needed: every builder went green without the revert.
+    STOOD_DOWN = "stood-down"
 
 
 class Outcome(StrEnum):
@@ -37,7 +39,9 @@ class Outcome(StrEnum):
     HOLD = "hold"  # verification builds requested
     JOIN = "join"  # another builder's qualification on a held suspect
     BISECT = "bisect"  # the first bisection batch requested
-    WAIT = "wait"  # one of several requested builds finished; a grace period runs on
+    # One of several requested builds finished; a grace period runs on; a
+    # filed revert is still needed.
+    WAIT = "wait"
     CONFIRMED = "confirmed"  # the verification builds prove it
     DECLINED = "declined"  # they do not, or a probe ended the search
     NEXT_BATCH = "next-batch"  # the search goes on
@@ -47,7 +51,7 @@ class Outcome(StrEnum):
     FILE = "file"  # filed at once, or a builder still red at its grace deadline
     CAPPED = "capped"  # the daily cap is reached: comment only
     COMMENT_FIRST = "comment-first"  # a grace period starts with a warning
-    RECOVERED = "recovered"  # every builder that qualified went green in time
+    RECOVERED = "recovered"  # every builder that qualified went green (in time)
     OBJECTED = "objected"  # someone with standing said no during the grace period
 
 
@@ -73,6 +77,8 @@ TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
     (Phase.GRACE, Outcome.FILE): Phase.FILED,
     (Phase.GRACE, Outcome.RECOVERED): Phase.WITHDRAWN,
     (Phase.GRACE, Outcome.OBJECTED): Phase.WITHDRAWN,
+    (Phase.FILED, Outcome.WAIT): Phase.FILED,
+    (Phase.FILED, Outcome.RECOVERED): Phase.STOOD_DOWN,
 }
 
 

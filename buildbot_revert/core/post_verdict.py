@@ -25,6 +25,7 @@ Events in:
                        and the grace period
 ``GraceCheck``         the clock passed a grace deadline
 ``Objection``          someone with standing said no during a grace period
+``RevertFollowed``     a filed revert PR looked at again (its builders now)
 =====================  ======================================================
 
 Commands out: :class:`RequestBuild` (revision R on builder B, named by a
@@ -32,7 +33,9 @@ Commands out: :class:`RequestBuild` (revision R on builder B, named by a
 record it, file it if it proposes), :class:`File`, :class:`CommentOnly`
 (the daily cap is reached), :class:`CommentFirst` (a grace period starts),
 :class:`KeepWaiting`, :class:`Withdraw` (every builder recovered in time,
-or someone objected) and :class:`Say` (a line for the log).
+or someone objected), :class:`NoLongerNeeded` / :class:`StillNeeded` (a
+filed revert PR, stood down or left open) and :class:`Say` (a line for the
+log).
 
 Each verdict lives in one :class:`~.phases.Phase`; the moves between phases
 are the table :data:`~.phases.TRANSITIONS`, keyed by ``(phase, outcome)``.
@@ -86,9 +89,12 @@ from buildbot_revert.core.machine_io import (
     GraceCommand,
     Judged,
     MachineSettings,
+    NoLongerNeeded,
     Objection,
     RequestBuild,
+    RevertFollowed,
     Say,
+    StillNeeded,
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
@@ -259,6 +265,10 @@ class PostVerdict:
     def objection(self, event: Objection) -> Withdraw:
         """Someone with standing said no during the grace period: withdraw."""
         return filing_rules.objection(event)
+
+    def followed(self, event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
+        """A filed revert PR looked at again: stand it down, or leave it open."""
+        return filing_rules.followed(event)
 
     def bisection_room(self, builder: str, now: float) -> int:
         """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""

@@ -129,10 +129,12 @@ class Pipeline:
         self.machine = PostVerdict(
             machine_settings(settings), self._judge_found, state=self.machine.state
         )
-        if hands.filer is not None:
-            # The filer asks this machine (as it is then: a restore replaces
-            # it) about the daily cap, grace periods and objections.
-            hands.filer.machine_of = self.current_machine
+        # The filer and the follow-up ask this machine (as it is then: a
+        # restore replaces it) about the daily cap, grace periods, objections
+        # and stand-downs.
+        for hand in (hands.filer, hands.follow_up):
+            if hand is not None:
+                hand.machine_of = self.current_machine
 
     def current_machine(self) -> PostVerdict:
         """The post-verdict machine as it is now."""

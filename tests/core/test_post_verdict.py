@@ -23,8 +23,11 @@ from buildbot_revert.core.machine_io import (
     Judged,
     KeepWaiting,
     MachineSettings,
+    NoLongerNeeded,
     Objection,
     RequestBuild,
+    RevertFollowed,
+    StillNeeded,
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
@@ -89,9 +92,10 @@ def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
         Phase.BISECTING,
         Phase.CONCLUDED,
         Phase.GRACE,
+        Phase.FILED,
     }
-    # Filed, commented and withdrawn verdicts are ends: nothing moves them on.
-    ends = {Phase.FILED, Phase.COMMENTED, Phase.WITHDRAWN}
+    # Commented, withdrawn and stood-down verdicts are ends: nothing moves them on.
+    ends = {Phase.COMMENTED, Phase.WITHDRAWN, Phase.STOOD_DOWN}
     assert ends == set(TRANSITIONS.values()) - {p for p, _ in TRANSITIONS}
 
 
@@ -231,3 +235,14 @@ def test_at_a_grace_deadline_the_machine_files_waits_or_withdraws() -> None:
 def test_an_objection_withdraws_the_revert() -> None:
     said = machine(grace_period=HOUR).objection(Objection("r"))
     assert said == Withdraw("r", "someone objected on the pull request")
+
+
+def test_a_filed_revert_stands_down_once_every_builder_went_green_without_it() -> None:
+    m = machine()
+    red = (Qualified(0.0, None), Qualified(50.0, 400.0))
+    assert m.followed(RevertFollowed("r", 100.0, red, 500.0)) == StillNeeded("r")
+    green = (Qualified(0.0, 300.0), Qualified(50.0, 400.0))
+    # Not before it was filed, and only from what is known by ``now``.
+    assert m.followed(RevertFollowed("r", 100.0, green, 500.0)) == NoLongerNeeded("r", 400.0)
+    assert m.followed(RevertFollowed("r", 100.0, green, 350.0)) == StillNeeded("r")
+    assert m.followed(RevertFollowed("r", 450.0, green, None)) == NoLongerNeeded("r", 450.0)

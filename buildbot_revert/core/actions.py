@@ -80,8 +80,11 @@ class Step(StrEnum):
 
 
 class Plan(NamedTuple):
+    """The step, the sentence that says why, and (a grace period starting) its deadline."""
+
     step: Step
     why: str
+    due_at: float | None = None
 
 
 class RevertState(StrEnum):
@@ -103,8 +106,8 @@ class Facts(NamedTuple):
     existing: RevertState = RevertState.NONE
     # Why the daily cap stops a revert now (the machine's CommentOnly), or None.
     capped: str | None = None
-    # The machine said to warn first and wait out a grace period (CommentFirst).
-    comment_first: bool = False
+    # The machine said to warn first and decide at this deadline (CommentFirst), or None.
+    grace_until: float | None = None
 
 
 def plan(facts: Facts) -> Plan:
@@ -124,8 +127,12 @@ def plan(facts: Facts) -> Plan:
         return Plan(Step.COMMENT, "mode 'comment': comment on the pull request only")
     if facts.capped is not None:
         return Plan(Step.COMMENT, f"{facts.capped}: comment only")
-    if facts.comment_first:
-        return Plan(Step.WAIT, "comment first; revert if the builder is still red after grace")
+    if facts.grace_until is not None:
+        return Plan(
+            Step.WAIT,
+            "comment first; revert if the builder is still red after grace",
+            due_at=facts.grace_until,
+        )
     return Plan(Step.REVERT, "open the revert pull request")
 
 

@@ -369,7 +369,7 @@ class Filer:
             opt_out_label=self.settings.opt_out_label,
             existing=existing,
             capped=said.why if isinstance(said, CommentOnly) else None,
-            comment_first=isinstance(said, CommentFirst),
+            grace_until=said.until if isinstance(said, CommentFirst) else None,
         )
 
     async def _opted_out(self, revision: str, pull: PullRequest) -> bool:

@@ -3,8 +3,10 @@
 The tracker says *that* a change should be reverted.  Whether the plugin then
 comments, files, waits or stays quiet depends on facts the core cannot know:
 the configured mode, what GitHub says about the culprit's pull request (its
-labels, a revert that already exists, objections in its comments) and what
-the ledger says about the last 24 hours.  The reporter fetches those facts;
+labels, a revert that already exists, objections in its comments) and
+whether the daily cap is reached (the post-verdict machine's answer, from
+the ledger's count of the last 24 hours: :meth:`~.post_verdict.PostVerdict.filing`
+is the one place the cap is decided).  The reporter fetches those facts;
 this module turns them into one :class:`Plan`, with a sentence that says
 why, so that every path through the reporter is decided (and tested) here.
 
@@ -17,16 +19,17 @@ Rules, in order, for a revision the reporter has just claimed:
 4. A revert PR for the revision already exists: if a human closed it
    without merging, never file again; if it is open or merged, adopt it.
 5. ``comment`` mode: comment on the culprit PR only.
-6. The daily cap is reached: comment, but file nothing.
-7. A grace period is set: comment now, decide again when it ends.
+6. The machine said the daily cap is reached: comment, but file nothing.
+7. The machine said a grace period starts: comment now, decide again when it ends.
 8. Otherwise: open the revert PR and comment on the culprit with its link.
 
-When a grace period ends (:func:`after_grace`, given the revision's
-:class:`~.grace.GraceOutcome` over every builder that qualified): every
-builder went green in time (stand down), someone objected or added the
-opt-out label (withdraw; only a "no" from someone with standing is
-passed in, see :mod:`.standing`), a revert already exists (adopt or respect it), the
-daily cap is reached (keep waiting), otherwise file.
+When a grace period ends (:func:`after_grace`, given what the post-verdict
+machine said at the deadline over every builder that qualified, see
+:mod:`.filing_rules`): every builder went green in time or someone with
+standing objected (withdraw, as the machine said; see :mod:`.standing`),
+someone with standing added the opt-out label (withdraw), a revert already
+exists (adopt or respect it), the daily cap is reached (keep waiting),
+otherwise file.
 
 Which ledger rows the periodic check takes up again (:func:`due`): a row
 GitHub failed on (``proposed``) by the master that claimed it, once
@@ -54,7 +57,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import NamedTuple
 
-from buildbot_revert.core.grace import GraceDecision, GraceOutcome
+from buildbot_revert.core.machine_io import File, Withdraw
 
 # A row left ``proposed`` (GitHub failed) is retried after this many seconds.
 RETRY_AFTER = 300.0
@@ -77,8 +80,11 @@ class Step(StrEnum):
 
 
 class Plan(NamedTuple):
+    """The step, the sentence that says why, and (a grace period starting) its deadline."""
+
     step: Step
     why: str
+    due_at: float | None = None
 
 
 class RevertState(StrEnum):
@@ -98,9 +104,10 @@ class Facts(NamedTuple):
     labels: tuple[str, ...] = ()
     opt_out_label: str | None = None
     existing: RevertState = RevertState.NONE
-    filed_last_day: int = 0
-    daily_cap: int | None = None
-    grace_period: float = 0.0
+    # Why the daily cap stops a revert now (the machine's CommentOnly), or None.
+    capped: str | None = None
+    # The machine said to warn first and decide at this deadline (CommentFirst), or None.
+    grace_until: float | None = None
 
 
 def plan(facts: Facts) -> Plan:
@@ -118,28 +125,21 @@ def plan(facts: Facts) -> Plan:
         return existing
     if facts.mode == "comment":
         return Plan(Step.COMMENT, "mode 'comment': comment on the pull request only")
-    if _capped(facts):
+    if facts.capped is not None:
+        return Plan(Step.COMMENT, f"{facts.capped}: comment only")
+    if facts.grace_until is not None:
         return Plan(
-            Step.COMMENT,
-            f"the daily cap of {facts.daily_cap} revert PR(s) is reached: comment only",
+            Step.WAIT,
+            "comment first; revert if the builder is still red after grace",
+            due_at=facts.grace_until,
         )
-    if facts.grace_period > 0:
-        return Plan(Step.WAIT, "comment first; revert if the builder is still red after grace")
     return Plan(Step.REVERT, "open the revert pull request")
 
 
-def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
-    """The step once the grace outcome for a waiting revision is known."""
-    n = fate.builders
-    if fate.decision is GraceDecision.STAND_DOWN:
-        return Plan(
-            Step.WITHDRAW,
-            f"every builder that qualified ({n}) went green within its grace period",
-        )
-    if fate.decision is GraceDecision.WAIT:
-        return Plan(Step.WAIT, "the grace period is not over")
-    if objected:
-        return Plan(Step.WITHDRAW, "someone objected on the pull request")
+def after_grace(said: File | Withdraw, facts: Facts) -> Plan:
+    """The step once the machine decided a waiting revision's grace period (not waiting)."""
+    if isinstance(said, Withdraw):
+        return Plan(Step.WITHDRAW, said.why)
     if _opted_out(facts):
         return Plan(
             Step.WITHDRAW, f"the pull request got the opt-out label {facts.opt_out_label!r}"
@@ -147,12 +147,9 @@ def after_grace(fate: GraceOutcome, facts: Facts, objected: bool) -> Plan:
     existing = _existing(facts.existing)
     if existing is not None:
         return existing
-    if _capped(facts):
-        return Plan(Step.WAIT, f"the daily cap of {facts.daily_cap} revert PR(s) is reached")
-    return Plan(
-        Step.REVERT,
-        f"a builder was still red at the end of its grace period ({n} builder(s) qualified)",
-    )
+    if facts.capped is not None:
+        return Plan(Step.WAIT, facts.capped)
+    return Plan(Step.REVERT, said.why)
 
 
 def revert_state(state: str | None, merged: bool = False) -> RevertState:
@@ -196,7 +193,3 @@ def _existing(state: RevertState) -> Plan | None:
     if state in (RevertState.OPEN, RevertState.MERGED):
         return Plan(Step.ADOPT, f"a revert PR for this change already exists ({state.value})")
     return None
-
-
-def _capped(facts: Facts) -> bool:
-    return facts.daily_cap is not None and facts.filed_last_day >= facts.daily_cap

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verdicts import Verdict
@@ -32,6 +33,8 @@ class MachineSettings:
     bisection: BisectionCaps | None = None
     forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
     daily_cap: int | None = defaults.DAILY_CAP
+    # Seconds a builder that qualified has to go green before its revert is filed.
+    grace_period: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,47 @@ class Judged:
     # How many builds the builder runs at once (bisection's batch width).
     width: int
     now: float
+
+
+@dataclass(frozen=True)
+class Filing:
+    """A proposing verdict's revert is about to be filed (the daily cap decides how)."""
+
+    revision: str
+    now: float
+    # How many reverts were filed in the 24 hours before ``now``, from a shell
+    # that keeps the count itself (the plugin's ledger, which every master
+    # shares and a restart keeps); None: the machine counts what it said to file.
+    filed_last_day: int | None = None
+    # When the builder qualified (a grace period's deadline counts from it); None: ``now``.
+    qualified_at: float | None = None
+
+
+@dataclass(frozen=True)
+class GraceCheck:
+    """The clock passed a grace deadline of ``revision``: every builder that qualified for it."""
+
+    revision: str
+    qualified: tuple[Qualified, ...]
+    now: float
+
+
+@dataclass(frozen=True)
+class Objection:
+    """Someone with standing said no on the culprit's pull request during its grace period."""
+
+    revision: str
+
+
+@dataclass(frozen=True)
+class RevertFollowed:
+    """A filed revert PR looked at again: every builder that qualified for ``revision`` now."""
+
+    revision: str
+    filed_at: float
+    qualified: tuple[Qualified, ...]
+    # None: everything recorded is known (a history's end).
+    now: float | None
 
 
 @dataclass(frozen=True)
@@ -70,9 +114,36 @@ class Say:
 
 @dataclass(frozen=True)
 class File:
-    """File the revert of ``revision``."""
+    """File the revert of ``revision`` (after a grace period: ``at`` its end, and ``why``)."""
 
     revision: str
+    at: float | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class CommentFirst:
+    """Warn on the culprit of ``revision`` now; decide again at ``until`` (its grace deadline)."""
+
+    revision: str
+    until: float
+
+
+@dataclass(frozen=True)
+class KeepWaiting:
+    """A grace period of ``revision`` runs on: look again at ``until`` (None: when told)."""
+
+    revision: str
+    until: float | None
+
+
+@dataclass(frozen=True)
+class Withdraw:
+    """Do not file ``revision`` after all: ``why`` (``at``: when it stood down, if it did)."""
+
+    revision: str
+    why: str
+    at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,3 +155,24 @@ class CommentOnly:
 
 
 Command = RequestBuild | Conclude | Say | File | CommentOnly
+
+
+@dataclass(frozen=True)
+class NoLongerNeeded:
+    """Stand the revert PR of ``revision`` down: every builder went green without it by ``at``."""
+
+    revision: str
+    at: float
+
+
+@dataclass(frozen=True)
+class StillNeeded:
+    """Leave the revert PR of ``revision`` open: a builder that qualified is still red."""
+
+    revision: str
+
+
+# What the machine answers a :class:`Filing` with.
+FilingCommand = File | CommentOnly | CommentFirst
+# What it answers a :class:`GraceCheck` with.
+GraceCommand = File | KeepWaiting | Withdraw

@@ -20,16 +20,26 @@ Events in:
 ``Restarted``          a new process took the state back: the builds it
                        never requested are requested again
 ``Filing``             a proposing verdict is about to be filed: the daily cap
+                       (the shell may say how many it filed in the last 24
+                       hours; else the machine counts what it said to file)
+                       and the grace period
+``GraceCheck``         the clock passed a grace deadline
+``Objection``          someone with standing said no during a grace period
+``RevertFollowed``     a filed revert PR looked at again (its builders now)
 =====================  ======================================================
 
 Commands out: :class:`RequestBuild` (revision R on builder B, named by a
 :class:`~.requests.RequestKey`), :class:`Conclude` (the verdict as it ends:
 record it, file it if it proposes), :class:`File`, :class:`CommentOnly`
-(the daily cap is reached) and :class:`Say` (a line for the log).
+(the daily cap is reached), :class:`CommentFirst` (a grace period starts),
+:class:`KeepWaiting`, :class:`Withdraw` (every builder recovered in time,
+or someone objected), :class:`NoLongerNeeded` / :class:`StillNeeded` (a
+filed revert PR, stood down or left open) and :class:`Say` (a line for the
+log).
 
-Each verdict lives in one :class:`Phase`; the moves between phases are the
-table :data:`TRANSITIONS`, keyed by ``(phase, outcome)``.  A move not in
-the table is a bug (:func:`move` raises).
+Each verdict lives in one :class:`~.phases.Phase`; the moves between phases
+are the table :data:`~.phases.TRANSITIONS`, keyed by ``(phase, outcome)``.
+A move not in the table is a bug (:func:`~.phases.move` raises).
 
 - A verdict that proposes a revert, with ``verification`` on and the
   suspect's parent known, is *held*: the parent is built on the builder
@@ -50,7 +60,12 @@ the table is a bug (:func:`move` raises).
   was requested never ran: the verdict is declined ``unverified``.
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
-  in any 24 hours); beyond it the revert becomes a comment.
+  in any 24 hours); beyond it the revert becomes a comment.  This is the
+  one place the cap is decided: the simulator asks at each proposing
+  verdict, the plugin's filer before it files, with the count its ledger
+  keeps across masters and restarts.  With a grace period the culprit is
+  warned first; at each deadline the grace rule of :mod:`.grace` files,
+  waits, or withdraws (:mod:`.filing_rules`).
 
 State is plain data (:class:`MachineState`: verdicts, builds, revisions,
 times), so a shell can save it and a restarted process take it back.  Times
@@ -59,23 +74,34 @@ come in with the events: the machine never reads a clock.  Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
+from buildbot_revert.core import filing_rules
 from buildbot_revert.core.bisection import Bisection, DailyCaps, builds_needed, worth_bisecting
 from buildbot_revert.core.machine_io import (
     BisectionCaps,
     Command,
-    CommentOnly,
     Conclude,
-    File,
+    Filing,
+    FilingCommand,
+    GraceCheck,
+    GraceCommand,
     Judged,
     MachineSettings,
+    NoLongerNeeded,
+    Objection,
     RequestBuild,
+    RevertFollowed,
     Say,
+    StillNeeded,
+    Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.phases import TRANSITIONS as TRANSITIONS
+from buildbot_revert.core.phases import Outcome as Outcome
+from buildbot_revert.core.phases import Phase as Phase
+from buildbot_revert.core.phases import move as move
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
@@ -84,57 +110,6 @@ _DAY = 86400.0
 # A build the master stopped (a restart, a lost worker) that Buildbot runs
 # again: the request's next build is the one that counts.
 _AGAIN = frozenset({int(Result.RETRY)})
-
-
-class Phase(StrEnum):
-    """Where one verdict is."""
-
-    JUDGED = "judged"
-    VERIFYING = "verifying"
-    BISECTING = "bisecting"
-    CONCLUDED = "concluded"
-
-
-class Outcome(StrEnum):
-    """What an event did to a verdict."""
-
-    PASS = "pass"  # no method applies: concluded as it came
-    HOLD = "hold"  # verification builds requested
-    JOIN = "join"  # another builder's qualification on a held suspect
-    BISECT = "bisect"  # the first bisection batch requested
-    WAIT = "wait"  # one of several requested builds finished
-    CONFIRMED = "confirmed"  # the verification builds prove it
-    DECLINED = "declined"  # they do not, or a probe ended the search
-    NEXT_BATCH = "next-batch"  # the search goes on
-    FOUND = "found"  # one change is left
-    OUT_OF_BUILDS = "out-of-builds"  # the caps stop the search
-    TIMED_OUT = "timed-out"  # a requested build never ran
-
-
-TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
-    (Phase.JUDGED, Outcome.PASS): Phase.CONCLUDED,
-    (Phase.JUDGED, Outcome.HOLD): Phase.VERIFYING,
-    (Phase.JUDGED, Outcome.JOIN): Phase.VERIFYING,
-    (Phase.JUDGED, Outcome.BISECT): Phase.BISECTING,
-    (Phase.VERIFYING, Outcome.WAIT): Phase.VERIFYING,
-    (Phase.VERIFYING, Outcome.CONFIRMED): Phase.CONCLUDED,
-    (Phase.VERIFYING, Outcome.DECLINED): Phase.CONCLUDED,
-    (Phase.VERIFYING, Outcome.TIMED_OUT): Phase.CONCLUDED,
-    (Phase.BISECTING, Outcome.WAIT): Phase.BISECTING,
-    (Phase.BISECTING, Outcome.NEXT_BATCH): Phase.BISECTING,
-    (Phase.BISECTING, Outcome.FOUND): Phase.CONCLUDED,
-    (Phase.BISECTING, Outcome.DECLINED): Phase.CONCLUDED,
-    (Phase.BISECTING, Outcome.OUT_OF_BUILDS): Phase.CONCLUDED,
-    (Phase.BISECTING, Outcome.TIMED_OUT): Phase.CONCLUDED,
-}
-
-
-def move(phase: Phase, outcome: Outcome) -> Phase:
-    """The phase ``outcome`` leads to from ``phase`` (:data:`TRANSITIONS`)."""
-    try:
-        return TRANSITIONS[(phase, outcome)]
-    except KeyError:
-        raise AssertionError(f"no move from {phase} on {outcome}") from None
 
 
 # -- state -----------------------------------------------------------------------------
@@ -195,17 +170,22 @@ class MachineState:
 JudgeFound = Callable[[str, Change, str], Verdict | None]
 
 
+def _nothing_found(builder: str, change: Change, how: str) -> None:
+    """A machine without a tracker never bisects to a change it could judge."""
+    return None
+
+
 class PostVerdict:
     """The machine (see the module): events in, commands out, state as data."""
 
     def __init__(
         self,
         settings: MachineSettings,
-        judge_found: JudgeFound,
+        judge_found: JudgeFound | None = None,
         state: MachineState | None = None,
     ) -> None:
         self.settings = settings
-        self.judge_found = judge_found
+        self.judge_found = judge_found or _nothing_found
         self.state = state or MachineState()
         caps = settings.bisection or BisectionCaps()
         self._spent = DailyCaps(caps.per_day, caps.per_builder_per_day)
@@ -274,15 +254,21 @@ class PostVerdict:
                 commands += [RequestBuild(k) for k in missing]
         return commands
 
-    def filing(self, revision: str, now: float) -> Command:
-        """File ``revision``, or only comment when the daily cap is reached."""
-        cap = self.settings.daily_cap
-        filed = self.state.filed
-        filed[:] = [at for at in filed if at > now - _DAY]
-        if cap is not None and len(filed) >= cap:
-            return CommentOnly(revision, f"the daily cap of {cap} revert PR(s) is reached")
-        filed.append(now)
-        return File(revision)
+    def filing(self, event: Filing) -> FilingCommand:
+        """File, warn first (grace), or only comment (the daily cap): :mod:`.filing_rules`."""
+        return filing_rules.filing(self.settings, self.state.filed, event)
+
+    def grace_over(self, event: GraceCheck) -> GraceCommand:
+        """A grace deadline passed: file, keep waiting, or withdraw (:mod:`.filing_rules`)."""
+        return filing_rules.grace_over(self.settings, event)
+
+    def objection(self, event: Objection) -> Withdraw:
+        """Someone with standing said no during the grace period: withdraw."""
+        return filing_rules.objection(event)
+
+    def followed(self, event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
+        """A filed revert PR looked at again: stand it down, or leave it open."""
+        return filing_rules.followed(event)
 
     def bisection_room(self, builder: str, now: float) -> int:
         """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""

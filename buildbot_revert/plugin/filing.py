@@ -9,7 +9,9 @@ restarts and masters) and, like an ``already-proposed`` one, records that
 its builder qualified; the end of a qualifying streak records when it
 ended.  Acting on GitHub comes after, in the background
 (:meth:`Filer.act`): fetch the facts :mod:`buildbot_revert.core.actions`
-needs, and have :class:`~.filing_steps.Steps` perform the step it plans:
+needs (whether the daily cap is reached is the post-verdict machine's
+answer, given the count of reverts the ledger holds for the last 24 hours),
+and have :class:`~.filing_steps.Steps` perform the step it plans:
 record, comment, wait out a grace period, open the revert PR and comment on
 the culprit with its link, or name on the revert PR the builders that
 qualified after it was opened.
@@ -22,8 +24,9 @@ GitHub and logs each login it ignores.
 Every text is written from the ledger alone (title, explanation, evidence,
 and the builders that qualified, with links to their failing builds), so it
 is the same whether or not the master restarted in between; a grace period
-is decided by the core's rule from the recorded qualifications and streak
-ends, never from what a builder looks like when the timer fires.
+is decided by the post-verdict machine (a ``GraceCheck`` with the recorded
+qualifications and streak ends, an ``Objection``), never from what a builder
+looks like when the timer fires.
 
 Every failure is contained here: any error while acting (GitHub's, or a
 bug's) returns a ``filing`` row to where it came from with the error in
@@ -42,7 +45,19 @@ from twisted.python import log
 
 from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, RevertState
-from buildbot_revert.core.grace import GraceDecision, Qualification, Qualified, StreakEnd
+from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd
+from buildbot_revert.core.machine_io import (
+    CommentFirst,
+    CommentOnly,
+    File,
+    Filing,
+    GraceCheck,
+    KeepWaiting,
+    MachineSettings,
+    Objection,
+    Withdraw,
+)
+from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Mode, Settings
@@ -90,6 +105,13 @@ class Filer:
             build_url=build_url,
             master_url=master_url,
         )
+        # The post-verdict machine that decides the daily cap, the grace
+        # period and objections: the pipeline hands in its own; a filer used
+        # alone asks one made of its settings.
+        alone = PostVerdict(
+            MachineSettings(daily_cap=settings.daily_cap, grace_period=settings.grace_period)
+        )
+        self.machine_of: Callable[[], PostVerdict] = lambda: alone
         # Who may object or opt out (the core's rule; roles asked of GitHub).
         self.standing = (
             None if client is None else Standing(client, settings.objection_permission, clock=clock)
@@ -289,17 +311,26 @@ class Filer:
         if entry.state not in _ACTIONABLE:
             return
         qualified = await self.ledger.qualified(revision)
-        fate = self._grace(qualified) if entry.state == LedgerState.PENDING else None
-        if fate is not None and fate.decision is GraceDecision.WAIT:
-            # Another builder's grace period runs on: look again at its deadline.
-            if fate.next_at is not None:
-                await self.ledger.transition(revision, (LedgerState.PENDING,), due_at=fate.next_at)
-            return
+        machine = self.machine_of()
+        said: File | Withdraw | None = None
+        if entry.state == LedgerState.PENDING:
+            facts_now = tuple(Qualified(q.qualified_at, q.ended_at) for q in qualified)
+            over = machine.grace_over(GraceCheck(revision, facts_now, self.clock.seconds()))
+            if isinstance(over, KeepWaiting):
+                # Another builder's grace period runs on: look again at its deadline.
+                if over.until is not None:
+                    await self.ledger.transition(
+                        revision, (LedgerState.PENDING,), due_at=over.until
+                    )
+                return
+            said = over
         pull, ctx = await self._pull_and_context(entry, qualified)
-        facts = await self._facts(revision, pull)
-        if fate is not None:
+        facts = await self._facts(entry, pull)
+        if said is not None:
             objected = await self._objected(revision, pull)
-            plan = actions.after_grace(fate, facts, objected)
+            if objected and isinstance(said, File):
+                said = machine.objection(Objection(revision))
+            plan = actions.after_grace(said, facts)
         else:
             plan = actions.plan(facts)
         await self.steps.perform(plan, revision, entry, ctx, pull)
@@ -311,16 +342,10 @@ class Filer:
         comments = await self.client.comments(pull.number)
         return await self.standing.objected(revision, pull, comments, self.settings.objection_words)
 
-    def _grace(self, qualified: list[QualifiedBuilder]) -> grace.GraceOutcome:
-        """The core's grace rule over every builder recorded as qualified."""
-        return grace.outcome(
-            (Qualified(q.qualified_at, q.ended_at) for q in qualified),
-            self.settings.grace_period,
-            self.clock.seconds(),
-        )
-
-    async def _facts(self, revision: str, pull: PullRequest | None) -> Facts:
+    async def _facts(self, entry: Entry, pull: PullRequest | None) -> Facts:
+        """What GitHub and the machine (the daily cap, the grace period) say of the revision."""
         assert self.client is not None
+        revision = entry.revision
         existing = RevertState.NONE
         labels: tuple[str, ...] = ()
         if pull is not None:
@@ -332,16 +357,19 @@ class Filer:
             found = await self.client.find_revert_pull(revision, pull)
             if found is not None:
                 existing = actions.revert_state(found.state, found.merged)
-        filed = await self.ledger.filed_since(self.clock.seconds() - _DAY)
+        now = self.clock.seconds()
+        filed = await self.ledger.filed_since(now - _DAY)
+        said = self.machine_of().filing(
+            Filing(revision, now, filed_last_day=filed, qualified_at=entry.decided_at)
+        )
         return Facts(
             mode=self.settings.mode.value,
             has_pull=pull is not None,
             labels=labels,
             opt_out_label=self.settings.opt_out_label,
             existing=existing,
-            filed_last_day=filed,
-            daily_cap=self.settings.daily_cap,
-            grace_period=self.settings.grace_period,
+            capped=said.why if isinstance(said, CommentOnly) else None,
+            grace_until=said.until if isinstance(said, CommentFirst) else None,
         )
 
     async def _opted_out(self, revision: str, pull: PullRequest) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from twisted.python import log
 
-from buildbot_revert.core import actions, grace, pr_text
+from buildbot_revert.core import actions, pr_text
 from buildbot_revert.core.actions import Plan, RevertState, Step
 from buildbot_revert.github import GitHubClient, PullRequest, RevertOutcome
 from buildbot_revert.plugin.config import Settings
@@ -81,7 +81,7 @@ class Steps:
         elif plan.step is Step.COMMENT:
             await self._comment_only(revision, pull, ctx, plan, step_fields)
         elif plan.step is Step.WAIT:
-            await self._wait(revision, entry, pull, ctx, step_fields)
+            await self._wait(revision, entry, pull, ctx, plan, step_fields)
         else:
             await self._file_revert(revision, pull, ctx, plan, now)
 
@@ -126,9 +126,13 @@ class Steps:
         entry: Entry,
         pull: PullRequest,
         ctx: pr_text.RevertContext,
+        plan: Plan,
         step_fields: dict[str, Any],
     ) -> None:
-        """Start the grace period with a warning on the culprit PR, or keep waiting."""
+        """Start the grace period with a warning on the culprit PR, or keep waiting.
+
+        The deadline is the machine's (its ``CommentFirst``, in ``plan``).
+        """
         assert self.client is not None
         if entry.state == LedgerState.PENDING:
             await self.ledger.transition(
@@ -144,7 +148,7 @@ class Steps:
             (LedgerState.PROPOSED,),
             state=LedgerState.PENDING,
             comment_url=comment.html_url,
-            due_at=grace.deadline(entry.decided_at, self.settings.grace_period),
+            due_at=plan.due_at,
             **step_fields,
         )
 

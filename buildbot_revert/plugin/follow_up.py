@@ -14,7 +14,8 @@ are the core's (:mod:`buildbot_revert.core.outcomes`):
   filed revert PR this master owns whose end is not known, read it on
   GitHub; merged or closed by a human is recorded as such; once every
   qualified builder went green without it (the ledger's streak ends, recorded
-  as builds finish) it is stood down as configured (comment, then close, or
+  as builds finish; the post-verdict machine's answer to a
+  ``RevertFollowed``) it is stood down as configured (comment, then close, or
   label as no longer needed), never closing a PR a human commented on,
   reviewed or pushed to unless ``close_touched``.  The outcome is stored in
   the ledger (compare-and-set) and announced on the webhooks.
@@ -42,8 +43,10 @@ from buildbot_revert.core.follow_up_text import (
     summary_comment,
 )
 from buildbot_revert.core.grace import Qualified
+from buildbot_revert.core.machine_io import MachineSettings, NoLongerNeeded, RevertFollowed
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
+from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.ledger import Entry, Ledger
@@ -79,6 +82,10 @@ class FollowUp:
         self._stale: set[str] = set()
         # Merged reverts whose change may be relanded: (revision, title).
         self._merged: list[tuple[str, str]] = []
+        # The post-verdict machine that says when a revert is no longer needed:
+        # the pipeline hands in its own; used alone, one of its own.
+        alone = PostVerdict(MachineSettings())
+        self.machine_of: Callable[[], PostVerdict] = lambda: alone
 
     # -- builds of the revert PR ---------------------------------------------------
 
@@ -183,9 +190,9 @@ class FollowUp:
         number = entry.revert_pr
         qualified = await self.ledger.qualified(entry.revision)
         filed_at = entry.filed_at if entry.filed_at is not None else entry.decided_at
-        at = outcomes.stand_down_at(
-            filed_at, (Qualified(q.qualified_at, q.ended_at) for q in qualified), now
-        )
+        builders = tuple(Qualified(q.qualified_at, q.ended_at) for q in qualified)
+        said = self.machine_of().followed(RevertFollowed(entry.revision, filed_at, builders, now))
+        at = said.at if isinstance(said, NoLongerNeeded) else None
         pull = await self.client.get_pull(number)
         comments = []
         touched = False

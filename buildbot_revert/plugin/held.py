@@ -5,8 +5,9 @@ next build (the post-verdict machine's state, :mod:`.pipeline`) exist only until
 their builds finish; the tracker has already counted the change as
 proposed, so a reporter that forgot them after a restart would never file
 it.  This module keeps each of them as a row, written before its builds
-are requested and removed when it ends; and every build requested, with
-when, so the daily caps count across restarts too.
+are requested and removed when it ends.  The builds bisection requested in
+the last 24 hours, which its daily caps count, are part of that state, so
+they too survive a restart.
 
 A row is data, not a pickle: a JSON document of the fields its kind
 declares (:func:`register_kind`, :class:`~buildbot_revert.core.snapshot.RecordKind`),
@@ -32,7 +33,6 @@ from buildbot_revert.core.snapshot import RecordKind
 from buildbot_revert.plugin.ledger import Runner, TableSet
 
 HELD_TABLE = "buildbot_revert_held"
-REQUESTED_TABLE = "buildbot_revert_requested"
 
 metadata = sa.MetaData()
 held_table = sa.Table(
@@ -48,15 +48,6 @@ held_table = sa.Table(
     sa.Column("updated_at", sa.Float, nullable=False),
     sa.UniqueConstraint("owner", "key", name=f"{HELD_TABLE}_key"),
 )
-requested_table = sa.Table(
-    REQUESTED_TABLE,
-    metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("owner", sa.String(255), nullable=False),
-    sa.Column("builder", sa.String(255), nullable=False),
-    sa.Column("requested_at", sa.Float, nullable=False),
-)
-sa.Index(f"{REQUESTED_TABLE}_owner", requested_table.c.owner, requested_table.c.requested_at)
 
 
 _KINDS: dict[str, RecordKind] = {}
@@ -106,7 +97,7 @@ class HeldRow(NamedTuple):
 
 
 class HeldStore(TableSet):
-    """The two tables of one owner, reached through ``run(callable) -> Deferred``."""
+    """The held rows of one owner, reached through ``run(callable) -> Deferred``."""
 
     tables = metadata
 
@@ -159,36 +150,6 @@ class HeldStore(TableSet):
             )
 
         return self._run(thd).addCallback(_decoded)
-
-    def requested(self, builder: str, now: float) -> Any:
-        """Count one requested build (the daily caps)."""
-        owner = self.owner
-
-        def thd(conn: sa.Connection) -> None:
-            t = requested_table
-            with conn.begin():
-                conn.execute(t.insert().values(owner=owner, builder=builder, requested_at=now))
-                # Older than a day counts for nothing any more.
-                conn.execute(
-                    t.delete().where(sa.and_(t.c.owner == owner, t.c.requested_at < now - 86400))
-                )
-
-        return self._run(thd)
-
-    def requests_since(self, since: float) -> Any:
-        """The Deferred fires with ``[(builder, requested_at), ...]`` after ``since``."""
-        owner = self.owner
-
-        def thd(conn: sa.Connection) -> list[tuple[str, float]]:
-            t = requested_table
-            rows = conn.execute(
-                sa.select(t.c.builder, t.c.requested_at)
-                .where(sa.and_(t.c.owner == owner, t.c.requested_at > since))
-                .order_by(t.c.requested_at)
-            ).fetchall()
-            return [(r.builder, float(r.requested_at)) for r in rows]
-
-        return self._run(thd)
 
 
 def _decoded(rows: list[Any]) -> list[HeldRow]:

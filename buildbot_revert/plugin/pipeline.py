@@ -11,8 +11,12 @@ machine decides what follows; the pipeline only carries its commands out:
   key's revision on the key's builder (:mod:`.forced_builds`);
 - :class:`~buildbot_revert.core.machine_io.Conclude`: the verdict goes to
   the filer's ledger, and a revision it claims is acted on in the
-  background (GitHub may take minutes); the filer keeps the daily cap on
-  filed reverts from the ledger, which every master shares;
+  background (GitHub may take minutes);
+- :class:`~buildbot_revert.core.machine_io.File` or
+  :class:`~buildbot_revert.core.machine_io.CommentOnly`: the machine's
+  answer to the filer's :class:`~buildbot_revert.core.machine_io.Filing`
+  (the daily cap), asked with the count of reverts the ledger, which every
+  master shares, holds for the last 24 hours;
 - :class:`~buildbot_revert.core.machine_io.Say`: a line in the log.
 
 A build the machine requested goes to the machine, never into a streak.
@@ -90,6 +94,7 @@ def machine_settings(settings: Settings) -> MachineSettings:
         bisection=bisection,
         forced_build_timeout=settings.forced_build_timeout,
         daily_cap=settings.daily_cap,
+        grace_period=settings.grace_period,
     )
 
 
@@ -126,6 +131,16 @@ class Pipeline:
         self.machine = PostVerdict(
             machine_settings(settings), self._judge_found, state=self.machine.state
         )
+        # The filer and the follow-up ask this machine (as it is then: a
+        # restore replaces it) about the daily cap, grace periods, objections
+        # and stand-downs.
+        for hand in (hands.filer, hands.follow_up):
+            if hand is not None:
+                hand.machine_of = self.current_machine
+
+    def current_machine(self) -> PostVerdict:
+        """The post-verdict machine as it is now."""
+        return self.machine
 
     def _judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
         """The tracker's verdict on a change bisection found (None without a tracker)."""

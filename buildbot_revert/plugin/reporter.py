@@ -57,9 +57,8 @@ from buildbot_revert.plugin.builder_updates import BuilderUpdates
 from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_arguments
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
-from buildbot_revert.plugin.notify import Notifier
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
-from buildbot_revert.plugin.wiring import Parts, Wiring
+from buildbot_revert.plugin.wiring import Parts, PartsByName, Wiring
 
 FINISHED = ("builds", None, "finished")
 # A new change's event carries the change as the data API returns it.
@@ -70,7 +69,7 @@ SAVE_AFTER = 600.0
 
 
 # Buildbot ships no type information, so BuildbotService is Any to mypy.
-class RevertReporter(service.BuildbotService):  # type: ignore[misc]
+class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc]
     """Proposes revert pull requests for changes that clearly broke a builder."""
 
     name = "RevertReporter"
@@ -117,13 +116,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     def verdicts(self) -> list[Verdict]:
         """The latest verdicts logged (a thousand at most)."""
         return self.pipeline.verdicts
-
-    def __getattr__(self, name: str) -> Any:
-        # gatherer, ledger, memory, decisions, held, notifier, filer, follow_up.
-        if name in _PARTS:
-            parts = self.__dict__.get("parts")
-            return getattr(parts, name) if parts is not None else _NO_PART.get(name)
-        raise AttributeError(name)
 
     # -- configuration ----------------------------------------------------------
 
@@ -479,12 +471,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
 
 _HIDDEN = "<the GitHub token, hidden>"
-# The parts a reporter reads as attributes, and those the pipeline acts through.
-_PARTS = frozenset(
-    ("gatherer", "ledger", "memory", "decisions", "held", "notifier", "filer", "follow_up")
-)
+# The parts the pipeline acts through.
 _HANDS = ("gatherer", "filer", "follow_up", "decisions", "held")
-_NO_PART: dict[str, Any] = {"notifier": Notifier()}
 
 
 def _log_failure(failure: BaseException | Failure, why: str) -> None:

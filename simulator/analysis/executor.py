@@ -27,6 +27,7 @@ from buildbot_revert.core.machine_io import (
     Command,
     CommentOnly,
     Conclude,
+    Filing,
     Judged,
     MachineSettings,
     RequestBuild,
@@ -290,7 +291,7 @@ class Executor:
         """A proposing verdict is filed, or only commented on beyond the daily cap."""
         if verdict.reason not in PROPOSING or verdict.request is None:
             return
-        command = self.machine.filing(verdict.request.revision, verdict.decided_at)
+        command = self.machine.filing(Filing(verdict.request.revision, verdict.decided_at))
         if isinstance(command, CommentOnly):
             self.commented.append(command.revision)
 

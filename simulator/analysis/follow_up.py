@@ -1,10 +1,11 @@
 """The churn a backtest's revert PRs would have caused: how many a fix made unnecessary.
 
 The plugin follows each revert PR it filed and stands it down once every
-builder that qualified went green on the branch without it
-(:func:`buildbot_revert.core.outcomes.stand_down_at`, the one rule both
-shells apply).  A history holds no revert the plugin filed, so every green
-build in it is "without the revert": applied to each filed revert of a
+builder that qualified went green on the branch without it (the
+post-verdict machine's answer to a ``RevertFollowed``, by the stand-down rule
+of :mod:`buildbot_revert.core.outcomes`, for both shells).  A history holds
+no revert the plugin filed, so every green build in it is "without the
+revert": applied to each filed revert of a
 replay (after a grace period, if one was applied: the request's
 ``qualified_at`` is then when it was filed), the rule says which would have
 been stood down because a fix landed first, and how long each would have
@@ -16,7 +17,8 @@ from __future__ import annotations
 from statistics import median
 from typing import NamedTuple
 
-from buildbot_revert.core.outcomes import stand_down_at
+from buildbot_revert.core.machine_io import MachineSettings, NoLongerNeeded, RevertFollowed
+from buildbot_revert.core.post_verdict import PostVerdict
 from simulator.analysis.grace import qualifications
 from simulator.analysis.replay import ReplayResult
 
@@ -53,13 +55,16 @@ def stand_downs(result: ReplayResult) -> StandDowns:
     revisions: list[str] = []
     times: list[float] = []
     proposals = result.proposals()
+    machine = PostVerdict(MachineSettings())
     for proposal in proposals:
         filed_at = proposal.request.qualified_at
-        at = stand_down_at(filed_at, known.get(proposal.request.revision, ()), now)
-        if at is not None:
-            open_for.append(at - filed_at)
-            revisions.append(proposal.request.revision)
-            times.append(at)
+        revision = proposal.request.revision
+        builders = tuple(known.get(revision, ()))
+        said = machine.followed(RevertFollowed(revision, filed_at, builders, now))
+        if isinstance(said, NoLongerNeeded):
+            open_for.append(said.at - filed_at)
+            revisions.append(revision)
+            times.append(said.at)
     return StandDowns(
         len(proposals), len(open_for), tuple(open_for), tuple(revisions), tuple(times)
     )

@@ -1,10 +1,12 @@
 """A replay as it would look with a grace period before each revert.
 
-The decision core's rule (:mod:`buildbot_revert.core.grace`) says, from
-when each builder qualified for a revision and when its streak ended,
-whether the revision is filed, stood down or still waiting.  This collects
-those facts from a replay's events with the same :func:`~buildbot_revert.core.grace.fact`
-the plugin records them with, and applies the rule to every revision, for
+The post-verdict machine says, from when each builder qualified for a
+revision and when its streak ended, whether the revision is filed, withdrawn
+(every builder went green in time) or still waiting
+(:meth:`~buildbot_revert.core.post_verdict.PostVerdict.grace_over`, the same
+event the plugin's filer sends at a deadline).  This collects those facts
+from a replay's events with the same :func:`~buildbot_revert.core.grace.fact`
+the plugin records them with, and asks the machine about every revision, for
 the single report's ``--grace`` and for each combination of a sweep.  The
 grace period does not change which streaks qualify, only whether and when a
 qualified revert is finally filed, so one replay serves every grace period.
@@ -14,14 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from buildbot_revert.core.grace import (
-    GraceDecision,
-    Qualification,
-    Qualified,
-    StreakEnd,
-    fact,
-    outcome,
-)
+from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd, fact
+from buildbot_revert.core.machine_io import GraceCheck, KeepWaiting, MachineSettings, Withdraw
+from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import PROPOSING, Verdict
 from simulator.analysis.replay import ReplayResult
 
@@ -60,21 +57,24 @@ def apply_grace(
     now = result.window_end or 0.0
     if qualified is None:
         qualified = qualifications(result)
-    fates = {rev: outcome(qs, grace, now) for rev, qs in qualified.items()}
+    machine = PostVerdict(MachineSettings(grace_period=grace))
+    fates = {
+        rev: machine.grace_over(GraceCheck(rev, tuple(qs), now)) for rev, qs in qualified.items()
+    }
     stood_down: set[str] = set()
     pending: set[str] = set()
     verdicts: list[Verdict] = []
     for v in result.verdicts:
         if v.reason in PROPOSING and v.request is not None:
             fate = fates[v.request.revision]
-            if fate.decision is GraceDecision.STAND_DOWN:
+            if isinstance(fate, Withdraw):
                 stood_down.add(v.request.revision)
                 continue
-            if fate.decision is GraceDecision.WAIT:
+            if isinstance(fate, KeepWaiting):
                 pending.add(v.request.revision)
                 continue
-            assert fate.revert_at is not None
-            v = v._replace(request=v.request._replace(qualified_at=fate.revert_at))
+            assert fate.at is not None
+            v = v._replace(request=v.request._replace(qualified_at=fate.at))
         verdicts.append(v)
     return replace(
         result,

@@ -11,14 +11,24 @@ import pickle
 
 import pytest
 
+from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.machine_io import (
     BisectionCaps,
+    CommentFirst,
     CommentOnly,
     Conclude,
     File,
+    Filing,
+    GraceCheck,
     Judged,
+    KeepWaiting,
     MachineSettings,
+    NoLongerNeeded,
+    Objection,
     RequestBuild,
+    RevertFollowed,
+    StillNeeded,
+    Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.post_verdict import TRANSITIONS, Outcome, Phase, PostVerdict, move
@@ -76,7 +86,17 @@ def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
     assert move(Phase.JUDGED, Outcome.HOLD) is Phase.VERIFYING
     with pytest.raises(AssertionError):
         move(Phase.CONCLUDED, Outcome.HOLD)
-    assert {p for p, _ in TRANSITIONS} == {Phase.JUDGED, Phase.VERIFYING, Phase.BISECTING}
+    assert {p for p, _ in TRANSITIONS} == {
+        Phase.JUDGED,
+        Phase.VERIFYING,
+        Phase.BISECTING,
+        Phase.CONCLUDED,
+        Phase.GRACE,
+        Phase.FILED,
+    }
+    # Commented, withdrawn and stood-down verdicts are ends: nothing moves them on.
+    ends = {Phase.COMMENTED, Phase.WITHDRAWN, Phase.STOOD_DOWN}
+    assert ends == set(TRANSITIONS.values()) - {p for p, _ in TRANSITIONS}
 
 
 def test_a_key_survives_its_text_and_an_english_mark_is_no_key() -> None:
@@ -166,7 +186,63 @@ def test_a_bisection_the_caps_cannot_hold_is_not_begun_and_the_state_survives_a_
 
 def test_the_daily_cap_turns_the_fourth_revert_of_a_day_into_a_comment() -> None:
     m = machine(daily_cap=3)
-    assert [m.filing(f"r{i}", 1000.0 + i) for i in range(3)] == [File(f"r{i}") for i in range(3)]
-    assert isinstance(m.filing("r3", 2000.0), CommentOnly)
+    filed = [m.filing(Filing(f"r{i}", 1000.0 + i)) for i in range(3)]
+    assert filed == [File(f"r{i}") for i in range(3)]
+    assert isinstance(m.filing(Filing("r3", 2000.0)), CommentOnly)
     # A day after the first, there is room again.
-    assert m.filing("r4", 1000.0 + 86400.0) == File("r4")
+    assert m.filing(Filing("r4", 1000.0 + 86400.0)) == File("r4")
+
+
+def test_a_count_the_shell_keeps_decides_the_cap_and_leaves_the_machines_own_alone() -> None:
+    m = machine(daily_cap=2)
+    assert m.filing(Filing("r0", 1000.0, filed_last_day=1)) == File("r0")
+    capped = m.filing(Filing("r1", 1000.0, filed_last_day=2))
+    assert capped == CommentOnly("r1", "the daily cap of 2 revert PR(s) is reached")
+    # The shell's count is the count: the machine kept none of its own.
+    assert m.state.filed == []
+    assert m.filing(Filing("r2", 1001.0)) == File("r2")
+    assert machine(daily_cap=None).filing(Filing("r3", 0.0, filed_last_day=99)) == File("r3")
+
+
+HOUR = 3600.0
+
+
+def test_a_grace_period_warns_first_and_the_cap_still_comes_before_it() -> None:
+    m = machine(daily_cap=1, grace_period=HOUR)
+    # The deadline counts from when the builder qualified, not from the filing.
+    assert m.filing(Filing("r0", 500.0, qualified_at=200.0)) == CommentFirst("r0", 200.0 + HOUR)
+    assert m.state.filed == []  # a warning files nothing
+    capped = m.filing(Filing("r1", 500.0, filed_last_day=1, qualified_at=200.0))
+    assert isinstance(capped, CommentOnly)
+
+
+def test_at_a_grace_deadline_the_machine_files_waits_or_withdraws() -> None:
+    m = machine(grace_period=HOUR)
+    red = (Qualified(0.0, None),)
+    assert m.grace_over(GraceCheck("r", red, HOUR - 1)) == KeepWaiting("r", HOUR)
+    filed = m.grace_over(GraceCheck("r", red, HOUR))
+    still_red = "a builder was still red at the end of its grace period (1 builder(s) qualified)"
+    assert filed == File("r", at=HOUR, why=still_red)
+    # Two builders, each green within its own period: withdrawn as of the last deadline.
+    both = (Qualified(0.0, 600.0), Qualified(100.0, 200.0))
+    recovered = "every builder that qualified (2) went green within its grace period"
+    assert m.grace_over(GraceCheck("r", both, 2 * HOUR)) == Withdraw("r", recovered, 100.0 + HOUR)
+    # One green, the other still red before its deadline: wait for that deadline.
+    one_red = (Qualified(0.0, 600.0), Qualified(100.0, None))
+    assert m.grace_over(GraceCheck("r", one_red, HOUR + 1)) == KeepWaiting("r", 100.0 + HOUR)
+
+
+def test_an_objection_withdraws_the_revert() -> None:
+    said = machine(grace_period=HOUR).objection(Objection("r"))
+    assert said == Withdraw("r", "someone objected on the pull request")
+
+
+def test_a_filed_revert_stands_down_once_every_builder_went_green_without_it() -> None:
+    m = machine()
+    red = (Qualified(0.0, None), Qualified(50.0, 400.0))
+    assert m.followed(RevertFollowed("r", 100.0, red, 500.0)) == StillNeeded("r")
+    green = (Qualified(0.0, 300.0), Qualified(50.0, 400.0))
+    # Not before it was filed, and only from what is known by ``now``.
+    assert m.followed(RevertFollowed("r", 100.0, green, 500.0)) == NoLongerNeeded("r", 400.0)
+    assert m.followed(RevertFollowed("r", 100.0, green, 350.0)) == StillNeeded("r")
+    assert m.followed(RevertFollowed("r", 450.0, green, None)) == NoLongerNeeded("r", 450.0)

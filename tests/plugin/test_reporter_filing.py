@@ -23,6 +23,7 @@ from buildbot_revert.github import GitHubClient
 from buildbot_revert.plugin.config import parse_settings
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.pipeline import Hands, Pipeline
 from testkit.databases import engine_runner
 from testkit.github import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
 from tests.builds_dsl import builds
@@ -192,6 +193,25 @@ async def test_the_daily_cap_stops_the_revert_but_still_comments(github, ledger)
     assert entry.state == "commented" and "daily cap" in entry.detail
     assert len(github.revert_pulls()) == 1
     assert len(github.comments_on(n2)) == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_pipeline_machine_decides_the_filers_daily_cap(github, ledger):
+    """The cap is the post-verdict machine's, asked with the ledger's count of the day."""
+    await ledger.create()
+    filer = make_filer(github, ledger, FastClock(reactor), daily_cap=None)
+    pipeline = Pipeline(None, lambda: 0.0, lambda b, n: None, lambda d, why: None)
+    capped = parse_settings(github.full_name, token=DEFAULT_TOKEN, daily_cap=1)
+    pipeline.configure(capped, Hands(gatherer=None, filer=filer))
+    _, _, first = seed(github, "gh-1: first")
+    n2, _, second = seed(github, "gh-2: second")
+    assert (await filer.handle(revert_verdict(first))).state == "filed"
+    entry = await filer.handle(revert_verdict(second))
+    assert entry.state == "commented"
+    assert entry.detail == "the daily cap of 1 revert PR(s) is reached: comment only"
+    assert len(github.revert_pulls()) == 1 and len(github.comments_on(n2)) == 1
+    # The machine kept no count of its own: the ledger's is the count.
+    assert pipeline.machine.state.filed == []
 
 
 @pytest_twisted.ensureDeferred

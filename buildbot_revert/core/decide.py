@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from buildbot_revert.core.configurations import Configurations, configuration_specific
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -59,6 +60,7 @@ class StreakDecisions:
     _failures: FailureMemory
     _landings: Landings
     _flakes: FlakeMemory
+    _steps: dict[str, frozenset[str]]
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
@@ -369,8 +371,24 @@ class StreakDecisions:
                 failures=self._failures,
                 landings=self._landings,
                 flakes=self._flakes,
+                configurations=self._configurations(streak, change, asked),
             ),
             asked,
+        )
+
+    def _configurations(
+        self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
+    ) -> Configurations | None:
+        """The configurations that passed ``change`` while every failing one is stale."""
+        if Guard.CONFIGURATION not in asked:
+            return None
+        return configuration_specific(
+            streak,
+            change,
+            self._streaks,
+            self._builders,
+            self._steps,
+            self.policy.stale_green_after,
         )
 
     def _short(self, count: int, ended: bool) -> str:

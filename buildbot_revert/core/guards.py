@@ -41,6 +41,14 @@ order, each on by default and each with its own verdict reason:
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
     file a compile error names (:mod:`.relevance`).  A gap alone is no
     reason to decline.
+``configuration-specific``
+    Every builder failing from the change was last green longer before
+    its streak than ``Policy.stale_green_after``, and builders that run the
+    same tests built the change and passed (:mod:`.configurations`): the
+    failure follows the configuration (an interpreter's new release), not
+    the change, even when the change edited a failing test's file.  A
+    builder green recently that breaks alone (only PyPy, only Windows) is a
+    real breakage and is not declined.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -74,6 +82,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from buildbot_revert.core.configurations import Configurations
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -239,6 +248,9 @@ class GuardInput(NamedTuple):
     failures: FailureMemory
     landings: Landings
     flakes: FlakeMemory
+    # The configurations that passed the change while every failing one was
+    # stale (None: some failing builder was green recently, or none passed).
+    configurations: Configurations | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -337,6 +349,22 @@ def stale_green(g: GuardInput) -> Decline | None:
     )
 
 
+def configuration(g: GuardInput) -> Decline | None:
+    """Every failing builder is stale, and builders running the same tests passed the change."""
+    found = g.configurations
+    if found is None:
+        return None
+    days = g.policy.stale_green_after / _DAY
+    return Decline(
+        Reason.CONFIGURATION_SPECIFIC,
+        f"builders that run the same tests (they failed a step named "
+        f"{', '.join(found.steps)} before) built this change and passed: "
+        f"{name_files(list(found.passing))}; every builder failing from it "
+        f"({name_files(list(found.failing))}) was last green more than {days:g} days "
+        "before: the failure follows the configuration, not the change",
+    )
+
+
 def environment(g: GuardInput) -> Decline | None:
     """Every common failure is a test of what the worker provides, untouched by the change."""
     env = environment_only(common_tests(g.signatures), g.change, g.policy.environment_tests)
@@ -374,6 +402,7 @@ GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
     (Guard.CANNOT_EXPLAIN, cannot_explain),
     (Guard.FAILING_BEFORE, failing_before),
     (Guard.STALE_GREEN, stale_green),
+    (Guard.CONFIGURATION, configuration),
     (Guard.ENVIRONMENT, environment),
     (Guard.FLAKY_BUILDER, flaky_builder),
 )

@@ -54,7 +54,8 @@ checks run in this order, and the first that fails names the reason:
    plugin's or the simulator's selection) and never proposes;
 6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``change-cannot-explain``,
-   ``failing-before``, ``stale-green``, ``environment-test``,
+   ``failing-before``, ``stale-green``, ``configuration-specific``,
+   ``environment-test``,
    ``flaky-builder``; the two that only doubt (failing-before,
    flaky-builder) give way when builders on several workers fail the same
    tests from the same change (corroboration), and the guards after them
@@ -87,6 +88,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
+from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
@@ -159,6 +161,9 @@ class StreakTracker(StreakDecisions):
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
+        # builder -> the names of the steps seen failing on it: which
+        # builders run the same tests (see .configurations).
+        self._steps: dict[str, frozenset[str]] = {}
         # revision -> worker -> what its streak failed, for every worker whose
         # builder's streak points at the revision alone (see StreakDecisions._point_at).
         self._pointing: dict[str, dict[str, frozenset[str]]] = {}
@@ -227,6 +232,8 @@ class StreakTracker(StreakDecisions):
             run.open = False
         elif result == _FAILURE:
             state.ended = False
+            if build.failed_steps:
+                remember_steps(self._steps, build.builder, (s.name for s in build.failed_steps))
             if not run.open:
                 run = self._open_run(state, changes)
             run.add(build.completed_at, state.built_upto, state.line)
@@ -349,6 +356,7 @@ class StreakTracker(StreakDecisions):
         self._builders = lead._builders
         self._landings = lead._landings
         self._branches = lead._branches
+        self._steps = lead._steps
 
     # -- memory across restarts ---------------------------------------------
 
@@ -362,6 +370,8 @@ class StreakTracker(StreakDecisions):
         return {name: self.__dict__[name] for name in _STATE}
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        # A tracker saved before step names were remembered knows none.
+        self.__dict__.setdefault("_steps", {})
         self.__dict__.update(state)
         self._watched = None
         self._tags_of = None
@@ -483,6 +493,7 @@ _STATE = (
     "_failures",
     "_landings",
     "_flakes",
+    "_steps",
     "_pointing",
     "_proposed",
     "_shorts",

@@ -82,7 +82,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations
+from buildbot_revert.core.diffs import Diff
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -251,6 +253,9 @@ class GuardInput(NamedTuple):
     # The configurations that passed the change while every failing one was
     # stale (None: some failing builder was green recently, or none passed).
     configurations: Configurations | None = None
+    # The change's diff, asked only after a long gap (a shell's reader: a
+    # local clone, or the forge's commit endpoint); None: no diff is known.
+    diff_of: Callable[[Change], Diff | None] | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -323,7 +328,12 @@ def failing_before(g: GuardInput) -> Decline | None:
 
 
 def stale_green(g: GuardInput) -> Decline | None:
-    """After a long gap since green, the change must be tied to the failures directly."""
+    """After a long gap since green, the change must be tied to the failures directly.
+
+    With the change's diff, at the level of test cases (:mod:`.caselink`);
+    without it, by file names, the failing test's own file left out: a
+    change that edited a test file explains no other case of it failing.
+    """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
         return None
@@ -331,17 +341,26 @@ def stale_green(g: GuardInput) -> Decline | None:
     if gap <= policy.stale_green_after:
         return None
     named = [s for s in g.signatures if not s.generic]
-    failing = common_tests(named) if named else frozenset()
-    if named and not failing:
-        failing = frozenset().union(*(modules(s) for s in named))
     files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-    if ties(failing, files, policy.environment_tests) is not None:
-        return None
-    what = (
-        "the change touched none of the failing tests' code"
-        if change.files
-        else "the change's files are unknown, so nothing ties it to the failing tests"
-    )
+    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
+    if diff is not None:
+        linked = link_cases(
+            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
+        )
+        if linked.linked:
+            return None
+        what = f"nothing in its diff ties it to the failures: {linked.sentence}"
+    else:
+        failing = common_tests(named) if named else frozenset()
+        if named and not failing:
+            failing = frozenset().union(*(modules(s) for s in named))
+        if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+            return None
+        what = (
+            "the change touched none of the failing tests' code"
+            if change.files
+            else "the change's files are unknown, so nothing ties it to the failing tests"
+        )
     return Decline(
         Reason.STALE_GREEN,
         f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "

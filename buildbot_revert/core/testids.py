@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from buildbot_revert.core.signatures.signature import is_class_name
+
 # ``test_123 (tests.tests.SomeTests.test_123)``: unittest's verbose form.
 _VERBOSE = re.compile(r"^\s*(\w+)\s+\(([\w.]+)\)")
 
@@ -55,10 +57,6 @@ def _pytest(test_id: str) -> CaseRef:
     return CaseRef(files=(path,), cls=cls, function=function)
 
 
-def _is_class(part: str) -> bool:
-    return part[:1].isupper()
-
-
 def _module_files(parts: list[str]) -> tuple[str, ...]:
     """A dotted module's candidate files: a module, or a package's ``__init__``."""
     if not parts:
@@ -77,7 +75,7 @@ def _dotted(test_id: str) -> CaseRef:
     """
     parts = [p for p in test_id.split(".") if p]
     for i, part in enumerate(parts):
-        if _is_class(part):
+        if is_class_name(part):
             function = _strip_params(parts[i + 1]) if i + 1 < len(parts) else None
             return CaseRef(files=_module_files(parts[:i]), cls=part, function=function)
     return CaseRef(files=_module_files(parts), cls=None, function=None)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations, configuration_specific
-from buildbot_revert.core.diffs import Diff
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -64,7 +64,7 @@ class StreakDecisions:
     _landings: Landings
     _flakes: FlakeMemory
     _steps: dict[str, frozenset[str]]
-    _diffs: Callable[[Change], Diff | None] | None
+    _diffs: DiffReader | None
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]

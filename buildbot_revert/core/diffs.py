@@ -16,7 +16,10 @@ Everything here is pure text handling.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, TypeAlias
+
+from buildbot_revert.core.model import Change
 
 # ``@@ -12,0 +13,4 @@ def test_parse():``: the header, and what git names after it.
 _HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$")
@@ -65,6 +68,10 @@ class Diff(NamedTuple):
 
     revision: str
     hunks: tuple[Hunk, ...]
+
+
+#: What a shell hands the core to read a change's diff (None: not known).
+DiffReader: TypeAlias = Callable[[Change], Diff | None]
 
 
 def _hunks(path: str, lines: list[str]) -> list[Hunk]:

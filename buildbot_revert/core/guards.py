@@ -84,7 +84,7 @@ from typing import NamedTuple
 
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations
-from buildbot_revert.core.diffs import Diff
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -255,7 +255,7 @@ class GuardInput(NamedTuple):
     configurations: Configurations | None = None
     # The change's diff, asked only after a long gap (a shell's reader: a
     # local clone, or the forge's commit endpoint); None: no diff is known.
-    diff_of: Callable[[Change], Diff | None] | None = None
+    diff_of: DiffReader | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:

@@ -89,7 +89,7 @@ from operator import attrgetter
 
 from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
-from buildbot_revert.core.diffs import Diff
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
     FailureMemory,
@@ -128,7 +128,7 @@ class StreakTracker(StreakDecisions):
         watched: Callable[[str], bool] | None = None,
         tags_of: Callable[[str], tuple[str, ...]] | None = None,
         evidence: EvidenceReader | None = None,
-        diffs: Callable[[Change], Diff | None] | None = None,
+        diffs: DiffReader | None = None,
     ) -> None:
         self.policy = policy or Policy()
         self._diffs = diffs  # a change's diff (a clone's, the forge's): .caselink
@@ -378,7 +378,7 @@ class StreakTracker(StreakDecisions):
         self,
         watched: Callable[[str], bool] | None,
         tags_of: Callable[[str], tuple[str, ...]] | None,
-        diffs: Callable[[Change], Diff | None] | None = None,
+        diffs: DiffReader | None = None,
     ) -> None:
         """Give a restored tracker the shell's callbacks back (see ``__init__``)."""
         self._watched = watched

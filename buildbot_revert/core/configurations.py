@@ -14,8 +14,9 @@ Windows) is a real breakage, and nothing here objects.
 
 "Runs the same tests" is judged by step names: a passing builder counts
 when a step of the same name as one the failing builders failed has failed
-on it before (the tracker remembers each builder's failed step names, the
-only names a shell sees of a builder's steps).  A builder never seen
+on it before, in a streak's first N failing builds (the tracker remembers
+those builds' failed step names, the only names both shells see of a
+builder's steps).  A builder never seen
 failing is not counted: nothing says what it runs.
 
 Everything here is pure: the tracker hands in what it holds.
@@ -106,7 +107,12 @@ def configuration_specific(
 
 
 def remember_steps(steps: dict[str, frozenset[str]], builder: str, names: Iterable[str]) -> None:
-    """Add a failing build's step names to what its builder is known to run."""
+    """Add a failing build's step names to what its builder is known to run.
+
+    The tracker calls it with each failing build it reads (a streak's first
+    N), as read off: in the simulator a build's steps arrive only then, so
+    both shells remember the same names.
+    """
     known = steps.get(builder, frozenset())
     new = known.union(names)
     if len(new) != len(known):

@@ -230,7 +230,6 @@ class StreakTracker(StreakDecisions):
             run.open = False
         elif result == _FAILURE:
             state.ended = False
-            remember_steps(self._steps, build.builder, (s.name for s in build.failed_steps))
             if not run.open:
                 run = self._open_run(state, changes)
             run.add(build.completed_at, state.built_upto, state.line)
@@ -295,6 +294,7 @@ class StreakTracker(StreakDecisions):
         else:
             signature, infra = read.evidence
             build = read.kept
+        remember_steps(self._steps, build.builder, (s.name for s in build.failed_steps))
         if streak is None:
             streak = self._streaks[build.builder] = OpenStreak(
                 build,

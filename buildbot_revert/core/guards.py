@@ -373,13 +373,14 @@ def configuration(g: GuardInput) -> Decline | None:
     found = g.configurations
     if found is None:
         return None
-    days = g.policy.stale_green_after / _DAY
+    after = g.policy.stale_green_after
+    span = f"{after / _DAY:g} days" if after >= _DAY else f"{after / _HOUR:.3g} hours"
     return Decline(
         Reason.CONFIGURATION_SPECIFIC,
         f"builders that run the same tests (they failed a step named "
         f"{', '.join(found.steps)} before) built this change and passed: "
         f"{name_files(list(found.passing))}; every builder failing from it "
-        f"({name_files(list(found.failing))}) was last green more than {days:g} days "
+        f"({name_files(list(found.failing))}) was last green more than {span} "
         "before: the failure follows the configuration, not the change",
     )
 

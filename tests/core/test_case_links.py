@@ -23,7 +23,7 @@ test_123 (tests.tests.SomeTests.test_123) ... FAIL
 FAIL: test_123 (tests.tests.SomeTests.test_123)
 ----------------------------------------------------------------------
 Traceback (most recent call last):
-  File "/work/tests/tests.py", line 40, in test_123
+  File "tests/tests.py", line 40, in test_123
     self.assertEqual(parse("a"), ["a"])
 AssertionError: None != ['a']
 

@@ -46,6 +46,7 @@ from simulator.cli_github import (
 )
 from simulator.cli_history import history_group
 from simulator.history import paths
+from simulator.history.gitdiffs import GitDiffError, GitDiffs
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryError, HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
@@ -199,6 +200,13 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "a per-master file in the user's cache directory).",
 )
 @click.option(
+    "--git-repo",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    metavar="PATH",
+    help="A local clone of the project: after a long gap since green, link each suspect "
+    "to the failing test cases by its diff (git show), as the plugin does with GitHub's.",
+)
+@click.option(
     "--github",
     "github_repo",
     metavar="OWNER/NAME",
@@ -241,6 +249,7 @@ def main(
     master: str | None,
     sweeps: tuple[str, ...],
     without_guards: tuple[str, ...],
+    git_repo: Path | None,
     github_repo: str | None,
     github_url: str | None,
     github_token_file: Path | None,
@@ -264,6 +273,7 @@ def main(
     github = check_options(
         github_repo, github_url, github_token_file, github_refresh, sweeping=bool(specs)
     )
+    diffs = open_git_repo(git_repo, sweeping=bool(specs))
     if master is not None:
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
@@ -273,7 +283,7 @@ def main(
             run_sweep_command(history, policy, selection, specs, fmt, output)
         else:
             methods = Methods(verification=verification, bisection=bisection)
-            run_backtest(history, policy, selection, grace_s, fmt, output, github, methods)
+            run_backtest(history, policy, selection, grace_s, fmt, output, github, methods, diffs)
     except EvidenceNotFetched as exc:
         raise CLIError(str(exc)) from None
 
@@ -287,6 +297,7 @@ def run_backtest(
     output: Path | None,
     github: GitHubOptions | None = None,
     methods: Methods | None = None,
+    diffs: GitDiffs | None = None,
 ) -> None:
     """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
@@ -297,10 +308,12 @@ def run_backtest(
         if methods is not None and methods.any:
             labels = store.labels() if store.has_labels() else None
             result, costs = play_out(
-                lambda cls: replay_with_progress(store, policy, selection, cls), methods, labels
+                lambda cls: replay_with_progress(store, policy, selection, cls, diffs),
+                methods,
+                labels,
             )
         else:
-            result = replay_with_progress(store, policy, selection)
+            result = replay_with_progress(store, policy, selection, diffs=diffs)
         if grace:
             # As the sweep scores a grace period: the reverts actually filed.
             result = apply_grace(result, grace)
@@ -315,6 +328,18 @@ def run_backtest(
     finally:
         store.close()
     write_output(render_report(report, fmt), output)
+
+
+def open_git_repo(path: Path | None, *, sweeping: bool) -> GitDiffs | None:
+    """The diff reader of ``--git-repo``; refused with ``--sweep``, whose replays share none."""
+    if path is None:
+        return None
+    if sweeping:
+        raise CLIError("--git-repo applies to one backtest, not to --sweep")
+    try:
+        return GitDiffs(path)
+    except GitDiffError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def check_evidence(store: HistoryStore, failures: int) -> None:

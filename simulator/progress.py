@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.play import Play
@@ -69,8 +70,9 @@ def replay_with_progress(
     policy: Policy,
     selection: Selection,
     play: Play | None = None,
+    diffs: DiffReader | None = None,
 ) -> ReplayResult:
-    """:func:`~.replay.replay`, with a bar on a terminal."""
+    """:func:`~.replay.replay`, with a bar on a terminal (``diffs``: a change's diff)."""
     selection = selection.of_history(store.builders())
     # An executor plays out culprit finding, which copies failing builds
     # with their logs: it is fed them.
@@ -82,6 +84,7 @@ def replay_with_progress(
         builders,
         play,
         evidence=evidence,
+        diffs=diffs,
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 import pytest_twisted
-from twisted.internet import threads
+from twisted.internet import reactor, task, threads
 
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.verdicts import Reason, Verdict
@@ -97,7 +97,9 @@ def run_both(
 
     Events are ("change", n, files, branch, title) or ("build", builder,
     results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
-    for a forced build; a mark makes it a build buildbot-revert requested.
+    for a forced build; a mark makes it a build buildbot-revert requested;
+    ("wait", seconds) lets real time pass (a master stamps builds in whole
+    seconds, so a gap since green needs one).
     """
     master = InProcessMaster(
         tmp_path / "master",
@@ -110,7 +112,9 @@ def run_both(
     try:
         ssids: dict[int, int] = {}
         for event in events:
-            if event[0] == "change":
+            if event[0] == "wait":
+                yield task.deferLater(reactor, event[1], lambda: None)
+            elif event[0] == "change":
                 _, n, files, branch, title = event
                 ssids[n] = yield master.add_change(
                     f"{n:040x}",

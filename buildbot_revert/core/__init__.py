@@ -45,6 +45,9 @@ before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
 ``stale-green``             B was last green over 7 days before, and C is
                             not tied to the failure (it touched no failing
                             test, nor the code one is named after)
+``configuration-specific``  every builder failing from C was last green
+                            over 7 days before, and builders running the
+                            same tests built C and passed
 ``environment-test``        only tests of what the worker provides fail,
                             and C touched none of their code
 ``flaky-builder``           B fails alone and recovers too often

@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.configurations import Configurations, configuration_specific
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -31,6 +34,7 @@ from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
 from buildbot_revert.core.references import is_revert
+from buildbot_revert.core.relevance import code_files
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
 from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
 
@@ -59,6 +63,8 @@ class StreakDecisions:
     _failures: FailureMemory
     _landings: Landings
     _flakes: FlakeMemory
+    _steps: dict[str, frozenset[str]]
+    _diffs: DiffReader | None
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
@@ -161,7 +167,7 @@ class StreakDecisions:
                 change,
                 last,
                 f"{n} consecutive failing builds after a green build, and the first failing "
-                "build holds exactly this one change",
+                f"build holds exactly this one change{self._linked(streak, change)}",
             )
         k = self.policy.corroboration
         agreeing = sum(1 for other in workers.values() if other & failed)
@@ -369,8 +375,38 @@ class StreakDecisions:
                 failures=self._failures,
                 landings=self._landings,
                 flakes=self._flakes,
+                configurations=self._configurations(streak, change, asked),
+                diff_of=self._diffs,
             ),
             asked,
+        )
+
+    def _linked(self, streak: OpenStreak, change: Change) -> str:
+        """What in the change's diff links it to the failing cases ("" without a diff)."""
+        diff = self._diffs(change) if self._diffs is not None and change.files else None
+        if diff is None:
+            return ""
+        named = [s for s in streak.signatures if s is not None and not s.generic]
+        policy = self.policy
+        files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+        linked = link_cases(
+            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
+        )
+        return f"; {linked.sentence}" if linked.linked else f"; in its diff, {linked.sentence}"
+
+    def _configurations(
+        self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
+    ) -> Configurations | None:
+        """The configurations that passed ``change`` while every failing one is stale."""
+        if Guard.CONFIGURATION not in asked:
+            return None
+        return configuration_specific(
+            streak,
+            change,
+            self._streaks,
+            self._builders,
+            self._steps,
+            self.policy.stale_green_after,
         )
 
     def _short(self, count: int, ended: bool) -> str:

@@ -41,6 +41,14 @@ order, each on by default and each with its own verdict reason:
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
     file a compile error names (:mod:`.relevance`).  A gap alone is no
     reason to decline.
+``configuration-specific``
+    Every builder failing from the change was last green longer before
+    its streak than ``Policy.stale_green_after``, and builders that run the
+    same tests built the change and passed (:mod:`.configurations`): the
+    failure follows the configuration (an interpreter's new release), not
+    the change, even when the change edited a failing test's file.  A
+    builder green recently that breaks alone (only PyPy, only Windows) is a
+    real breakage and is not declined.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -74,6 +82,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.configurations import Configurations
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -239,6 +250,12 @@ class GuardInput(NamedTuple):
     failures: FailureMemory
     landings: Landings
     flakes: FlakeMemory
+    # The configurations that passed the change while every failing one was
+    # stale (None: some failing builder was green recently, or none passed).
+    configurations: Configurations | None = None
+    # The change's diff, asked only after a long gap (a shell's reader: a
+    # local clone, or the forge's commit endpoint); None: no diff is known.
+    diff_of: DiffReader | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -311,7 +328,12 @@ def failing_before(g: GuardInput) -> Decline | None:
 
 
 def stale_green(g: GuardInput) -> Decline | None:
-    """After a long gap since green, the change must be tied to the failures directly."""
+    """After a long gap since green, the change must be tied to the failures directly.
+
+    With the change's diff, at the level of test cases (:mod:`.caselink`);
+    without it, by file names, the failing test's own file left out: a
+    change that edited a test file explains no other case of it failing.
+    """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
         return None
@@ -319,21 +341,47 @@ def stale_green(g: GuardInput) -> Decline | None:
     if gap <= policy.stale_green_after:
         return None
     named = [s for s in g.signatures if not s.generic]
-    failing = common_tests(named) if named else frozenset()
-    if named and not failing:
-        failing = frozenset().union(*(modules(s) for s in named))
     files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-    if ties(failing, files, policy.environment_tests) is not None:
-        return None
-    what = (
-        "the change touched none of the failing tests' code"
-        if change.files
-        else "the change's files are unknown, so nothing ties it to the failing tests"
-    )
+    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
+    if diff is not None:
+        linked = link_cases(
+            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
+        )
+        if linked.linked:
+            return None
+        what = f"nothing in its diff ties it to the failures: {linked.sentence}"
+    else:
+        failing = common_tests(named) if named else frozenset()
+        if named and not failing:
+            failing = frozenset().union(*(modules(s) for s in named))
+        if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+            return None
+        what = (
+            "the change touched none of the failing tests' code"
+            if change.files
+            else "the change's files are unknown, so nothing ties it to the failing tests"
+        )
     return Decline(
         Reason.STALE_GREEN,
         f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
         "may have changed meanwhile (a verification build of the parent would tell)",
+    )
+
+
+def configuration(g: GuardInput) -> Decline | None:
+    """Every failing builder is stale, and builders running the same tests passed the change."""
+    found = g.configurations
+    if found is None:
+        return None
+    after = g.policy.stale_green_after
+    span = f"{after / _DAY:g} days" if after >= _DAY else f"{after / _HOUR:.3g} hours"
+    return Decline(
+        Reason.CONFIGURATION_SPECIFIC,
+        f"builders that run the same tests (they failed a step named "
+        f"{', '.join(found.steps)} before) built this change and passed: "
+        f"{name_files(list(found.passing))}; every builder failing from it "
+        f"({name_files(list(found.failing))}) was last green more than {span} "
+        "before: the failure follows the configuration, not the change",
     )
 
 
@@ -374,6 +422,7 @@ GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
     (Guard.CANNOT_EXPLAIN, cannot_explain),
     (Guard.FAILING_BEFORE, failing_before),
     (Guard.STALE_GREEN, stale_green),
+    (Guard.CONFIGURATION, configuration),
     (Guard.ENVIRONMENT, environment),
     (Guard.FLAKY_BUILDER, flaky_builder),
 )

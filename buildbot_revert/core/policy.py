@@ -28,6 +28,7 @@ class Guard(StrEnum):
     FLAKY_BUILDER = "flaky-builder"
     CANNOT_EXPLAIN = "change-cannot-explain"
     STALE_GREEN = "stale-green"
+    CONFIGURATION = "configuration-specific"
 
 
 # Guards that doubt one builder's evidence: when builders on several workers

@@ -138,8 +138,18 @@ def _path_names(path: str) -> tuple[str, list[str]]:
     return base.split(".", 1)[0], dirs
 
 
+def _is_own(path: str, tests: set[str]) -> bool:
+    """Whether ``path`` is a test's own file, or inside its package."""
+    stem, dirs = _path_names(path)
+    return stem in tests or not tests.isdisjoint(dirs)
+
+
 def touches_code_of(
-    test: str, files: Sequence[str], environment: Mapping[str, tuple[str, ...]]
+    test: str,
+    files: Sequence[str],
+    environment: Mapping[str, tuple[str, ...]],
+    *,
+    own_file: bool = True,
 ) -> bool:
     """Whether a change touching ``files`` touched the failing ``test`` or its code.
 
@@ -151,10 +161,13 @@ def touches_code_of(
     ``test_concurrent_futures``: ``Lib/concurrent/futures/process.py``),
     or, for the tests in ``environment`` (the ``environment-test`` guard's
     table), its path holds one of the test's fragments (``sqlite`` for
-    ``test_sqlite3``: ``Modules/_sqlite/connection.c``).
+    ``test_sqlite3``: ``Modules/_sqlite/connection.c``).  With ``own_file``
+    False, the test's own file (or package) does not count, only its code.
     """
     tests, code = _test_names(test)
     names = tests | code
+    if not own_file:
+        files = [f for f in files if not _is_own(f, tests)]
     # test_concurrent_futures is named after concurrent/futures/.
     packages = [f"/{n.strip('_').replace('_', '/')}/" for n in code if "_" in n.strip("_")]
     for path in files:
@@ -183,14 +196,19 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def ties(
-    failing: Iterable[str], files: Sequence[str], environment: Mapping[str, tuple[str, ...]]
+    failing: Iterable[str],
+    files: Sequence[str],
+    environment: Mapping[str, tuple[str, ...]],
+    *,
+    own_file: bool = True,
 ) -> str | None:
     """The first failure the change is tied to directly, or ``None``.
 
     ``failing`` are what the failing builds fail (test modules or cases,
     pytest ids, compile keys); ``files`` the change's non-documentation
     files.  A compile or link error is tied to the change when it names a
-    file the change touched; a test, when :func:`touches_code_of` says so.
+    file the change touched; a test, when :func:`touches_code_of` says so
+    (with ``own_file`` False, editing the test's own file does not tie it).
     """
     if not files:
         return None
@@ -200,6 +218,6 @@ def ties(
             if path is not None and any(_same_file(path, f) for f in files):
                 return ident
             continue
-        if touches_code_of(module_of(ident), files, environment):
+        if touches_code_of(module_of(ident), files, environment, own_file=own_file):
             return ident
     return None

@@ -54,11 +54,11 @@ checks run in this order, and the first that fails names the reason:
    plugin's or the simulator's selection) and never proposes;
 6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``change-cannot-explain``,
-   ``failing-before``, ``stale-green``, ``environment-test``,
-   ``flaky-builder``; the two that only doubt (failing-before,
-   flaky-builder) give way when builders on several workers fail the same
-   tests from the same change (corroboration), and the guards after them
-   are then still asked;
+   ``failing-before``, ``stale-green``, ``configuration-specific``,
+   ``environment-test``, ``flaky-builder``; the two that only doubt
+   (failing-before, flaky-builder) give way when builders on several
+   workers fail the same tests from the same change (corroboration), and
+   the guards after them are then still asked;
 7. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
 8. ``tolerated-builder``: the builder is allowed to fail (its tags hold a
@@ -87,7 +87,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 
+from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
     FailureMemory,
@@ -126,8 +128,10 @@ class StreakTracker(StreakDecisions):
         watched: Callable[[str], bool] | None = None,
         tags_of: Callable[[str], tuple[str, ...]] | None = None,
         evidence: EvidenceReader | None = None,
+        diffs: DiffReader | None = None,
     ) -> None:
         self.policy = policy or Policy()
+        self._diffs = diffs  # a change's diff (a clone's, the forge's): .caselink
         # How a failing build's signature and infrastructure flag are read
         # (see :mod:`.evidence`: a shell feeding several trackers shares a
         # cache through it).
@@ -150,8 +154,7 @@ class StreakTracker(StreakDecisions):
         # their builder is watched (asked when it looks): decided (past their
         # evidence), after a green build, on a builder not allowed to fail.
         self._intersectable: dict[str, tuple[int, str, OpenStreak]] = {}
-        # Branches seen in builds that are not pull requests' (main, 3.13).
-        # (None, a build of no known branch, is any branch's.)
+        # Branches seen in builds not of pull requests (None: of any branch).
         self._branches: set[str | None] = {None}
         # A failure matters to changes landing up to a window later; keep a
         # month more for changes that landed a while before their streak.
@@ -159,14 +162,14 @@ class StreakTracker(StreakDecisions):
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
+        # builder -> the step names seen failing on it (see .configurations).
+        self._steps: dict[str, frozenset[str]] = {}
         # revision -> worker -> what its streak failed, for every worker whose
         # builder's streak points at the revision alone (see StreakDecisions._point_at).
         self._pointing: dict[str, dict[str, frozenset[str]]] = {}
-        # revision -> the request that first proposed it (None when it was
-        # proposed before this tracker started).
+        # revision -> the request that first proposed it (None: before this tracker).
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
-        # (failures, whether the builder went green) -> the sentence of a
-        # streak too short to decide (see _short).
+        # (failures, whether it went green) -> a too-short streak's sentence.
         self._shorts: dict[tuple[int, bool], str] = {}
 
     # -- feeding ------------------------------------------------------------
@@ -291,6 +294,7 @@ class StreakTracker(StreakDecisions):
         else:
             signature, infra = read.evidence
             build = read.kept
+        remember_steps(self._steps, build.builder, (s.name for s in build.failed_steps))
         if streak is None:
             streak = self._streaks[build.builder] = OpenStreak(
                 build,
@@ -349,6 +353,7 @@ class StreakTracker(StreakDecisions):
         self._builders = lead._builders
         self._landings = lead._landings
         self._branches = lead._branches
+        self._steps = lead._steps
 
     # -- memory across restarts ---------------------------------------------
 
@@ -362,19 +367,23 @@ class StreakTracker(StreakDecisions):
         return {name: self.__dict__[name] for name in _STATE}
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.setdefault("_steps", {})  # saved before it was kept
         self.__dict__.update(state)
         self._watched = None
         self._tags_of = None
+        self._diffs = None
         self._read = read_evidence
 
     def attach(
         self,
         watched: Callable[[str], bool] | None,
         tags_of: Callable[[str], tuple[str, ...]] | None,
+        diffs: DiffReader | None = None,
     ) -> None:
         """Give a restored tracker the shell's callbacks back (see ``__init__``)."""
         self._watched = watched
         self._tags_of = tags_of
+        self._diffs = diffs
 
     def failing_of(self, builder: str) -> tuple[Build, ...]:
         """The first N failing builds of the builder's open streak (empty when not red)."""
@@ -493,6 +502,7 @@ _STATE = (
     "_failures",
     "_landings",
     "_flakes",
+    "_steps",
     "_pointing",
     "_proposed",
     "_shorts",

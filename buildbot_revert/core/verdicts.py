@@ -56,6 +56,10 @@ class Reason(StrEnum):
     # The builder was last green longer ago than the horizon, and nothing ties
     # the change to the failing tests: the world may have changed meanwhile.
     STALE_GREEN = "stale-green"
+    # Every failing builder was last green long ago, and builders running the
+    # same tests built the change and passed: the failure follows the
+    # configuration (an interpreter's new release), not the change.
+    CONFIGURATION_SPECIFIC = "configuration-specific"
     # The builder is allowed to fail (tagged unstable): it never proposes
     # alone; it joins a proposal an untolerated builder made.
     TOLERATED_BUILDER = "tolerated-builder"
@@ -233,6 +237,14 @@ MEANINGS: dict[Reason, str] = {
         "change to the failure: it edited no failing test, touched none of the code a failing "
         "test is named after (`test_ssl`: `Lib/ssl.py`, `Modules/_ssl.c`) and no file a "
         "compile error names; the simulator reports it as needing a verification build"
+    ),
+    Reason.CONFIGURATION_SPECIFIC: (
+        "every builder failing from the change was last green more than 7 days before, and "
+        "builders that run the same tests (a step of the same name failed on them before) "
+        "built the change and passed: the failure follows the configuration (a new "
+        "interpreter or compiler release), not the change; the sentence names the builders "
+        "that passed. A builder green recently that breaks alone (only PyPy, only Windows) "
+        "is not declined"
     ),
     Reason.TOLERATED_BUILDER: (
         "the builder is allowed to fail (tagged `unstable`): it never proposes alone; once a "

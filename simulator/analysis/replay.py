@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder, Change, new_build, new_change
@@ -222,6 +223,7 @@ def replay_builds(
     play: Play | None = None,
     *,
     evidence: EvidenceReader | None = None,
+    diffs: DiffReader | None = None,
 ) -> ReplayResult:
     """Feed builds through a fresh tracker and collect its events.
 
@@ -232,9 +234,10 @@ def replay_builds(
     ``builders`` are fed as evidence but never propose, and nothing of
     theirs is reported or counted.  ``play`` may carry out what the
     plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
-    reads a failing build's signature (see :class:`Replayer`).
+    reads a failing build's signature (see :class:`Replayer`); ``diffs`` a
+    change's diff (``simulate --git-repo``), for the link to test cases.
     """
-    replayer = Replayer(policy, selection, builders, play, evidence=evidence)
+    replayer = Replayer(policy, selection, builders, play, evidence=evidence, diffs=diffs)
     feed = replayer.feed
     with fewer_collections():
         for build in builds:
@@ -263,6 +266,7 @@ class Replayer:
         play: Play | None = None,
         *,
         evidence: EvidenceReader | None = None,
+        diffs: DiffReader | None = None,
     ) -> None:
         self.kept = frozenset(b.name for b in builders)
         self.tracker = StreakTracker(
@@ -270,6 +274,7 @@ class Replayer:
             watched=self.kept.__contains__,
             tags_of=selection.tags_of(builders),
             evidence=evidence,
+            diffs=diffs,
         )
         # What stands between the tracker and the result, when the plugin's
         # post-verdict methods are played out.

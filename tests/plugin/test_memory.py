@@ -63,7 +63,7 @@ def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
     tracker = StreakTracker(Policy(), watched=lambda b: True, tags_of=lambda b: ())
     tracker.feed = lambda build: ()  # type: ignore[method-assign]  # as a benchmark's wrapper
     # The shell's callbacks: what it watches, builders' tags, how evidence is read.
-    callbacks = {"_watched", "_tags_of", "_read"}
+    callbacks = {"_watched", "_tags_of", "_read", "_diffs"}
     fields = set(StreakTracker().__dict__) - callbacks
     assert set(tracker_module._STATE) == fields
     restored = loads(dumps(tracker), Policy())

@@ -184,6 +184,7 @@ _TRACKER: tuple[tuple[str, Any], ...] = (
     ("_pointing", dict[str, dict[str, frozenset[str]]]),
     ("_proposed", dict[str, RevertRequest | None]),
     ("_shorts", dict[tuple[int, bool], str]),
+    ("_steps", dict[str, frozenset[str]]),
 )
 _FROM_POLICY = frozenset({"policy", "_green", "_guards"})
 _TRACKER_TYPE = tuple.__class_getitem__(tuple(t for _, t in _TRACKER))

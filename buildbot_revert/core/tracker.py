@@ -103,13 +103,7 @@ from buildbot_revert.core.policy import Guard, Policy
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
-from buildbot_revert.core.verdicts import (
-    Reason,
-    RedStreak,
-    RevertRequest,
-    Streak,
-    Verdict,
-)
+from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
 
@@ -360,14 +354,13 @@ class StreakTracker(StreakDecisions):
     def __getstate__(self) -> dict[str, object]:
         """Everything the tracker knows, without the shell's callbacks.
 
-        What a shell saves (the plugin pickles it into the master's
-        database) so that a tracker restored from it, fed the builds that
-        completed since, is the tracker that never stopped.
+        What a shell saves (as data: :mod:`.snapshot`) so that a tracker
+        restored from it, fed the builds that completed since, is the
+        tracker that never stopped.
         """
         return {name: self.__dict__[name] for name in _STATE}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.setdefault("_steps", {})  # saved before it was kept
         self.__dict__.update(state)
         self._watched = None
         self._tags_of = None
@@ -491,19 +484,10 @@ class StreakTracker(StreakDecisions):
         return (ended,) if decided else (verdict, ended)
 
 
-_STATE = (
-    "policy",
-    "_green",
-    "_guards",
-    "_builders",
-    "_streaks",
-    "_intersectable",
-    "_branches",
-    "_failures",
-    "_landings",
-    "_flakes",
-    "_steps",
-    "_pointing",
-    "_proposed",
-    "_shorts",
+# The attributes a tracker's state is made of: what __getstate__ gives a shell.
+_STATE = tuple(
+    (
+        "policy _green _guards _builders _streaks _intersectable _branches _failures _landings"
+        " _flakes _steps _pointing _proposed _shorts"
+    ).split()
 )

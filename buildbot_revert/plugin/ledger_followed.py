@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
@@ -22,6 +21,7 @@ from buildbot_revert.plugin.ledger_tables import (
     RevertBuildRow,
     Runner,
     entry_of,
+    insert_once,
     ledger_table,
     revert_builds_table,
 )
@@ -126,15 +126,12 @@ class FollowedRows:
 
         def thd(conn: sa.Connection) -> bool:
             t = revert_builds_table
-            key = (t.c.revision == revision, t.c.pr_builder == pr_builder, t.c.number == number)
-            try:
-                with conn.begin():
-                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
-                        return False
-                    conn.execute(t.insert().values(**values))
-            except IntegrityError:
-                return False
-            return True
+            return insert_once(
+                conn,
+                t,
+                (t.c.revision == revision, t.c.pr_builder == pr_builder, t.c.number == number),
+                values,
+            )
 
         return self._run(thd)
 

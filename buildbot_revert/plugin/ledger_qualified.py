@@ -15,12 +15,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
 
 from buildbot_revert.plugin.ledger_tables import (
     LedgerState,
     QualifiedBuilder,
     Runner,
+    insert_once,
     ledger_table,
     qualified_table,
 )
@@ -83,15 +83,12 @@ class QualifiedRows:
 
         def thd(conn: sa.Connection) -> bool:
             t = qualified_table
-            key = (t.c.revision == revision, t.c.builder == builder, t.c.first_build == first_build)
-            try:
-                with conn.begin():
-                    if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
-                        return False
-                    conn.execute(t.insert().values(**values))
-            except IntegrityError:
-                return False  # another master recorded it first
-            return True
+            return insert_once(
+                conn,
+                t,
+                (t.c.revision == revision, t.c.builder == builder, t.c.first_build == first_build),
+                values,
+            )
 
         return self._run(thd)
 

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 
 Runner = Callable[..., Any]
 
@@ -240,6 +241,24 @@ class TableSet:
         """Create the tables if they are missing (safe on every start, on every master)."""
         tables = self.tables
         return self._run(lambda conn: create_tables(conn, tables))
+
+
+def insert_once(
+    conn: sa.Connection, table: sa.Table, key: tuple[Any, ...], values: Mapping[str, Any]
+) -> bool:
+    """Insert ``values`` unless a row matching ``key`` exists; True when this call wrote it.
+
+    Idempotent across replays and masters: a row already there, or one
+    another master wrote first (the unique constraint), is not written again.
+    """
+    try:
+        with conn.begin():
+            if conn.execute(sa.select(table.c.id).where(*key)).first() is not None:
+                return False
+            conn.execute(table.insert().values(**values))
+    except IntegrityError:
+        return False
+    return True
 
 
 def create_tables(conn: sa.Connection, tables: sa.MetaData) -> None:

@@ -35,8 +35,10 @@ from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
 from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.relevance import code_files
+from buildbot_revert.core.signatures.signature import Signature
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
-from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
+from buildbot_revert.core.suspects import RankInput, rank_suspects
+from buildbot_revert.core.verdicts import PROPOSING, RankedSuspect, Reason, RevertRequest, Verdict
 
 _HOUR = 3600.0
 _DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
@@ -91,6 +93,9 @@ class StreakDecisions:
         request = None
         if decided.reason in PROPOSING and decided.suspect is not None:
             request = self._request(decided.suspect, streak, last, numbers)
+        ranked: tuple[RankedSuspect, ...] = ()
+        if decided.reason is Reason.MULTIPLE_CHANGES and len(streak.suspects) > 1:
+            ranked = self._rank(streak, common, sigs)
         streak.verdict = Verdict(
             builder=last.builder,
             first_failing_build=streak.first.number,
@@ -102,8 +107,24 @@ class StreakDecisions:
             evidence=tuple(sorted(common)),
             started_at=streak.first.completed_at,
             failing_builds=numbers,
+            ranked=ranked,
         )
         return streak.verdict
+
+    def _rank(
+        self, streak: OpenStreak, common: frozenset[str], sigs: list[Signature]
+    ) -> tuple[RankedSuspect, ...]:
+        """The streak's suspects ranked for the person on watch (:mod:`.suspects`)."""
+        return rank_suspects(
+            RankInput(
+                policy=self.policy,
+                suspects=streak.suspects,
+                failing=common,
+                cases=tuple(specific_tests(sigs).names()) if sigs else (),
+                others=self._red_blamelists(streak.first.builder),
+                diff_of=self._diffs,
+            )
+        )
 
     def _request(
         self, change: Change, streak: OpenStreak, last: Build, numbers: tuple[int, ...]

@@ -38,7 +38,7 @@ from buildbot_revert.core.requests import GreenRevisions, RequestKey
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import RankedSuspect, RevertRequest, Streak, Verdict
 
 # The version of the documents written here.  Raise it (and add a
 # migration to MIGRATIONS, or let old documents be rebuilt) when a change
@@ -76,6 +76,7 @@ _SCHEMAS = (
     _named(Signature, "Signature"),
     _named(Blamelist, "Blamelist"),
     _named(RevertRequest, "RevertRequest"),
+    _named(RankedSuspect, "RankedSuspect"),
     _named(Verdict, "Verdict"),
     _named(Streak, "Streak"),
     Schema(

@@ -103,6 +103,14 @@ class RevertRequest(NamedTuple):
         return self.change.revision
 
 
+class RankedSuspect(NamedTuple):
+    """One suspect of a streak of several changes: its score and the reasons behind it."""
+
+    revision: str
+    score: float
+    reasons: tuple[str, ...]
+
+
 class Verdict(NamedTuple):
     """The decision about one red streak."""
 
@@ -122,6 +130,8 @@ class Verdict(NamedTuple):
     # The numbers of the failing builds the decision read (the first N), when
     # decided at the N-th failure; empty for a streak that ended before it.
     failing_builds: tuple[int, ...] = ()
+    # A multiple-changes streak's suspects, most likely first (never acted on).
+    ranked: tuple[RankedSuspect, ...] = ()
 
     @property
     def decision(self) -> Decision:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from buildbot_revert.core.verdicts import Reason
 from simulator.formatting import day, pct
-from simulator.reports import charts
+from simulator.reports import charts, suspects
 from simulator.reports.html_text import link, text
 from simulator.reports.model import (
     MAX_ROWS,
@@ -87,6 +87,7 @@ def render_html(ctx: ReportContext) -> str:
         _proposals_table(ctx),
         *_github(ctx),
         *_missed(ctx),
+        *suspects.html_lines(ctx),
         "<h2>Blind spots</h2>",
         _blind_spots(ctx),
     ]

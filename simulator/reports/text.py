@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.formatting import iso, pct
+from simulator.reports import suspects
 from simulator.reports.model import (
     ReportContext,
     SweepReport,
@@ -77,6 +78,7 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "verdict": s.verdict.decision.value,
                 "reason": s.verdict.reason.value,
                 "explanation": s.verdict.explanation,
+                **({"suspects": suspects.streak_suspects(s)} if s.verdict.ranked else {}),
             }
             for s in result.streaks
         ],
@@ -317,6 +319,7 @@ def _evaluation_lines(ctx: ReportContext) -> list[str]:
         f"  recall of attributable breakages: {pct(ev.recall)}",
         f"  red hours saved:                  {ev.red_hours_saved:,.1f} "
         f"(if each revert landed {ev.merge_delay_hours:g} h after it was filed)",
+        *suspects.text_lines(ctx),
     ]
 
 

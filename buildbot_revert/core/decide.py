@@ -37,7 +37,7 @@ from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.relevance import code_files
 from buildbot_revert.core.signatures.signature import Signature
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
-from buildbot_revert.core.suspects import RankInput, rank_suspects
+from buildbot_revert.core.suspects import FileFacts, RankInput, rank_suspects
 from buildbot_revert.core.verdicts import PROPOSING, RankedSuspect, Reason, RevertRequest, Verdict
 
 _HOUR = 3600.0
@@ -70,6 +70,7 @@ class StreakDecisions:
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
+    _facts: FileFacts
 
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
@@ -123,6 +124,7 @@ class StreakDecisions:
                 cases=tuple(specific_tests(sigs).names()) if sigs else (),
                 others=self._red_blamelists(streak.first.builder),
                 diff_of=self._diffs,
+                facts=self._facts,
             )
         )
 

@@ -52,11 +52,47 @@ from buildbot_revert.core.verdicts import RankedSuspect
 
 # How many ranked suspects a verdict keeps.
 KEPT = 5
+# How many changes' file facts a FileFacts holds before it starts afresh.
+_REMEMBERED = 65536
 _AGREEMENT = 3.0
 _CASE_LINK = 3.0
 _FILE_LINK = 2.0
 _DOCUMENTATION = -3.0
 _REVERT = -1.0
+
+
+class FileFacts:
+    """What a change's files say, worked out once per change (derived, never saved).
+
+    A change lands in the blamelist of every builder that builds it, so the
+    same change is ranked in many streaks; its code files, whether it is
+    documentation only, and what failure its files tie it to do not change.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[str, ...], bool]] = {}
+        self._ties: dict[tuple[str, frozenset[str]], str | None] = {}
+
+    def files(self, policy: Policy, change: Change) -> tuple[tuple[str, ...], bool]:
+        """The change's files that are not documentation, and whether it is documentation only."""
+        known = self._files.get(change.revision)
+        if known is None:
+            if len(self._files) >= _REMEMBERED:
+                self._files.clear()
+            code = tuple(code_files(change.files, policy.doc_patterns, policy.code_patterns))
+            docs = documentation_only(change.files, policy.doc_patterns, policy.code_patterns)
+            known = self._files[change.revision] = (code, docs)
+        return known
+
+    def tie(self, policy: Policy, change: Change, failing: frozenset[str]) -> str | None:
+        """The first failure in ``failing`` the change's code files tie it to, if any."""
+        key = (change.revision, failing)
+        if key not in self._ties:
+            if len(self._ties) >= _REMEMBERED:
+                self._ties.clear()
+            code, _ = self.files(policy, change)
+            self._ties[key] = ties(failing, code, policy.environment_tests)
+        return self._ties[key]
 
 
 @dataclass(frozen=True)
@@ -73,18 +109,23 @@ class RankInput:
     # Every other red builder's streak past its evidence.
     others: Sequence[Blamelist]
     diff_of: DiffReader | None = None
+    # A tracker keeps one across its decisions; None: one for this ranking.
+    facts: FileFacts | None = None
 
 
 def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     """The suspects of ``given``, best first, each with its score and reasons (see the module)."""
     alike = [b for b in given.others if b.failing & given.failing] if given.failing else []
-    ranked = [_score(given, change, alike) for change in given.suspects if change.revision]
+    facts = given.facts or FileFacts()
+    ranked = [_score(given, facts, change, alike) for change in given.suspects if change.revision]
     # sorted() is stable: equal scores keep the landing order.
     ranked.sort(key=lambda r: -r.score)
     return tuple(ranked[:KEPT])
 
 
-def _score(given: RankInput, change: Change, alike: Sequence[Blamelist]) -> RankedSuspect:
+def _score(
+    given: RankInput, facts: FileFacts, change: Change, alike: Sequence[Blamelist]
+) -> RankedSuspect:
     """One suspect's score and reasons."""
     score = 0.0
     reasons: list[str] = []
@@ -93,13 +134,12 @@ def _score(given: RankInput, change: Change, alike: Sequence[Blamelist]) -> Rank
         if holding:
             score += _AGREEMENT * holding / len(alike)
             reasons.append(f"held by {holding} of {len(alike)} other builders failing alike")
-    linked = _link(given, change)
+    linked = _link(given, facts, change)
     if linked is not None:
         points, why = linked
         score += points
         reasons.append(why)
-    policy = given.policy
-    if documentation_only(change.files, policy.doc_patterns, policy.code_patterns):
+    if change.files and facts.files(given.policy, change)[1]:
         score += _DOCUMENTATION
         reasons.append("documentation only")
     if is_revert(change):
@@ -108,17 +148,17 @@ def _score(given: RankInput, change: Change, alike: Sequence[Blamelist]) -> Rank
     return RankedSuspect(revision=change.revision, score=score, reasons=tuple(reasons))
 
 
-def _link(given: RankInput, change: Change) -> tuple[float, str] | None:
+def _link(given: RankInput, facts: FileFacts, change: Change) -> tuple[float, str] | None:
     """The points and reason for the link between the change and what fails, if any."""
     if not change.files or not given.failing:
         return None
     policy = given.policy
-    files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
     diff = given.diff_of(change) if given.diff_of is not None else None
     if diff is not None and given.cases:
-        linked = link_cases(given.cases, diff, files, policy.environment_tests)
+        code, _ = facts.files(policy, change)
+        linked = link_cases(given.cases, diff, code, policy.environment_tests)
         return (_CASE_LINK, linked.sentence) if linked.linked else None
-    tied = ties(given.failing, files, policy.environment_tests)
+    tied = facts.tie(policy, change, given.failing)
     if tied is None:
         return None
     if " " in tied:  # a compile or link error's key: "path: message"

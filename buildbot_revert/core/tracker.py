@@ -103,6 +103,7 @@ from buildbot_revert.core.policy import Guard, Policy
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
+from buildbot_revert.core.suspects import FileFacts
 from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
@@ -165,6 +166,8 @@ class StreakTracker(StreakDecisions):
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
         # (failures, whether it went green) -> a too-short streak's sentence.
         self._shorts: dict[tuple[int, bool], str] = {}
+        # What changes' files say, for ranking suspects: derived, never saved.
+        self._facts = FileFacts()
 
     # -- feeding ------------------------------------------------------------
 

@@ -51,6 +51,7 @@ before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
 ``environment-test``        only tests of what the worker provides fail,
                             and C touched none of their code
 ``flaky-builder``           B fails alone and recovers too often
+``flaky-case``              every failing test case is a known flake
 ``already-proposed``        C was proposed from another builder: B joins
 ``tolerated-builder``       B is allowed to fail (``unstable``): it never
                             proposes alone
@@ -63,7 +64,7 @@ one verdict, with a machine-readable reason and a sentence that explains it.
 This table gives the order; what every reason means, the verdicts of
 intersection, bisection and verification included, is written once, in
 :data:`.verdicts.MEANINGS`, from which the documentation's table is made.
-The evidence guards (``infra`` .. ``flaky-builder``, :mod:`.guards`) read
+The evidence guards (``infra`` .. ``flaky-case``, :mod:`.guards`) read
 failure signatures off the failing steps' log tails (:mod:`.signatures`)
 and, for relevance and stale green, the paths C touched (:mod:`.relevance`);
 each can be switched off in :class:`.policy.Policy`.  Corroboration (builders

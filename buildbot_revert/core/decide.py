@@ -22,6 +22,7 @@ from typing import NamedTuple
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations, configuration_specific
 from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.flaky_cases import CaseFlake
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -71,6 +72,10 @@ class StreakDecisions:
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
     _facts: FileFacts
+
+    def flaky_cases(self, count: int) -> list[CaseFlake]:
+        """The ``count`` test cases that failed alone most often (:mod:`.flaky_cases`)."""
+        return self._flakes.cases.top(count)
 
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""

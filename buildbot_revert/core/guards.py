@@ -60,7 +60,15 @@ order, each on by default and each with its own verdict reason:
 ``flaky-builder``
     More than a threshold of the builder's recent builds (the last 100 by
     default) were isolated failures (red, then green at once); compile and
-    link errors are exempt, being deterministic.
+    link errors are exempt, being deterministic.  Failing cases never seen
+    failing alone (the record of :mod:`.flaky_cases`) do not lift it: a
+    builder that flakes on a different case each time has never flaked on
+    any of them twice either, and a doubt is lifted only by corroboration.
+``flaky-case``
+    Every failing test case is a known flake: each failed alone and passed
+    on the next build at least ``Policy.flaky_case_runs`` times before, on
+    any builder (:mod:`.flaky_cases`).  It only doubts, but builders
+    failing alike do not lift it: they fail the same flaky case.
 
 Corroboration: when builders on ``Policy.corroboration`` different workers
 fail the same tests from the same single change, the two guards that only
@@ -413,6 +421,28 @@ def flaky_builder(g: GuardInput) -> Decline | None:
     )
 
 
+def _failing_cases(g: GuardInput) -> list[str]:
+    """The test cases the streak's failing builds fail (none when they name no case)."""
+    named = [s for s in g.signatures if not s.generic]
+    if not named:
+        return []
+    return [c for c in specific_tests(named).ids if not c.startswith(WHOLE_MODULE)]
+
+
+def flaky_case(g: GuardInput) -> Decline | None:
+    """Every failing test case is a known flake (:mod:`.flaky_cases`)."""
+    known = g.flakes.cases.known(_failing_cases(g), g.policy.flaky_case_runs)
+    if known is None:
+        return None
+    told = "; ".join(f"{f.case} {f.runs} times, last on {f.builder}" for f in known[:3])
+    more = f" and {len(known) - 3} more" if len(known) > 3 else ""
+    return Decline(
+        Reason.FLAKY_CASE,
+        "every failing test case is a known flake, having failed alone and passed on the next "
+        f"build before: {told}{more}",
+    )
+
+
 # The evidence guards in the order they are asked (the tracker's theory of
 # operation, step 6): the first that declines names the verdict.
 GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
@@ -425,6 +455,7 @@ GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
     (Guard.CONFIGURATION, configuration),
     (Guard.ENVIRONMENT, environment),
     (Guard.FLAKY_BUILDER, flaky_builder),
+    (Guard.FLAKY_CASE, flaky_case),
 )
 
 

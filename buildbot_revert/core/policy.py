@@ -26,6 +26,7 @@ class Guard(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    FLAKY_CASE = "flaky-case"
     CANNOT_EXPLAIN = "change-cannot-explain"
     STALE_GREEN = "stale-green"
     CONFIGURATION = "configuration-specific"
@@ -108,6 +109,9 @@ class Policy:
     failing_before_window: float = 14 * _DAY
     flaky_builds: int = 100
     flaky_threshold: int = 20
+    # A test case that failed alone and passed on the next build this many
+    # times (anywhere) is a known flake (the flaky-case guard).
+    flaky_case_runs: int = 2
     corroboration: int = 2
     environment_tests: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False

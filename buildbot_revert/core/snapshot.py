@@ -29,6 +29,7 @@ from typing import Any
 
 from buildbot_revert.core.bisection import Bisection
 from buildbot_revert.core.codec import Codec, FormatError, Schema
+from buildbot_revert.core.flaky_cases import CaseFlake, FlakyCases
 from buildbot_revert.core.intersection import Blamelist
 from buildbot_revert.core.memory import FailureMemory, FailureRun, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change, FailedStep
@@ -114,7 +115,9 @@ _SCHEMAS = (
             ("_noted", int),
         ),
     ),
-    Schema("FlakeMemory", FlakeMemory, (("_at", dict[str, deque[int]]),)),
+    _named(CaseFlake, "CaseFlake"),
+    Schema("FlakyCases", FlakyCases, (("_cases", dict[str, CaseFlake]),)),
+    Schema("FlakeMemory", FlakeMemory, (("_at", dict[str, deque[int]]), ("cases", FlakyCases))),
     Schema(
         "BuilderState",
         BuilderState,

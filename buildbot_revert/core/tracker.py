@@ -55,10 +55,10 @@ checks run in this order, and the first that fails names the reason:
 6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``change-cannot-explain``,
    ``failing-before``, ``stale-green``, ``configuration-specific``,
-   ``environment-test``, ``flaky-builder``; the two that only doubt
-   (failing-before, flaky-builder) give way when builders on several
-   workers fail the same tests from the same change (corroboration), and
-   the guards after them are then still asked;
+   ``environment-test``, ``flaky-builder``, ``flaky-case``; the two that
+   only doubt (failing-before, flaky-builder) give way when builders on
+   several workers fail the same tests from the same change
+   (corroboration), and the guards after them are then still asked;
 7. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
 8. ``tolerated-builder``: the builder is allowed to fail (its tags hold a
@@ -456,6 +456,8 @@ class StreakTracker(StreakDecisions):
             # The green build that closes the streak was counted already.
             position = self._builders[builder].builds - 2
             self._flakes.record(builder, position, self.policy.flaky_builds)
+            if not streak.infra[0]:
+                self._flakes.record_cases(streak.signatures[0], builder, first.completed_at)
         verdict = streak.verdict
         decided = verdict is not None
         if verdict is None:

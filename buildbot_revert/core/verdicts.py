@@ -50,6 +50,9 @@ class Reason(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT_TEST = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    # Every failing test case is a known flake (failed alone and passed on
+    # the next build, here or elsewhere, often enough): never corroborated.
+    FLAKY_CASE = "flaky-case"
     # Relevance: the change touched nothing the failing steps consume (only
     # documentation, and the failure is not a docs build's).
     CHANGE_CANNOT_EXPLAIN = "change-cannot-explain"
@@ -235,6 +238,11 @@ MEANINGS: dict[Reason, str] = {
     Reason.FLAKY_BUILDER: (
         "more than 20 of the builder's last 100 builds failed alone and recovered at once; "
         "compile and link errors are exempt"
+    ),
+    Reason.FLAKY_CASE: (
+        "every failing test case is a known flake: each failed alone and passed on the next "
+        "build at least twice before (on any builder); the sentence names them, how often and "
+        "where last; builders failing alike do not lift it"
     ),
     Reason.CHANGE_CANNOT_EXPLAIN: (
         "the change touched only documentation (`Doc/`, `Misc/NEWS.d/`, `*.rst`, `*.md`, "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.flaky_cases import CaseFlake
 from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
@@ -104,6 +105,10 @@ class Proposal:
         return max(0.0, self.started_at - green)
 
 
+# How many of the most often flaky test cases a replay reports.
+TOP_FLAKY_CASES = 10
+
+
 @dataclass
 class ReplayResult:
     """Everything a replay produced, in the order it happened."""
@@ -125,6 +130,8 @@ class ReplayResult:
     # The proposed revisions the daily cap on filed reverts turned into
     # comments (set when the post-verdict machine is played out).
     commented: frozenset[str] = frozenset()
+    # The test cases that failed alone most often, as the tracker recorded them.
+    flaky_cases: tuple[CaseFlake, ...] = ()
 
     @property
     def left_to_judgement(self) -> int:
@@ -313,6 +320,7 @@ class Replayer:
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
                 self._keep(event)
+        result.flaky_cases = tuple(self.tracker.flaky_cases(TOP_FLAKY_CASES))
         return result
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from buildbot_revert.core.verdicts import Reason
 from simulator.formatting import day, pct
-from simulator.reports import charts, suspects
+from simulator.reports import charts, flaky, suspects
 from simulator.reports.html_text import link, text
 from simulator.reports.model import (
     MAX_ROWS,
@@ -88,6 +88,7 @@ def render_html(ctx: ReportContext) -> str:
         *_github(ctx),
         *_missed(ctx),
         *suspects.html_lines(ctx),
+        *flaky.html_lines(ctx),
         "<h2>Blind spots</h2>",
         _blind_spots(ctx),
     ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from buildbot_revert.core.markdown import link as md_link
 from buildbot_revert.core.markdown import text as escape
 from simulator.formatting import day, pct
-from simulator.reports import suspects
+from simulator.reports import flaky, suspects
 from simulator.reports.model import (
     MAX_ROWS,
     ReportContext,
@@ -42,6 +42,7 @@ def render_markdown(ctx: ReportContext) -> str:
     out += _github_reverts(ctx)
     out += _missed(ctx)
     out += suspects.markdown_lines(ctx)
+    out += flaky.markdown_lines(ctx)
     out += _blind_spots(ctx)
     return "\n".join(out) + "\n"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from simulator.formatting import iso, pct
-from simulator.reports import suspects
+from simulator.reports import flaky, suspects
 from simulator.reports.model import (
     ReportContext,
     SweepReport,
@@ -82,6 +82,7 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
             }
             for s in result.streaks
         ],
+        "flaky_cases": flaky.as_json(ctx),
     }
     if ctx.guards:
         doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
@@ -197,6 +198,7 @@ def render_text(ctx: ReportContext) -> str:
     lines += _proposal_lines(ctx)
     lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
+    lines += flaky.text_lines(ctx)
     return "\n".join(lines) + "\n"
 
 

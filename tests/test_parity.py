@@ -337,6 +337,10 @@ def test_intersection_gives_identical_verdicts(tmp_path, intersection):
         assert "AMD64 Debian (worker w-AMD64-Debian): 2 change(s)" in macos.explanation
     else:
         assert got["ARM64 macOS"] == (Reason.MULTIPLE_CHANGES, None)
+    # Each multiple-changes streak carries its ranked suspects, in both
+    # shells alike (the equality below compares them too).
+    declined = [v for v in plugin if v.reason is Reason.MULTIPLE_CHANGES]
+    assert declined and all(len(v.ranked) >= 2 for v in declined)
     assert plugin == simulated
 
 

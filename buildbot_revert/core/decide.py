@@ -22,6 +22,7 @@ from typing import NamedTuple
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations, configuration_specific
 from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -33,13 +34,32 @@ from buildbot_revert.core.intersection import Blamelist, describe, intersect, ou
 from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
+from buildbot_revert.core.pullbuilds import PullRequestBuilds, evidence
 from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.relevance import code_files
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
-from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
+from buildbot_revert.core.verdicts import (
+    PROPOSING,
+    PullRequestEvidence,
+    Reason,
+    RevertRequest,
+    Verdict,
+)
 
 _HOUR = 3600.0
 _DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
+# Verdicts decided before the evidence is weighed: the suspect's own pull
+# request's builds are not named in their sentences.
+_STRUCTURAL = frozenset(
+    {
+        Reason.ALWAYS_RED,
+        Reason.NO_CHANGES,
+        Reason.MULTIPLE_CHANGES,
+        Reason.CULPRIT_IS_REVERT,
+        Reason.CULPRIT_TOO_OLD,
+        Reason.NOT_WATCHED,
+    }
+)
 
 
 class Decided(NamedTuple):
@@ -65,6 +85,8 @@ class StreakDecisions:
     _flakes: FlakeMemory
     _steps: dict[str, frozenset[str]]
     _diffs: DiffReader | None
+    _read: EvidenceReader
+    _pulls: PullRequestBuilds
     _pointing: dict[str, dict[str, frozenset[str]]]
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
@@ -91,17 +113,21 @@ class StreakDecisions:
         request = None
         if decided.reason in PROPOSING and decided.suspect is not None:
             request = self._request(decided.suspect, streak, last, numbers)
+        pull = None
+        if decided.suspect is not None and decided.reason not in _STRUCTURAL:
+            pull = self._pull_request(streak, decided.suspect)
         streak.verdict = Verdict(
             builder=last.builder,
             first_failing_build=streak.first.number,
             reason=decided.reason,
-            explanation=decided.sentence,
+            explanation=_with(decided.sentence, pull),
             decided_at=last.completed_at,
             suspect=decided.suspect,
             request=request,
             evidence=tuple(sorted(common)),
             started_at=streak.first.completed_at,
             failing_builds=numbers,
+            pull_request=pull,
         )
         return streak.verdict
 
@@ -137,8 +163,13 @@ class StreakDecisions:
         if decided.reason in PROPOSING:
             numbers = tuple(b.number for b in streak.failing)
             request = self._request(change, streak, last, numbers)
+        pull = None if decided.reason in _STRUCTURAL else self._pull_request(streak, change)
         streak.verdict = streak.verdict._replace(
-            reason=decided.reason, explanation=decided.sentence, suspect=change, request=request
+            reason=decided.reason,
+            explanation=_with(decided.sentence, pull),
+            suspect=change,
+            request=request,
+            pull_request=pull,
         )
         return streak.verdict
 
@@ -377,6 +408,7 @@ class StreakDecisions:
                 flakes=self._flakes,
                 configurations=self._configurations(streak, change, asked),
                 diff_of=self._diffs,
+                tied_by_pull_request=self._tied(streak, change, asked),
             ),
             asked,
         )
@@ -393,6 +425,27 @@ class StreakDecisions:
             specific_tests(named).names() if named else (), diff, files, policy.environment_tests
         )
         return f"; {linked.sentence}" if linked.linked else f"; in its diff, {linked.sentence}"
+
+    def _pull_request(self, streak: OpenStreak, change: Change) -> PullRequestEvidence | None:
+        """What the change's own pull request's builds showed before it was merged."""
+        named = [s for s in streak.signatures if s is not None and not s.generic]
+        return evidence(
+            self._pulls,
+            change,
+            specific_tests(named).ids if named else frozenset(),
+            streak.first.worker,
+            self.policy,
+            self._read,
+        )
+
+    def _tied(self, streak: OpenStreak, change: Change, asked: frozenset[Guard]) -> bool:
+        """Whether the pull request's own failing build ties ``change`` after a long gap."""
+        if Guard.STALE_GREEN not in asked or streak.green_at is None:
+            return False
+        if streak.first.completed_at - streak.green_at <= self.policy.stale_green_after:
+            return False
+        pull = self._pull_request(streak, change)
+        return pull is not None and pull.ties
 
     def _configurations(
         self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
@@ -428,3 +481,8 @@ class StreakDecisions:
                 f"before the {n} the policy waits for"
             )
         return text
+
+
+def _with(sentence: str, pull: PullRequestEvidence | None) -> str:
+    """A verdict's sentence, with what the suspect's pull request showed (if anything)."""
+    return sentence if pull is None else f"{sentence}; {pull.sentence()}"

@@ -21,7 +21,8 @@ believing.
 Builds of unmerged pull requests are ignored before anything else: a
 builder whose tags (``tags_of``) hold a ``Policy.pull_request_tags`` tag,
 or a build whose branch matches ``Policy.pull_request_branches``, changes no
-state, opens and closes nothing, and is remembered as no evidence.
+state, opens and closes nothing, and is no evidence about any branch; it
+is remembered only as its pull request's (:mod:`.pullbuilds`).
 
 Each builder is in one of two states:
 
@@ -100,6 +101,7 @@ from buildbot_revert.core.memory import (
 )
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Guard, Policy
+from buildbot_revert.core.pullbuilds import PullRequestBuilds
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
@@ -156,6 +158,7 @@ class StreakTracker(StreakDecisions):
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
+        self._pulls = PullRequestBuilds()  # pull requests' own builds (.pullbuilds)
         # builder -> the step names seen failing on it (see .configurations).
         self._steps: dict[str, frozenset[str]] = {}
         # revision -> worker -> what its streak failed, for every worker whose
@@ -195,6 +198,7 @@ class StreakTracker(StreakDecisions):
         if state.pull_requests or (
             build.branch not in self._branches and not self._is_branch_evidence(build, state)
         ):
+            self._pulls.note(build, self._read, self._green)
             return None
         result = build.result
         state.builds += 1
@@ -348,6 +352,7 @@ class StreakTracker(StreakDecisions):
         self._landings = lead._landings
         self._branches = lead._branches
         self._steps = lead._steps
+        self._pulls = lead._pulls
 
     # -- memory across restarts ---------------------------------------------
 
@@ -488,6 +493,6 @@ class StreakTracker(StreakDecisions):
 _STATE = tuple(
     (
         "policy _green _guards _builders _streaks _intersectable _branches _failures _landings"
-        " _flakes _steps _pointing _proposed _shorts"
+        " _flakes _steps _pointing _proposed _shorts _pulls"
     ).split()
 )

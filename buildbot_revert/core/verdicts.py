@@ -103,6 +103,52 @@ class RevertRequest(NamedTuple):
         return self.change.revision
 
 
+# How many builds a sentence names.
+_SHOWN = 3
+
+
+class BuildRef(NamedTuple):
+    """A build named in a verdict: its builder and number."""
+
+    builder: str
+    number: int
+
+
+class PullRequestEvidence(NamedTuple):
+    """What the suspect's own pull request's builds showed before its merge (:mod:`.pullbuilds`)."""
+
+    pull_request: int
+    # Its last builds before the merge that failed the same test cases.
+    failed: tuple[BuildRef, ...]
+    # Its last builds before the merge on the streak's machine that passed.
+    passed: tuple[BuildRef, ...]
+    # Whether a failing one followed a green build of its builder closely
+    # enough to tie the change to the failure after a long gap.
+    ties: bool
+
+    def sentence(self) -> str:
+        """The clause the verdict's sentence gains."""
+        parts = []
+        if self.failed:
+            parts.append(
+                f"its pull request #{self.pull_request} failed the same test cases before "
+                f"it was merged ({_named(self.failed)})"
+            )
+        if self.passed:
+            parts.append(
+                f"its pull request #{self.pull_request} passed them on the same machine "
+                f"before it was merged ({_named(self.passed)}), which does not clear it"
+            )
+        return "; ".join(parts)
+
+
+def _named(refs: tuple[BuildRef, ...]) -> str:
+    """A few builds by builder and number, and how many more."""
+    shown = ", ".join(f"{r.builder} build {r.number}" for r in refs[:_SHOWN])
+    more = len(refs) - _SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
 class Verdict(NamedTuple):
     """The decision about one red streak."""
 
@@ -122,6 +168,9 @@ class Verdict(NamedTuple):
     # The numbers of the failing builds the decision read (the first N), when
     # decided at the N-th failure; empty for a streak that ended before it.
     failing_builds: tuple[int, ...] = ()
+    # What the suspect's own pull request's builds showed before it was
+    # merged, when they showed anything (:mod:`.pullbuilds`).
+    pull_request: PullRequestEvidence | None = None
 
     @property
     def decision(self) -> Decision:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import quote, urlsplit
 
-from buildbot_revert.core.verdicts import Reason, Streak
+from buildbot_revert.core.verdicts import PullRequestEvidence, Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
@@ -91,6 +91,17 @@ def lead_text(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / _HOUR:+.1f} h"
 
 
+def pull_request_json(pull: PullRequestEvidence) -> dict[str, object]:
+    """The suspect's own pull request's builds before its merge, as the JSON report gives them."""
+    return {
+        "pull_request": pull.pull_request,
+        "failed": [{"builder": b.builder, "number": b.number} for b in pull.failed],
+        "passed": [{"builder": b.builder, "number": b.number} for b in pull.passed],
+        "ties": pull.ties,
+        "sentence": pull.sentence(),
+    }
+
+
 def age_hours(seconds: float | None) -> float | None:
     """Seconds as hours with one decimal, as the JSON report gives durations."""
     return None if seconds is None else round(seconds / _HOUR, 1)
@@ -154,6 +165,15 @@ class ReportContext:
     def verdicts(self) -> list[StreakGroup]:
         """Every red streak grouped by its verdict's reason, in order of first appearance."""
         return by_reason(self.result.streaks, self.window_end)
+
+    @cached_property
+    def pull_request_notes(self) -> list[tuple[str, str]]:
+        """(revision, sentence) of each proposal its own pull request's builds said something of."""
+        return [
+            (p.request.revision, p.pull_request.sentence())
+            for p in self.result.proposals()
+            if p.pull_request is not None
+        ]
 
     @cached_property
     def stand_downs(self) -> StandDowns:

@@ -22,6 +22,7 @@ from simulator.reports.model import (
     age_text,
     files_text,
     lead_text,
+    pull_request_json,
     reason_note,
 )
 
@@ -63,6 +64,12 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "pr_number": p.request.change.pr_number,
                 "files": list(p.files),
                 "last_green_age_hours": age_hours(p.last_green_age),
+                # Only when the change's own pull request's builds showed something.
+                **(
+                    {"pull_request_builds": pull_request_json(p.pull_request)}
+                    if p.pull_request is not None
+                    else {}
+                ),
             }
             for p in result.proposals()
         ],
@@ -77,6 +84,11 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "verdict": s.verdict.decision.value,
                 "reason": s.verdict.reason.value,
                 "explanation": s.verdict.explanation,
+                **(
+                    {"pull_request_builds": pull_request_json(s.verdict.pull_request)}
+                    if s.verdict.pull_request is not None
+                    else {}
+                ),
             }
             for s in result.streaks
         ],
@@ -110,6 +122,7 @@ def _policy_json(ctx: ReportContext) -> dict[str, Any]:
         "memory_horizon_hours": policy.memory_horizon / 3600,
         "tolerated_tags": sorted(policy.tolerated_tags),
         "intersection": policy.intersection,
+        "pull_request_builds": policy.pull_request_builds,
     }
 
 
@@ -280,6 +293,8 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
             f"      files: {_one_line(files_text(p.files))}; "
             f"last green {age_text(p.last_green_age)} before the first failure"
         )
+        if p.pull_request is not None:
+            lines.append(f"      {_one_line(p.pull_request.sentence())}")
     return lines
 
 

@@ -9,12 +9,14 @@ are evidence about the pull request's own change once it lands.
 
 Theory of operation
 -------------------
-:class:`PullRequestBuilds` remembers, bounded, the recent builds of each
-pull request number (the number read off the build's branch: a build of a
-pull-request builder whose branch names none is not remembered), each with
-its builder, worker, result, the test ids it failed (as the failure memory
-keys them, :func:`.memory.failing_ids`; none for an infrastructure or a
-generic failure), and whether the builder's build before it was green.
+:class:`PullRequestBuilds` remembers the recent builds of each pull
+request, by the number its branch names (a build of a pull-request builder
+whose branch names none is not remembered), each with its builder, worker,
+result, the test ids it failed (as the failure memory keys them,
+:func:`.memory.failing_ids`; none for an infrastructure or a generic
+failure), and whether the builder's build before it was green.  It is
+bounded: so many builds of each pull request, so many pull requests, and
+none not built within the tracker's failure memory's horizon.
 
 A change is linked to the one pull request it was merged from by
 :func:`.references.merged_from` (its ``pr_number``, else its title's last
@@ -62,10 +64,11 @@ from buildbot_revert.core.references import merged_from
 from buildbot_revert.core.verdicts import BuildRef, PullRequestEvidence
 
 # How many builds of one pull request, and how many pull requests, are
-# remembered (the pull requests built least recently are forgotten first):
-# CPython labels a handful a day, on a few dozen builders each.
+# remembered at most (the pull requests built least recently are forgotten
+# first, and those not built for the memory's horizon): CPython labels a
+# handful a day, each built on a few dozen builders.
 PER_PULL_REQUEST = 64
-PULL_REQUESTS = 4096
+PULL_REQUESTS = 1024
 _FAILURE = int(Result.FAILURE)
 _NOTHING: frozenset[str] = frozenset()
 
@@ -91,13 +94,16 @@ class PullBuild(NamedTuple):
 class PullRequestBuilds:
     """The recent builds of each pull request, and each builder's last result (see the module)."""
 
-    __slots__ = ("_builds", "_last")
+    __slots__ = ("_builds", "_last", "_horizon")
 
-    def __init__(self) -> None:
+    def __init__(self, horizon: float = float("inf")) -> None:
         # PR number -> its builds, oldest first; the least recently built first.
         self._builds: dict[int, list[PullBuild]] = {}
         # Builder -> (when its last pull-request build completed, whether green).
         self._last: dict[str, tuple[float, bool]] = {}
+        # A pull request not built for this long is forgotten (the tracker's
+        # failure memory's horizon: a change lands within it of its builds).
+        self._horizon = horizon
 
     def note(self, build: Build, read: EvidenceReader, green: Collection[int]) -> None:
         """Remember a pull request's build (one whose branch names none is not)."""
@@ -123,7 +129,11 @@ class PullRequestBuilds:
         if len(builds) > PER_PULL_REQUEST:
             del builds[0]
         self._builds[number] = builds
-        if len(self._builds) > PULL_REQUESTS:
+        oldest = build.completed_at - self._horizon
+        while (
+            len(self._builds) > PULL_REQUESTS
+            or next(iter(self._builds.values()))[-1].completed_at < oldest
+        ):
             del self._builds[next(iter(self._builds))]
 
     def last_before(self, number: int, when: float, read: EvidenceReader) -> list[PullBuild]:

@@ -130,6 +130,7 @@ _SCHEMAS = (
         (
             ("_builds", dict[int, list[PullBuild]]),
             ("_last", dict[str, tuple[float, bool]]),
+            ("_horizon", float),
         ),
     ),
     Schema(

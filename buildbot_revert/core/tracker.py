@@ -158,7 +158,7 @@ class StreakTracker(StreakDecisions):
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
-        self._pulls = PullRequestBuilds()  # pull requests' own builds (.pullbuilds)
+        self._pulls = PullRequestBuilds(horizon)  # pull requests' own builds (.pullbuilds)
         # builder -> the step names seen failing on it (see .configurations).
         self._steps: dict[str, frozenset[str]] = {}
         # revision -> worker -> what its streak failed, for every worker whose

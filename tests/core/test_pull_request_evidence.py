@@ -199,6 +199,11 @@ def test_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for b in on_pr("S S", [2, 3], T0 + DAY):
         memory.note(b, read_evidence, Policy().green)
     assert list(memory._builds) == [2, 3]
+    # A pull request not built for the memory's horizon is forgotten.
+    aging = PullRequestBuilds(horizon=DAY)
+    for b in on_pr("S", [1], T0) + on_pr("S", [2], T0 + 2 * DAY):
+        aging.note(b, read_evidence, Policy().green)
+    assert list(aging._builds) == [2]
     # A branch that names no pull request is not remembered.
     memory.note(on_pr("S", [4], T0)[0]._replace(branch=None), read_evidence, Policy().green)
     assert list(memory._builds) == [2, 3]

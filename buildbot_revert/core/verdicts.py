@@ -285,7 +285,8 @@ MEANINGS: dict[Reason, str] = {
         "the builder was last green more than 7 days before the streak, and nothing ties the "
         "change to the failure: it edited no failing test, touched none of the code a failing "
         "test is named after (`test_ssl`: `Lib/ssl.py`, `Modules/_ssl.c`) and no file a "
-        "compile error names; the simulator reports it as needing a verification build"
+        "compile error names, and its own pull request did not fail the same tests just before "
+        "it was merged; the simulator reports it as needing a verification build"
     ),
     Reason.CONFIGURATION_SPECIFIC: (
         "every builder failing from the change was last green more than 7 days before, and "

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import quote, urlsplit
 
-from buildbot_revert.core.verdicts import PullRequestEvidence, Reason, Streak
+from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
@@ -89,17 +89,6 @@ def age_text(seconds: float | None) -> str:
 def lead_text(seconds: float | None) -> str:
     """A lead time for a table cell: signed hours (positive: the plugin first), or ``-``."""
     return "-" if seconds is None else f"{seconds / _HOUR:+.1f} h"
-
-
-def pull_request_json(pull: PullRequestEvidence) -> dict[str, object]:
-    """The suspect's own pull request's builds before its merge, as the JSON report gives them."""
-    return {
-        "pull_request": pull.pull_request,
-        "failed": [{"builder": b.builder, "number": b.number} for b in pull.failed],
-        "passed": [{"builder": b.builder, "number": b.number} for b in pull.passed],
-        "ties": pull.ties,
-        "sentence": pull.sentence(),
-    }
 
 
 def age_hours(seconds: float | None) -> float | None:

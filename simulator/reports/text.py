@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from buildbot_revert.core.verdicts import PullRequestEvidence
 from simulator.formatting import iso, pct
 from simulator.reports.model import (
     ReportContext,
@@ -22,7 +23,6 @@ from simulator.reports.model import (
     age_text,
     files_text,
     lead_text,
-    pull_request_json,
     reason_note,
 )
 
@@ -104,6 +104,17 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
     if ctx.calibration is not None:
         doc["calibration"] = ctx.calibration.as_json()
     return doc
+
+
+def pull_request_json(pull: PullRequestEvidence) -> dict[str, object]:
+    """The suspect's own pull request's builds before its merge, as the JSON report gives them."""
+    return {
+        "pull_request": pull.pull_request,
+        "failed": [{"builder": b.builder, "number": b.number} for b in pull.failed],
+        "passed": [{"builder": b.builder, "number": b.number} for b in pull.passed],
+        "ties": pull.ties,
+        "sentence": pull.sentence(),
+    }
 
 
 def _policy_json(ctx: ReportContext) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import pytest
 from buildbot_revert.core import pullbuilds
 from buildbot_revert.core.diffs import Diff, parse_patch
 from buildbot_revert.core.evidence import NOT_FETCHED, read_evidence
+from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.pullbuilds import PullRequestBuilds
@@ -219,3 +220,23 @@ def test_a_restored_tracker_remembers_the_pull_requests_builds() -> None:
     events = restored.feed_all(branch(culprit, 21))
     v = next(e for e in events if isinstance(e, Verdict))
     assert v.reason is Reason.REVERT and v.pull_request is not None
+
+
+def test_a_sweeps_trackers_share_the_memory_and_each_answers_as_alone() -> None:
+    culprit = merged(7, T0 + 20 * DAY)
+    seq = sorted(
+        on_pr("S F@os", [5, 7], T0 + 19 * DAY) + branch(culprit, 21), key=lambda b: b.completed_at
+    )
+    policies = [Policy(), Policy(pull_request_builds=False)]
+    trackers = [StreakTracker(p, tags_of=tags_of) for p in policies]
+    group = TrackerGroup(trackers)
+    together: list[list[Verdict]] = [[], []]
+    for build in seq:
+        for i, events in enumerate(group.feed(build) or ()):
+            together[i] += [e for e in events if isinstance(e, Verdict)]
+    alone = [
+        [e for e in StreakTracker(p, tags_of=tags_of).feed_all(seq) if isinstance(e, Verdict)]
+        for p in policies
+    ]
+    assert together == alone
+    assert [v[0].reason for v in together] == [Reason.REVERT, Reason.STALE_GREEN]

@@ -159,6 +159,15 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "policy_options={'intersection': ...}).",
 )
 @click.option(
+    "--pull-request-builds/--without-pull-request-builds",
+    default=DEFAULT_POLICY.pull_request_builds,
+    show_default=True,
+    help="Weigh the suspect's own pull-request builds before its merge (refs/pull/N/merge): "
+    "named in the verdict, and after a long gap a failure of the same test cases ties the "
+    "change when no diff is known (as the plugin's "
+    "policy_options={'pull_request_builds': ...}).",
+)
+@click.option(
     "--verification",
     is_flag=True,
     help="Play out the plugin's verification builds (its verification=True) on the replay: "
@@ -190,7 +199,8 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     multiple=True,
     metavar="KEY=V1,V2,...",
     help="Compare every combination of these settings (failures, grace, max-culprit-age, "
-    "and =on,off: intersection, verification, bisection); repeatable, e.g. "
+    "and =on,off: intersection, pull-request-builds, verification, bisection); repeatable, "
+    "e.g. "
     "--sweep failures=2,3,4 --sweep grace=0h,24h,7d --sweep bisection=on,off.",
 )
 @click.option(
@@ -255,6 +265,7 @@ def main(
     github_token_file: Path | None,
     github_refresh: bool,
     intersection: bool,
+    pull_request_builds: bool,
     verification: bool,
     bisection: bool,
 ) -> None:
@@ -265,7 +276,9 @@ def main(
     selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
     grace_s = parse_flag_duration(grace, "--grace")
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
-    policy = make_policy(failures, age_s, without_guards).with_changes(intersection=intersection)
+    policy = make_policy(failures, age_s, without_guards).with_changes(
+        intersection=intersection, pull_request_builds=pull_request_builds
+    )
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -95,7 +96,7 @@ def run_both(
 ) -> Generator[Any, Any, tuple[list[Verdict], list[Verdict]]]:
     """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
 
-    Events are ("change", n, files, branch, title) or ("build", builder,
+    Events are ("change", n, files, branch, title[, "now"]) or ("build", builder,
     results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
     for a forced build; a mark makes it a build buildbot-revert requested;
     ("wait", seconds) lets real time pass (a master stamps builds in whole
@@ -115,12 +116,13 @@ def run_both(
             if event[0] == "wait":
                 yield task.deferLater(reactor, event[1], lambda: None)
             elif event[0] == "change":
-                _, n, files, branch, title = event
+                _, n, files, branch, title, *now = event
                 ssids[n] = yield master.add_change(
                     f"{n:040x}",
                     f"Author {n} <a{n}@example.org>",
                     f"{title}\n\nDetails.",
-                    1_700_000_000 + n,
+                    # A fixed past unless the event asks for the real time.
+                    int(time.time()) if now else 1_700_000_000 + n,
                     files,
                     branch,
                 )

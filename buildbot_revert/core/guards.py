@@ -39,8 +39,10 @@ order, each on by default and each with its own verdict reason:
     first built.  The change must then be tied to the failure directly: it
     edited a failing test's file, touched the code a failing test is named
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
-    file a compile error names (:mod:`.relevance`).  A gap alone is no
-    reason to decline.
+    file a compile error names (:mod:`.relevance`); or, when no diff is
+    known, its own pull request failed the same test cases before it was
+    merged, in a build that followed a green one of its builder
+    (:mod:`.pullbuilds`).  A gap alone is no reason to decline.
 ``configuration-specific``
     Every builder failing from the change was last green longer before
     its streak than ``Policy.stale_green_after``, and builders that run the
@@ -264,6 +266,9 @@ class GuardInput(NamedTuple):
     # The change's diff, asked only after a long gap (a shell's reader: a
     # local clone, or the forge's commit endpoint); None: no diff is known.
     diff_of: DiffReader | None = None
+    # Whether the change's own pull request failed the same test cases before
+    # it was merged, right after a green build of its builder (.pullbuilds).
+    tied_by_pull_request: bool = False
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -339,8 +344,9 @@ def stale_green(g: GuardInput) -> Decline | None:
     """After a long gap since green, the change must be tied to the failures directly.
 
     With the change's diff, at the level of test cases (:mod:`.caselink`);
-    without it, by file names, the failing test's own file left out: a
-    change that edited a test file explains no other case of it failing.
+    without it, by file names, the failing test's own file left out (a
+    change that edited a test file explains no other case of it failing),
+    or by its own pull request's build failing the same cases.
     """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
@@ -363,6 +369,10 @@ def stale_green(g: GuardInput) -> Decline | None:
         if named and not failing:
             failing = frozenset().union(*(modules(s) for s in named))
         if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+            return None
+        if g.tied_by_pull_request:
+            # Its own pre-merge build failed them on a configuration green
+            # just before: behaviour, where no diff shows what it touched.
             return None
         what = (
             "the change touched none of the failing tests' code"

@@ -162,6 +162,10 @@ class Policy:
     # to the one change the first failing builds of other builders failing
     # alike, on other workers, all hold (``revert-by-intersection``).
     intersection: bool = True
+    # The suspect's own pull-request builds before it was merged: named in
+    # the verdict's sentence, and a failure of the same test cases ties it
+    # after a long gap when no diff is known (see pullbuilds.py).
+    pull_request_builds: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -188,6 +192,8 @@ class Policy:
             raise PolicyError("memory_horizon cannot be negative")
         if not isinstance(self.intersection, bool):
             raise PolicyError("intersection is True or False")
+        if not isinstance(self.pull_request_builds, bool):
+            raise PolicyError("pull_request_builds is True or False")
         if self.stale_green_after <= 0:
             raise PolicyError("stale_green_after must be positive")
 

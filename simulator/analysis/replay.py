@@ -22,6 +22,7 @@ from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import (
     PROPOSING,
+    PullRequestEvidence,
     Reason,
     RevertRequest,
     Streak,
@@ -86,6 +87,8 @@ class Proposal:
     builders: tuple[str, ...]
     # When the proposing builder's first failing build completed.
     started_at: float | None = None
+    # What the change's own pull request's builds showed before its merge.
+    pull_request: PullRequestEvidence | None = None
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -160,6 +163,7 @@ class ReplayResult:
         requests: dict[str, RevertRequest] = {}
         started: dict[str, float] = {}
         qualified: dict[str, list[str]] = {}
+        pulls: dict[str, PullRequestEvidence | None] = {}
         for verdict in self.verdicts:
             if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
@@ -169,11 +173,12 @@ class ReplayResult:
                 requests[rev] = verdict.request
                 started[rev] = verdict.started_at
                 qualified[rev] = [verdict.builder]
+                pulls[rev] = verdict.pull_request
             elif verdict.reason is Reason.ALREADY_PROPOSED and verdict.suspect is not None:
                 rev = verdict.suspect.revision
                 if rev in qualified and verdict.builder not in qualified[rev]:
                     qualified[rev].append(verdict.builder)
-        return [Proposal(requests[r], tuple(qualified[r]), started[r]) for r in order]
+        return [Proposal(requests[r], tuple(qualified[r]), started[r], pulls[r]) for r in order]
 
     @property
     def window_start(self) -> float | None:

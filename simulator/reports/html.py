@@ -315,6 +315,10 @@ def _proposals_table(ctx: ReportContext) -> str:
     rows.append("</table>")
     if len(proposals) > MAX_ROWS:
         rows.append(f"<p class=note>… and {len(proposals) - MAX_ROWS} more (see the JSON).</p>")
+    if ctx.pull_request_notes:
+        rows.append("<p>Their own pull requests' builds before the merge:</p><ul>")
+        rows += [f"<li>{text(rev[:10])}: {text(note)}</li>" for rev, note in ctx.pull_request_notes]
+        rows.append("</ul>")
     return "".join(rows)
 
 

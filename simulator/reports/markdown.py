@@ -243,6 +243,9 @@ def _proposals(ctx: ReportContext) -> list[str]:
         )
     if len(proposals) > MAX_ROWS:
         out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
+    if ctx.pull_request_notes:
+        out += ["", "Their own pull requests' builds before the merge:", ""]
+        out += [f"- {req[:10]}: {escape(note)}" for req, note in ctx.pull_request_notes]
     return out
 
 

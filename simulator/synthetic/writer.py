@@ -203,11 +203,13 @@ def _add_builds(
                 blamed,
             )
         )
-        keep_logs = horizon is None or record.completed >= horizon
-        rows.steps.extend(
-            (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
-            for i, step in enumerate(record.steps)
-        )
+        # Two builds in three have no failed step: no generator made for them.
+        if record.steps:
+            keep_logs = horizon is None or record.completed >= horizon
+            rows.steps.extend(
+                (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
+                for i, step in enumerate(record.steps)
+            )
         if record.cause is not None:
             culprit_id = ids[record.cause_change] if record.cause_change is not None else None
             rows.labels.append((build_id, record.cause, culprit_id))

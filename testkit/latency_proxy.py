@@ -17,9 +17,11 @@ Answers are only ever forwarded as the master gave them.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
 from typing import Any
 
 
@@ -78,7 +80,7 @@ class LatencyProxy:
                     answer = counts.by_target.get(target) if self.remember else None
                     if answer is None:
                         answer = await self._forward(head)
-                        if self.remember and b" 200 " in answer.split(b"\r\n", 1)[0]:
+                        if self.remember and _whole_success(answer):
                             counts.by_target[target] = answer
                     else:
                         counts.remembered += 1
@@ -114,3 +116,73 @@ class LatencyProxy:
         header, _, body = answer.partition(b"\r\n\r\n")
         kept = [h for h in header.split(b"\r\n") if not h.lower().startswith(b"connection:")]
         return b"\r\n".join(kept) + b"\r\n\r\n" + body
+
+
+def _whole_success(answer: bytes) -> bool:
+    """Whether ``answer`` is a 200 with all of its ``Content-Length`` (worth remembering).
+
+    Buildbot's server now and then sends an answer short of its length; the
+    client asks again, and must not be served the short one from memory.
+    """
+    header, _, body = answer.partition(b"\r\n\r\n")
+    lines = header.split(b"\r\n")
+    if b" 200 " not in lines[0] + b" ":
+        return False
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return value.strip().isdigit() and int(value) == len(body)
+    return False
+
+
+class ProxyProcess:
+    """A :class:`LatencyProxy` in a process of its own, as a network is outside the client.
+
+    In the client's process the proxy's event loop would share the client's
+    interpreter lock, and every answer would wait for it on top of the
+    latency.  :meth:`counts` and :meth:`reset` ask the proxy over a pipe.
+    """
+
+    def __init__(self, upstream_port: int, latency_ms: float, *, remember: bool = False) -> None:
+        context = multiprocessing.get_context("fork")
+        self._pipe, child = context.Pipe()
+        self._process = context.Process(
+            target=_proxy_main, args=(child, upstream_port, latency_ms, remember), daemon=True
+        )
+        self._process.start()
+        self.port: int = self._pipe.recv()
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL."""
+        return f"http://127.0.0.1:{self.port}/"
+
+    def counts(self) -> ProxyCounts:
+        """What the proxy saw so far (without the answers it remembers)."""
+        self._pipe.send("counts")
+        counts: ProxyCounts = self._pipe.recv()
+        return counts
+
+    def reset(self) -> None:
+        """Start counting the most requests in flight afresh."""
+        self._pipe.send("reset")
+        self._pipe.recv()
+
+    def close(self) -> None:
+        """Stop the proxy and its process."""
+        self._pipe.send("close")
+        self._process.join(timeout=10)
+
+
+def _proxy_main(pipe: Connection, upstream_port: int, latency_ms: float, remember: bool) -> None:
+    """The proxy process: serve until told to close, answering the parent's questions."""
+    proxy = LatencyProxy(upstream_port, latency_ms, remember=remember)
+    pipe.send(proxy.port)
+    while (command := pipe.recv()) != "close":
+        counts = proxy.counts
+        if command == "reset":
+            counts.max_in_flight = 0
+            pipe.send(None)
+        else:
+            pipe.send(replace(counts, by_target={}))
+    proxy.close()

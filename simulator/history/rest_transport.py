@@ -8,9 +8,12 @@ through it, and the typed records they answer, are
 :class:`simulator.history.rest_client.BuildbotAPI`'s.
 
 It uses the standard library (``http.client`` with one persistent connection
-per thread, and a bounded thread pool) rather than Twisted: the importer is
-a synchronous batch job, and keep-alive connections matter more to its speed
-over HTTPS than an event loop would.  Over plain HTTP (a master on the
+per thread, and thread pools) rather than Twisted: the importer is a
+synchronous batch job, and keep-alive connections matter more to its speed
+over HTTPS than an event loop would.  However many threads ask (pages read
+ahead, batches, evidence queued behind with :meth:`RestTransport.submit_behind`),
+one semaphore holds the requests in flight to ``concurrency``, at most
+:data:`MAX_CONCURRENCY`.  Over plain HTTP (a master on the
 machine or the LAN, which serves HTTP itself) it opens a connection per
 request instead, which costs a round trip only.  Buildbot 4.3's own HTTP
 server now and then sends an answer short of its ``Content-Length`` (the
@@ -53,7 +56,7 @@ RANGE_PAGE_SIZE = 2000
 
 # Requests in flight at once by default, and at most (a public master is
 # shared with its users and workers); see docs/simulator.md for the measurement.
-DEFAULT_CONCURRENCY = 4
+DEFAULT_CONCURRENCY = 8
 MAX_CONCURRENCY = 8
 
 # The longest wait between two attempts of one request.

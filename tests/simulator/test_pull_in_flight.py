@@ -83,3 +83,16 @@ def test_requests_in_flight_never_exceed_the_concurrency(api_for, concurrency: i
 def test_a_concurrency_past_the_cap_is_refused(concurrency: int) -> None:
     with pytest.raises(ValueError, match=f"from 1 to {MAX_CONCURRENCY}"):
         BuildbotAPI("http://127.0.0.1:1/", concurrency=concurrency)
+
+
+def test_the_command_refuses_more_than_the_cap_in_one_line() -> None:
+    from click.testing import CliRunner
+
+    from simulator.cli import main
+
+    result = CliRunner().invoke(
+        main, ["pull", "http://127.0.0.1:1/", "--concurrency", str(MAX_CONCURRENCY + 1)]
+    )
+    assert result.exit_code == 2
+    assert f"1<=x<={MAX_CONCURRENCY}" in result.output
+    assert "Traceback" not in result.output

@@ -31,9 +31,23 @@ min and median, and the cost of an incremental pull that finds nothing new.
 By default a pull fetches the logs of the first few failing builds of each
 red streak (what a tracker reads); ``--all-evidence`` fetches all.
 
-    python benchmarks/pull.py [--mix shipped|random] [--runs 3] [--builders 12]
-        [--days 30] [--changes 1000] [--concurrency 4] [--page-size 1000]
-        [--all-evidence] [--keepalive]
+``--latency-ms N`` puts :class:`testkit.latency_proxy.ProxyProcess` between
+the pull and the master: every request is answered N ms later (many at once,
+as over a network), and answers are remembered by request, so that after one
+warm-up pull (not counted: the master's own speed, printed) the measured
+pulls get the master's answers at the network's pace, not at the pace of a
+Buildbot sharing two cores with the client.  Each run then also prints the
+requests per failing build whose logs were read (its steps, its failed
+steps' logs and tails) and per other build (pages of builds, build
+requests, buildsets, changes), and the most requests the proxy held at once.
+
+The default is the whole modelled fleet (980 builders: ``--builders 0``)
+over 10 days, some 15,000 builds with the shipped year's mix: a year of
+that master scaled down, its rates per build.
+
+    python benchmarks/pull.py [--mix shipped|random] [--runs 3] [--builders 0]
+        [--days 10] [--changes 1000] [--concurrency 2,4,6,8] [--page-size 1000]
+        [--latency-ms 50] [--all-evidence] [--keepalive]
 """
 
 from __future__ import annotations
@@ -53,14 +67,23 @@ from benchmarks.stopping import Terminated, say_interrupted, terminate_like_inte
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, StreakDepth
 from buildbot_revert.core.model import Build, Result
 from simulator.history.importer import PAGE_SIZE, PullStats, pull
-from simulator.history.rest_client import BuildbotAPI
+from simulator.history.rest_client import DEFAULT_CONCURRENCY, BuildbotAPI
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
 from testkit.buildbot.bulk_history import master_holding
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
+from testkit.latency_proxy import ProxyProcess
 
 FAILURE = int(Result.FAILURE)
+# Builders in the master's configuration; the others are database rows only
+# (see master_holding), served alike, so that a master of 980 builders
+# starts in seconds.
+CONFIGURED = 20
+# The requests of a failing build whose logs are read; every other request
+# (pages of builds, build requests, buildsets, changes, the root) is shared
+# by the pages' builds.
+EVIDENCE_PATHS = ("/builds/{id}/steps", "/steps/{id}/logs", "/logs/{id}/contents")
 
 # (builder, takes every n-th change)
 CADENCE = [(f"fast-{i}", 1) for i in range(4)] + [("medium-0", 2), ("medium-1", 2)]
@@ -183,10 +206,28 @@ class Run:
     by_path: dict[str, int]
     waited: list[tuple[str, float]]
     failures: list[str]
+    # The most requests the latency proxy held at once (None: no proxy).
+    max_in_flight: int | None = None
 
     @property
     def per_build(self) -> float:
         return self.stats.requests / max(self.stats.builds, 1)
+
+    @property
+    def read(self) -> int:
+        """Failing builds whose logs were read."""
+        return self.stats.failing_builds - self.stats.unfetched_builds
+
+    @property
+    def per_read(self) -> float:
+        """Requests for evidence per failing build whose logs were read."""
+        return sum(self.by_path.get(p, 0) for p in EVIDENCE_PATHS) / max(self.read, 1)
+
+    @property
+    def per_other(self) -> float:
+        """Every other request, per build whose logs were not read."""
+        evidence = sum(self.by_path.get(p, 0) for p in EVIDENCE_PATHS)
+        return (self.stats.requests - evidence) / max(self.stats.builds - self.read, 1)
 
     @property
     def builds_per_second(self) -> float:
@@ -242,12 +283,15 @@ def shipped_master(tmp: Path, args: argparse.Namespace) -> tuple[BuildbotHarness
     """Generate the history and start a master holding it."""
     t0 = time.monotonic()
     history = tmp / "generated.sqlite"
-    generate(history, seed=args.seed, days=args.days, builders=args.builders, warmup_days=0)
+    fleet = args.builders or None
+    generate(history, seed=args.seed, days=args.days, builders=fleet, warmup_days=0)
     store = HistoryStore(history)
     try:
         builders = store.builders()
         raw = list(store.iter_builds())
-        harness, expected = master_holding(tmp / "bb", builders, store.changes_by_id(), raw)
+        harness, expected = master_holding(
+            tmp / "bb", builders, store.changes_by_id(), raw, configured=CONFIGURED
+        )
     finally:
         store.close()
     print(
@@ -285,13 +329,11 @@ def structure(builds: list[Build], tags: dict[str, tuple[str, ...]]) -> str:
     )
 
 
-def pull_once(url: str, path: Path, args: argparse.Namespace) -> Run:
+def pull_once(url: str, path: Path, args: argparse.Namespace, concurrency: int) -> Run:
     store = HistoryStore(path, create=not path.exists())
     depth = None if args.all_evidence else EVIDENCE_DEPTH
     try:
-        with BuildbotAPI(
-            url, concurrency=args.concurrency, keepalive=args.keepalive or None
-        ) as api:
+        with BuildbotAPI(url, concurrency=concurrency, keepalive=args.keepalive or None) as api:
             started = time.perf_counter()
             stats = pull(api, store, page_size=args.page_size, evidence_depth=depth)
             seconds = time.perf_counter() - started
@@ -299,6 +341,18 @@ def pull_once(url: str, path: Path, args: argparse.Namespace) -> Run:
             return Run(stats, seconds, dict(api.requests_by_path), waited, list(api.failures))
     finally:
         store.close()
+
+
+def measured_pull(
+    url: str, path: Path, args: argparse.Namespace, concurrency: int, proxy: ProxyProcess | None
+) -> Run:
+    """:func:`pull_once`, with the most requests the proxy held at once."""
+    if proxy is not None:
+        proxy.reset()
+    run = pull_once(url, path, args, concurrency)
+    if proxy is not None:
+        run.max_in_flight = proxy.counts().max_in_flight
+    return run
 
 
 def check_store(path: Path, truth: Truth) -> Checked:
@@ -328,13 +382,19 @@ def check_store(path: Path, truth: Truth) -> Checked:
     return Checked(wrong, wrong_builds, len(failing), with_tails, unfetched)
 
 
-def print_run(n: int, run: Run, args: argparse.Namespace) -> None:
+def print_run(n: int, concurrency: int, run: Run) -> None:
     stats = run.stats
     print(
-        f"run {n}: {stats.builds} builds, {stats.changes} changes in {run.seconds:.2f} s = "
+        f"run {n}, concurrency {concurrency}: {stats.builds} builds, {stats.changes} changes "
+        f"in {run.seconds:.2f} s = "
         f"{run.builds_per_second:.0f} builds/s; {stats.requests} requests = "
         f"{run.per_build:.3f} requests/build; {stats.failing_builds} failing, "
         f"{stats.unfetched_builds} without logs fetched"
+    )
+    print(
+        f"  requests per failing build read: {run.per_read:.2f} ({run.read} read); "
+        f"per other build: {run.per_other:.4f}"
+        + ("" if run.max_in_flight is None else f"; most in flight at once: {run.max_in_flight}")
     )
     shown = sorted(run.by_path.items(), key=lambda kv: -kv[1])
     print("  requests by path: " + ", ".join(f"{p} {c}" for p, c in shown))
@@ -350,11 +410,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mix", choices=("shipped", "random"), default="shipped")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--builders", type=int, default=12, help="shipped mix: machines")
-    parser.add_argument("--days", type=int, default=30, help="shipped mix: days of history")
+    parser.add_argument(
+        "--builders", type=int, default=0, help="shipped mix: machines (0: all, 980 builders)"
+    )
+    parser.add_argument("--days", type=int, default=10, help="shipped mix: days of history")
     parser.add_argument("--seed", type=int, default=2024, help="shipped mix: generator seed")
     parser.add_argument("--changes", type=int, default=1000, help="random mix: changes")
-    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--concurrency",
+        type=lambda text: [int(c) for c in text.split(",")],
+        default=[DEFAULT_CONCURRENCY],
+        help="requests in flight; several (2,4,6,8) are measured in turn, interleaved",
+    )
+    parser.add_argument(
+        "--latency-ms",
+        type=float,
+        default=None,
+        help="answer each request this much later, through a proxy (see the module docstring)",
+    )
     parser.add_argument("--page-size", type=int, default=PAGE_SIZE)
     parser.add_argument(
         "--keepalive",
@@ -375,42 +448,53 @@ def main() -> int:
 
 
 def benchmark(args: argparse.Namespace) -> int:
+    """Fill the master, pull it ``--runs`` times at each concurrency (interleaved), report."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pull-bench-") as name:
         tmp = Path(name)
         harness: BuildbotHarness | None = None
+        proxy: ProxyProcess | None = None
         try:
             fill = shipped_master if args.mix == "shipped" else random_master
             harness, truth = fill(tmp, args)
-            runs: list[Run] = []
+            url = harness.url
+            if args.latency_ms is not None:
+                proxy = ProxyProcess(harness.www_port, args.latency_ms, remember=True)
+                url = proxy.url
+                warm = pull_once(url, tmp / "warm-up.sqlite", args, args.concurrency[-1])
+                print(
+                    f"warm-up pull through the proxy (the master's own answers, remembered): "
+                    f"{warm.stats.builds} builds in {warm.seconds:.1f} s = "
+                    f"{warm.builds_per_second:.0f} builds/s"
+                )
+            runs: dict[int, list[Run]] = {c: [] for c in args.concurrency}
             for n in range(1, args.runs + 1):
-                path = tmp / f"history-{n}.sqlite"
-                runs.append(pull_once(harness.url, path, args))
-                print_run(n, runs[-1], args)
+                for c in args.concurrency:
+                    path = tmp / f"history-{n}-{c}.sqlite"
+                    runs[c].append(measured_pull(url, path, args, c, proxy))
+                    print_run(n, c, runs[c][-1])
             checked = check_store(path, truth)
-            again = pull_once(harness.url, path, args)
+            again = pull_once(url, path, args, c)
             store = HistoryStore(path)
             try:
                 tags = {b.name: b.tags for b in store.builders()}
                 shape = structure(list(store.iter_builds()), tags)
             finally:
                 store.close()
+            seen = proxy.counts() if proxy is not None else None
         finally:
+            if proxy is not None:
+                proxy.close()
             if harness is not None:
                 harness.close()
-
-    evidence = (
-        "every failing build" if args.all_evidence else f"the first {EVIDENCE_DEPTH} of each streak"
-    )
     print(f"mix {args.mix}: {shape}")
-    per_build = min_median([r.per_build for r in runs])
-    speed = min_median([r.builds_per_second for r in runs])
-    print(
-        f"full pull, {len(runs)} runs (concurrency {args.concurrency}, pages of "
-        f"{args.page_size}, logs of {evidence}): requests/build min {per_build['min']:.3f} "
-        f"median {per_build['median']:.3f}; builds/s min {speed['min']:.0f} "
-        f"median {speed['median']:.0f}"
-    )
+    for c, level in runs.items():
+        print_summary(args, c, level)
+    if seen is not None:
+        print(
+            f"answered by the master, not from the proxy's memory: "
+            f"{seen.requests - seen.remembered} of {seen.requests} requests"
+        )
     print(
         f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}, "
         f"without logs fetched: {checked.unfetched}"
@@ -425,10 +509,34 @@ def benchmark(args: argparse.Namespace) -> int:
         f"{checked.wrong_builds}"
     )
     print(f"benchmark took {time.monotonic() - started:.0f} s")
+    every = [r for level in runs.values() for r in level]
     wrong = checked.wrong_blamelists or checked.wrong_builds
-    if wrong or any(r.stats.builds != len(truth.blamelists) for r in runs):
+    if wrong or any(r.stats.builds != len(truth.blamelists) for r in every):
         return 1
     return 0
+
+
+def print_summary(args: argparse.Namespace, concurrency: int, runs: list[Run]) -> None:
+    """One concurrency's runs: min and median of the rates, the request counts' range."""
+    evidence = (
+        "every failing build" if args.all_evidence else f"the first {EVIDENCE_DEPTH} of each streak"
+    )
+    latency = "" if args.latency_ms is None else f", {args.latency_ms:g} ms a request"
+    per_build = min_median([r.per_build for r in runs])
+    speed = min_median([r.builds_per_second for r in runs])
+    print(
+        f"full pull, {len(runs)} runs (concurrency {concurrency}{latency}, pages of "
+        f"{args.page_size}, logs of {evidence}): builds/s min {speed['min']:.0f} "
+        f"median {speed['median']:.0f}; requests/build min {per_build['min']:.3f} "
+        f"median {per_build['median']:.3f}"
+    )
+    shown = "" if runs[0].max_in_flight is None else "; most in flight at once: "
+    print(
+        f"  requests per failing build read min {min(r.per_read for r in runs):.2f}, "
+        f"max {max(r.per_read for r in runs):.2f}; per other build min "
+        f"{min(r.per_other for r in runs):.4f}, max {max(r.per_other for r in runs):.4f}"
+        + (shown and f"{shown}{max(r.max_in_flight or 0 for r in runs)}")
+    )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from simulator.cli_github import (
 from simulator.cli_history import history_group
 from simulator.history import paths
 from simulator.history.gitdiffs import GitDiffError, GitDiffs
+from simulator.history.rest_transport import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryError, HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
@@ -404,7 +405,7 @@ def pull_master(
     url: str,
     history: Path | None,
     selection: Selection,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     evidence_depth: int | None = EVIDENCE_DEPTH,
 ) -> tuple[Path, PullStats]:
     """Pull ``url`` into ``history``, with a progress bar on a terminal.
@@ -436,11 +437,12 @@ def pull_master(
 @builder_selection_options
 @click.option(
     "--concurrency",
-    type=click.IntRange(1, 32),
+    type=click.IntRange(1, MAX_CONCURRENCY),
     metavar="N",
-    default=4,
+    default=DEFAULT_CONCURRENCY,
     show_default=True,
-    help="Requests to the master in flight at once; lower it for a busy master.",
+    help=f"Requests to the master in flight at once (at most {MAX_CONCURRENCY}: a master "
+    "is shared with its users); lower it for a busy master.",
 )
 @click.option(
     "--all-evidence",

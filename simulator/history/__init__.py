@@ -6,7 +6,8 @@
 * :mod:`.rest_client`: what is asked of a Buildbot master's REST API, over
   :mod:`.rest_transport`'s HTTP (bounded concurrency, timeouts, retries,
   one-line errors); :mod:`.entities`: its JSON read into typed records;
-* :mod:`.importer`: a pull of a master into a history, page by page;
+* :mod:`.importer`: a pull of a master into a history, page by page
+  (:mod:`.page_read`: a page read ahead, its evidence in flight);
   :mod:`.pull_file`: the file it goes into, made and, after a failed pull,
   removed;
   :mod:`.change_index`: the changes a pull knows, for deriving blamelists;

@@ -41,6 +41,14 @@ contiguous range of master change ids already fetched.  A pull that dies
 between pages leaves a consistent store; the next pull starts a few seconds
 before the position and skips builds whose master id it already holds.
 
+**Read ahead.**  Everything a page decides (blamelists, tips, which failing
+builds get their logs) is decided as the page is read, in order; only its
+evidence requests are left in flight (:class:`~simulator.history.page_read.PageRead`)
+while up to ``read_ahead`` further pages are read, and pages are written
+in order as their evidence arrives, each with the changes first learnt
+with it: the file is the one a pull page by page writes, row for row.  The
+transport holds every request, from any thread, to ``concurrency`` in flight.
+
 **Requests.**  Builds, build requests, buildsets and changes are read with
 collection queries (filters on many ids or on a range of them, pagination,
 ``field=`` selection), so a page of :data:`PAGE_SIZE` builds costs a
@@ -74,6 +82,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +101,7 @@ from simulator.history.entities import (
     SourceStampInfo,
     parse_build,
 )
+from simulator.history.page_read import READ_AHEAD_PAGES, PageRead
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.schema import (
     META_IMPORT_CHANGES_RANGE,
@@ -154,6 +164,7 @@ class Importer:
         log_lines: int = LOG_TAIL_LINES,
         evidence_depth: int | None = EVIDENCE_DEPTH,
         progress: Callable[[int, int], None] | None = None,
+        read_ahead: int = READ_AHEAD_PAGES,
     ) -> None:
         self.api = api
         self.store = store
@@ -165,6 +176,8 @@ class Importer:
         # How many failing builds of each streak get their logs (None: all).
         self.evidence_depth = evidence_depth
         self.progress = progress
+        # Pages read while earlier ones wait for their evidence (0: none).
+        self.read_ahead = read_ahead
         self.stats = PullStats()
         # The builds of the last page read that buildbot-revert requested.
         self._requested: set[int] = set()
@@ -224,6 +237,8 @@ class Importer:
         if len(self.builder_ids) < len(self.all_builders):
             filters.extend(("builderid", b) for b in sorted(self.builder_ids))
         span = self._progress_span(lower)
+        # Pages read, their evidence in flight, written in order as it arrives.
+        pending: deque[PageRead] = deque()
         for rows, _ in self.api.pages(
             "/builds",
             fields=BUILD_FIELDS,
@@ -241,9 +256,17 @@ class Importer:
                 and b.results is not None
             ]
             position = max((b.complete_at or 0.0 for b in builds), default=None)
-            self._import_page(fresh, position, synced)
-            if self.progress is not None and span and position is not None:
-                self.progress(int(position - lower), span)
+            pending.append(self._read_page(fresh, position))
+            while pending and (len(pending) > self.read_ahead or pending[0].arrived()):
+                self._write_page(pending.popleft(), synced, span)
+        while pending:
+            self._write_page(pending.popleft(), synced, span)
+
+    def _write_page(self, page: PageRead, synced: dict[str, float], span: int) -> None:
+        """Write a page read (waiting for its evidence), and tell the progress."""
+        self._write(page, synced)
+        if self.progress is not None and span and page.position is not None:
+            self.progress(int(page.position - self._lower), span)
 
     def _check_store_owner(self) -> None:
         """Refuse a store that holds another master's history, or one not pulled from a master."""
@@ -295,10 +318,13 @@ class Importer:
 
     # -- one page ---------------------------------------------------------------
 
-    def _import_page(
-        self, builds: list[BuildInfo], position: float | None, synced: dict[str, float]
-    ) -> None:
-        """Read everything a page of builds needs, then write the page."""
+    def _read_page(self, builds: list[BuildInfo], position: float | None) -> PageRead:
+        """Read everything a page of builds needs; its evidence is left in flight.
+
+        Blamelists, tips and streak depths are decided here, page after page
+        in completion order; only the evidence requests, which decide
+        nothing, run behind while the next pages are read.
+        """
         first_seen: dict[int, BuildInfo] = {}
         for b in builds:
             name = self.builder_ids[b.builderid]
@@ -332,13 +358,21 @@ class Importer:
                 self.all_builders[b.builderid].tags,
             )
         ]
-        steps_by_build: dict[int, tuple[FailedStep, ...]] = {
-            b.buildid: NOT_FETCHED for b in builds if b.results == int(Result.FAILURE)
-        }
-        steps_by_build.update(
-            zip((b.buildid for b in wanted), self.api.map(self._failed_steps, wanted), strict=True)
+        # The changes learnt so far are written with this page (before any
+        # build of a later page blames them), as a pull page by page would.
+        new_changes = sorted(self.changes.new.values())
+        self.changes.new.clear()
+        return PageRead(
+            builds=builds,
+            tips=tips,
+            blamelists=blamelists,
+            branches=branches,
+            failing=[b.buildid for b in builds if b.results == int(Result.FAILURE)],
+            evidence={b.buildid: self.api.submit_behind(self._failed_steps, b) for b in wanted},
+            changes=new_changes,
+            fetched_range=self.changes.fetched_range,
+            position=position,
         )
-        self._write(builds, tips, blamelists, steps_by_build, branches, position, synced)
 
     def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
         """The builder's last build completed before ``b`` (not imported: before the window)."""
@@ -408,19 +442,12 @@ class Importer:
 
     # -- writing -----------------------------------------------------------------
 
-    def _write(
-        self,
-        builds: list[BuildInfo],
-        tips: dict[int, dict[str, int]],
-        blamelists: dict[int, list[int]],
-        steps_by_build: dict[int, tuple[FailedStep, ...]],
-        branches: dict[int, str | None],
-        position: float | None,
-        synced: dict[str, float],
-    ) -> None:
+    def _write(self, page: PageRead, synced: dict[str, float]) -> None:
         """Store a page's new changes and builds, and where the pull stands, in one transaction."""
         store = self.store
-        new_changes = sorted(self.changes.new.values())
+        builds, tips, branches, position = page.builds, page.tips, page.branches, page.position
+        steps_by_build = page.failed_steps()
+        new_changes = page.changes
         with store.transaction():
             for c in new_changes:
                 cid = store.add_change(change_from_dict(c._asdict()))
@@ -438,17 +465,15 @@ class Importer:
                     worker=self.workers.get(b.workerid) if b.workerid is not None else None,
                     branch=branches[b.buildid],
                 )
-                change_ids = [self.changes.store_id[m] for m in blamelists[b.buildid]]
+                change_ids = [self.changes.store_id[m] for m in page.blamelists[b.buildid]]
                 build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
                 store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
                 if steps == NOT_FETCHED:
                     self.stats.unfetched_builds += 1
                 else:
                     self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
-            if self.changes.fetched_range is not None:
-                store.set_meta(
-                    META_IMPORT_CHANGES_RANGE, json.dumps(list(self.changes.fetched_range))
-                )
+            if page.fetched_range is not None:
+                store.set_meta(META_IMPORT_CHANGES_RANGE, json.dumps(list(page.fetched_range)))
             if self.evidence_depth is not None:
                 # The smallest depth any pull used: what the whole history holds.
                 held = store.get_meta(META_IMPORT_EVIDENCE_DEPTH)
@@ -458,7 +483,6 @@ class Importer:
                 for bid in self.builder_ids:
                     synced[str(bid)] = max(position, synced.get(str(bid), position))
                 store.set_meta(META_IMPORT_SYNCED, json.dumps(synced, sort_keys=True))
-        self.changes.new.clear()
         self.stats.builds += len(builds)
         self.stats.changes += len(new_changes)
         self.stats.failing_builds += len(steps_by_build)
@@ -469,7 +493,6 @@ def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:
 
     ``options`` are :class:`Importer`'s keyword arguments (``since``,
     ``selection``, ``page_size``, ``log_lines``, ``evidence_depth``,
-    ``progress``), which
-    its signature alone declares.
+    ``progress``, ``read_ahead``), which its signature alone declares.
     """
     return Importer(api, store, **options).run()

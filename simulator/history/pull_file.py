@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from simulator.history import paths
 from simulator.history.importer import PullError, PullStats, pull
-from simulator.history.rest_client import BuildbotAPI, api_url
+from simulator.history.rest_client import DEFAULT_CONCURRENCY, BuildbotAPI, api_url
 from simulator.history.store import HistoryStore
 
 
@@ -36,7 +36,7 @@ def default_history_path(url: str) -> Path:
 
 
 def pull_into(
-    url: str, history: Path | None, *, concurrency: int = 4, **options: Any
+    url: str, history: Path | None, *, concurrency: int = DEFAULT_CONCURRENCY, **options: Any
 ) -> tuple[Path, PullStats]:
     """Pull ``url`` into ``history`` (default: the per-master cache file), creating it.
 

@@ -34,7 +34,9 @@ from simulator.history.entities import (
     parse_step,
 )
 from simulator.history.rest_transport import (
+    DEFAULT_CONCURRENCY,
     MAX_BACKOFF_SECONDS,
+    MAX_CONCURRENCY,
     MAX_IDS_PER_REQUEST,
     RANGE_DENSITY,
     RANGE_PAGE_SIZE,
@@ -45,6 +47,8 @@ from simulator.history.rest_transport import (
 )
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
+    "MAX_CONCURRENCY",
     "MAX_BACKOFF_SECONDS",
     "MAX_IDS_PER_REQUEST",
     "MAX_REVISIONS_PER_REQUEST",

@@ -8,9 +8,12 @@ through it, and the typed records they answer, are
 :class:`simulator.history.rest_client.BuildbotAPI`'s.
 
 It uses the standard library (``http.client`` with one persistent connection
-per thread, and a bounded thread pool) rather than Twisted: the importer is
-a synchronous batch job, and keep-alive connections matter more to its speed
-over HTTPS than an event loop would.  Over plain HTTP (a master on the
+per thread, and thread pools) rather than Twisted: the importer is a
+synchronous batch job, and keep-alive connections matter more to its speed
+over HTTPS than an event loop would.  However many threads ask (pages read
+ahead, batches, evidence queued behind with :meth:`RestTransport.submit_behind`),
+one semaphore holds the requests in flight to ``concurrency``, at most
+:data:`MAX_CONCURRENCY`.  Over plain HTTP (a master on the
 machine or the LAN, which serves HTTP itself) it opens a connection per
 request instead, which costs a round trip only.  Buildbot 4.3's own HTTP
 server now and then sends an answer short of its ``Content-Length`` (the
@@ -30,7 +33,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
@@ -50,6 +53,11 @@ MAX_IDS_PER_REQUEST = 250
 # builds' ids at that density: one request.
 RANGE_DENSITY = 2
 RANGE_PAGE_SIZE = 2000
+
+# Requests in flight at once by default, and at most (a public master is
+# shared with its users and workers); see docs/simulator.md for the measurement.
+DEFAULT_CONCURRENCY = 8
+MAX_CONCURRENCY = 8
 
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0
@@ -92,7 +100,8 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 class RestTransport:
     """HTTP to one master's REST API: requests, retries, pages and batches.
 
-    ``concurrency`` bounds the requests in flight; each request gets
+    ``concurrency`` (at most :data:`MAX_CONCURRENCY`) bounds the requests
+    in flight, whichever thread makes them; each request gets
     ``timeout`` seconds per attempt and up to ``retries`` retries, with
     exponential backoff from ``backoff`` seconds, on 5xx and 429 answers,
     timeouts and dropped connections.  ``requests`` counts the HTTP requests made.
@@ -104,15 +113,15 @@ class RestTransport:
         self,
         url: str,
         *,
-        concurrency: int = 4,
+        concurrency: int = DEFAULT_CONCURRENCY,
         timeout: float = 30.0,
         retries: int = 4,
         backoff: float = 0.5,
         user_agent: str = "buildbot-revert-simulator",
         keepalive: bool | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+        if not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ValueError(f"concurrency must be from 1 to {MAX_CONCURRENCY}")
         self.url = api_url(url)
         parts = urlsplit(self.url)
         self._https = parts.scheme == "https"
@@ -142,10 +151,18 @@ class RestTransport:
         self._answered = False
         self._count_lock = threading.Lock()
         self._local = threading.local()
+        # Every request, from any thread, holds a slot while it is in flight:
+        # the one bound on what the master sees, however the work is split.
+        self._slots = threading.BoundedSemaphore(concurrency)
+        # Requests the caller waits for (pages, batches) and work queued
+        # behind them (evidence): separate threads, so that a page read ahead
+        # never waits for a queue of evidence to drain, only for a slot.
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api")
+        self._behind = ThreadPoolExecutor(concurrency, thread_name_prefix="buildbot-api-behind")
 
     def close(self, wait: bool = True) -> None:
         """Stop the pool; ``wait``: for the requests in flight to end."""
+        self._behind.shutdown(wait=wait, cancel_futures=True)
         self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> Self:
@@ -216,10 +233,11 @@ class RestTransport:
             self.requests += 1
         began = time.perf_counter()
         try:
-            conn = self._connection()
-            conn.request("GET", target, headers=self._headers)
-            resp = conn.getresponse()
-            body = resp.read()
+            with self._slots:
+                conn = self._connection()
+                conn.request("GET", target, headers=self._headers)
+                resp = conn.getresponse()
+                body = resp.read()
         except (OSError, http.client.HTTPException) as exc:
             self._drop_connection()
             self.failures.append(
@@ -258,6 +276,14 @@ class RestTransport:
         if len(items) <= 1 or self.concurrency == 1:
             return [fn(x) for x in items]
         return list(self._pool.map(fn, items))
+
+    def submit_behind(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        """Run ``fn(*args)`` behind the caller's own requests; its future.
+
+        Its requests share the ``concurrency`` slots with every other
+        request: queued work never puts more in flight.
+        """
+        return self._behind.submit(fn, *args)
 
     # -- collections --------------------------------------------------------------
 

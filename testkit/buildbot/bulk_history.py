@@ -53,6 +53,7 @@ from buildbot.util.sautils import hash_columns
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from buildbot_revert.core.records import log_text
+from testkit.buildbot.bulk_builders import add_builders, next_id
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 
@@ -118,10 +119,6 @@ def expected_build(build: Build, shift: int, first_of_builder: bool) -> Build:
 
 def shifted_change(change: Change, shift: int) -> Change:
     return change._replace(when=float(int(change.when) + shift))
-
-
-def _next_id(conn: sa.Connection, column: sa.Column[Any]) -> int:
-    return int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(column), 0))).scalar_one()) + 1
 
 
 def _chunks(content: str) -> list[tuple[int, int, bytes]]:
@@ -196,8 +193,8 @@ def write_history(
             for wid, name in conn.execute(sa.select(m["workers"].c.id, m["workers"].c.name))
         }
         # -- changes, each with its sourcestamp ------------------------------------
-        ssid = _next_id(conn, m["sourcestamps"].c.id)
-        changeid = _next_id(conn, m["changes"].c.changeid)
+        ssid = next_id(conn, m["sourcestamps"].c.id)
+        changeid = next_id(conn, m["changes"].c.changeid)
         ss_rows: list[dict[str, Any]] = []
         change_rows: list[dict[str, Any]] = []
         file_rows: list[dict[str, Any]] = []
@@ -249,14 +246,14 @@ def write_history(
         written.changes = len(change_rows)
 
         # -- builds ------------------------------------------------------------------
-        buildsetid = _next_id(conn, m["buildsets"].c.id)
-        bssid = _next_id(conn, m["buildset_sourcestamps"].c.id)
-        brid = _next_id(conn, m["buildrequests"].c.id)
-        buildid = _next_id(conn, m["builds"].c.id)
-        stepid = _next_id(conn, m["steps"].c.id)
-        logid = _next_id(conn, m["logs"].c.id)
+        buildsetid = next_id(conn, m["buildsets"].c.id)
+        bssid = next_id(conn, m["buildset_sourcestamps"].c.id)
+        brid = next_id(conn, m["buildrequests"].c.id)
+        buildid = next_id(conn, m["builds"].c.id)
+        stepid = next_id(conn, m["steps"].c.id)
+        logid = next_id(conn, m["logs"].c.id)
         worker_rows: list[dict[str, Any]] = []
-        workerid = _next_id(conn, m["workers"].c.id)
+        workerid = next_id(conn, m["workers"].c.id)
         rows: dict[str, list[dict[str, Any]]] = {
             name: []
             for name in (
@@ -436,7 +433,12 @@ def write_history(
 
 
 def master_holding(
-    root: Path, builders: Iterable[Builder], changes: Mapping[int, Change], builds: list[Build]
+    root: Path,
+    builders: Iterable[Builder],
+    changes: Mapping[int, Change],
+    builds: list[Build],
+    *,
+    configured: int | None = None,
 ) -> tuple[BuildbotHarness, dict[tuple[str, int], Build]]:
     """A started harness whose master holds ``builds``, and what it should serve of each.
 
@@ -445,10 +447,17 @@ def master_holding(
     shifted to end a minute ago), and starts again.  The builders are
     configured but their requests are complete: nothing builds.  The second
     value is :func:`expected_build` of each build, by (builder, number).
-    The caller closes the harness, also when this raises.
+    The caller closes the harness, also when this raises.  ``configured``:
+    only the first that many builders are in the master's configuration, the
+    others are database rows only (with their tags), as the builders of an
+    earlier configuration are: the REST API serves them and their builds
+    alike, and a master configuring a thousand builders takes minutes to start.
     """
+    builders = list(builders)
     harness = BuildbotHarness(
-        root, builders=[BuilderSpec(b.name, b.tags) for b in builders], poller=False
+        root,
+        builders=[BuilderSpec(b.name, b.tags) for b in builders[:configured]],
+        poller=False,
     )
     try:
         harness.start()
@@ -456,6 +465,8 @@ def master_holding(
         shift = int(time.time()) - 60 - int(max((b.completed_at for b in builds), default=0))
         engine = sa.create_engine(f"sqlite:///{harness.master_dir / 'state.sqlite'}")
         try:
+            with engine.begin() as conn:
+                add_builders(conn, builders)
             write_history(engine, changes, builds, shift=shift)
         finally:
             engine.dispose()

@@ -26,6 +26,7 @@ from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.store import HistoryStore
 from simulator.history.tails import register as register_log_text
 from testkit.buildbot.harness import BuildbotHarness
+from testkit.latency_proxy import LatencyProxy
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live
@@ -254,6 +255,34 @@ def test_interrupted_pull_completes(story: Story, tmp_path: Path) -> None:
         proxy.close()
         reference.close()
         store.close()
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_reading_ahead_writes_what_a_pull_page_by_page_writes(
+    story: Story, tmp_path: Path, concurrency: int
+) -> None:
+    # Through a proxy delaying every answer, requests overlap, and pages of 2
+    # builds are read while earlier pages' evidence is still in flight.
+    proxy = LatencyProxy(story.harness.www_port, latency_ms=20)
+    by_page = HistoryStore(tmp_path / "by-page.sqlite", create=True)
+    ahead = HistoryStore(tmp_path / "ahead.sqlite", create=True)
+    try:
+        with BuildbotAPI(proxy.url, concurrency=1) as api:
+            pull(api, by_page, page_size=2, read_ahead=0)
+        proxy.counts.max_in_flight = 0
+        with BuildbotAPI(proxy.url, concurrency=concurrency) as api:
+            stats = pull(api, ahead, page_size=2, read_ahead=8)
+        assert 1 <= proxy.counts.max_in_flight <= concurrency
+        assert stats.builds == len(story.builds) and stats.failing_builds > 0
+        # Row for row, ids and bookkeeping included: the same file.
+        tables = ("builds", "changes", "blamelist", "failed_steps", "import_builds")
+        for table in (*tables, "import_changes", "meta"):
+            query = f"SELECT * FROM {table} ORDER BY 1, 2"
+            assert ahead.conn.execute(query).fetchall() == by_page.conn.execute(query).fetchall()
+    finally:
+        proxy.close()
+        by_page.close()
+        ahead.close()
 
 
 def test_simulate_master_proposes_the_revert(story: Story, tmp_path: Path) -> None:

@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 from twisted.internet import defer
 
 from buildbot_revert.core.blindspots import StreakGroup
+from buildbot_revert.core.model import Change
 from buildbot_revert.core.outcomes import Outcome
-from buildbot_revert.core.verdicts import RedStreak
+from buildbot_revert.core.verdicts import RankedSuspect, RedStreak
 from buildbot_revert.dashboard.model import (
     BLIND_SPOT_DAYS,
     BlindSpotView,
@@ -38,6 +39,7 @@ from buildbot_revert.dashboard.model import (
     QualifiedView,
     RedStreakView,
     Status,
+    SuspectView,
     VerdictView,
 )
 from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
@@ -281,6 +283,18 @@ def _red(
         explanation=None if verdict is None else verdict.explanation,
         ledger_state=None if entry is None else entry.state.value,
         revert_url=None if entry is None else entry.revert_url,
+        ranked=_ranked(() if verdict is None else verdict.ranked, streak.suspects),
+    )
+
+
+def _ranked(ranked: Iterable[RankedSuspect], changes: Iterable[Change]) -> tuple[SuspectView, ...]:
+    """Ranked suspects as the page shows them, titled from ``changes`` where one matches."""
+    titles = {c.revision: c.title for c in changes}
+    return tuple(
+        SuspectView(
+            revision=r.revision, title=titles.get(r.revision), score=r.score, reasons=r.reasons
+        )
+        for r in ranked
     )
 
 
@@ -347,6 +361,7 @@ def _verdict(d: Decided, links: _Links) -> VerdictView:
         d.ended_at,
         d.revision,
         d.title,
+        _ranked(d.ranked, ()),
     )
 
 

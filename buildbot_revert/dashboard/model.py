@@ -49,6 +49,18 @@ class ChangeView:
 
 
 @dataclass(frozen=True)
+class SuspectView:
+    """One ranked suspect of a streak of several changes (a hint, never acted on)."""
+
+    revision: str
+    # The change's title when the page knows it (untrusted).
+    title: str | None
+    score: float
+    # Why it ranks where it does, in the core's words (quote file and test names).
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RedStreakView:
     """A builder red now, as the reporter's tracker knows it."""
 
@@ -70,6 +82,8 @@ class RedStreakView:
     # What the ledger says of the revision the streak points at, if anything.
     ledger_state: str | None = None
     revert_url: str | None = None
+    # Declined as multiple-changes: its suspects, most likely first.
+    ranked: tuple[SuspectView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,6 +148,7 @@ class VerdictView:
     ended_at: float | None
     revision: str | None
     title: str | None
+    ranked: tuple[SuspectView, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from buildbot_revert.dashboard.model import (
     QualifiedView,
     RedStreakView,
     Status,
+    SuspectView,
     VerdictView,
 )
 from buildbot_revert.dashboard.render import href, render_html, render_json
@@ -21,6 +22,12 @@ NOW = 1_764_000_000.0
 TITLE = "<script>window.pwned=1</script> & \"quotes\" 'too' <img src=x onerror=alert(1)>"
 BUILDER = 'evil"><b>builder</b>'
 URL = "https://github.com/python/cpython/pull/9"
+# A streak's ranked suspects; a reason quotes a (hostile) test name.
+REASON = "touched the code of test_<img src=x onerror=alert(4)>"
+RANKED = (
+    SuspectView("c" * 40, TITLE, 3.0, (REASON, "held by 1 of 2 other builders failing alike")),
+    SuspectView("d" * 40, None, -3.0, ("documentation only",)),
+)
 
 
 def page(revert_url: str = URL) -> Page:
@@ -71,7 +78,21 @@ def page(revert_url: str = URL) -> Page:
         reverts=(filed,),
         blind_spots=(BlindSpotView("flaky-builder", 4, 2, 12.5, "flaky <u>example</u>"),),
         window_start=NOW - 30 * 86400,
-        recent=(VerdictView(BUILDER, 3, None, "infra", "disk <full>", NOW - 10, None, None, None),),
+        recent=(
+            VerdictView(BUILDER, 3, None, "infra", "disk <full>", NOW - 10, None, None, None),
+            VerdictView(
+                BUILDER,
+                5,
+                None,
+                "multiple-changes",
+                "2 changes",
+                NOW - 5,
+                None,
+                None,
+                None,
+                ranked=RANKED,
+            ),
+        ),  # fmt: skip
         html_url="http://m/plugins/wsgi_dashboards/revert/index.html",
         json_url="http://m/plugins/wsgi_dashboards/revert/index.json",
     )
@@ -111,6 +132,22 @@ def test_untrusted_texts_are_text_and_bad_links_are_no_links():
     assert not any(h.lower().startswith("javascript") for h in tags.hrefs)
     assert URL in tags.hrefs  # the revert PR, linked
     assert "&lt;script&gt;window.pwned=1" in html
+
+
+def test_ranked_suspects_show_with_their_scores_and_reasons_escaped():
+    html = render_html(page())
+    tags = parse(html)
+    assert "img" not in tags.tags
+    assert tags.tags.count("ol") == 1 and tags.tags.count("li") >= 2
+    text = " ".join("".join(tags.text).split())
+    assert f"cccccccccccc {TITLE} score 3.0: {REASON}; held by 1 of 2" in text
+    assert "dddddddddddd score -3.0: documentation only" in text
+    body = json.loads(render_json(page()))
+    assert body["recent"][1]["ranked"][0] == {
+        "revision": "c" * 40, "title": TITLE, "score": 3.0,
+        "reasons": [REASON, "held by 1 of 2 other builders failing alike"],
+    }  # fmt: skip
+    assert body["recent"][0]["ranked"] == []
 
 
 def test_the_page_has_every_section_and_the_mode_first():

@@ -74,6 +74,7 @@ from buildbot_revert.plugin.ledger_tables import (
     qualified_table,
     revert_builds_table,
 )
+from buildbot_revert.plugin.ledger_wrong import WrongReport, WrongRows
 
 # What the ledger's users import from here (the tables live in .ledger_tables).
 __all__ = [
@@ -93,6 +94,7 @@ __all__ = [
     "metadata",
     "qualified_table",
     "revert_builds_table",
+    "WrongReport",
 ]
 
 # Where an interrupted filing goes back to (see Ledger.release; both are
@@ -118,7 +120,7 @@ def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
         raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
-class Ledger(QualifiedRows, FollowedRows):
+class Ledger(QualifiedRows, FollowedRows, WrongRows):
     """The ledger table, reached through ``run(callable) -> Deferred``."""
 
     def __init__(self, run: Runner) -> None:

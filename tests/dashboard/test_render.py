@@ -15,6 +15,7 @@ from buildbot_revert.dashboard.model import (
     Status,
     SuspectView,
     VerdictView,
+    WeekView,
 )
 from buildbot_revert.dashboard.render import href, render_html, render_json
 
@@ -41,8 +42,9 @@ def page(revert_url: str = URL) -> Page:
         qualified=(QualifiedView(BUILDER, 3, None, NOW - 60, None),),
     )  # fmt: skip
     filed = proposal.__class__(
-        **{**proposal.__dict__, "state": "filed", "revert_pr": 9, "revert_url": revert_url}
-    )
+        **{**proposal.__dict__, "state": "filed", "revert_pr": 9, "revert_url": revert_url,
+           "reported_wrong_by": "<b>grace</b>", "reported_at": NOW - 30}
+    )  # fmt: skip
     return Page(
         generated_at=NOW,
         status=Status(
@@ -95,6 +97,7 @@ def page(revert_url: str = URL) -> Page:
         ),  # fmt: skip
         html_url="http://m/plugins/wsgi_dashboards/revert/index.html",
         json_url="http://m/plugins/wsgi_dashboards/revert/index.json",
+        metrics=(WeekView("2025-W48", NOW - 3 * 86400, 4, 2, 1, 0, 1),),
     )
 
 
@@ -150,9 +153,26 @@ def test_ranked_suspects_show_with_their_scores_and_reasons_escaped():
     assert body["recent"][0]["ranked"] == []
 
 
+def test_the_metrics_view_shows_each_week_and_the_definitions():
+    html = render_html(page())
+    assert "<b>grace</b>" not in html and "reported wrong by &lt;b&gt;grace&lt;/b&gt;" in html
+    cells = [t.strip() for t in parse(html).text if t.strip()]
+    at = cells.index("2025-W48")
+    assert cells[at : at + 7] == ["2025-W48", "from 2025-11-21 16:00 UTC", "4", "2", "1", "0", "1"]
+    text = " ".join("".join(parse(html).text).split())
+    assert "a revert reported wrong by a maintainer" in text
+    assert "or merged and then relanded unchanged" in text
+    body = json.loads(render_json(page()))
+    assert body["metrics"] == [
+        {"week": "2025-W48", "starts_at": "2025-11-21T16:00:00Z", "filed": 4, "merged": 2,
+         "stood_down": 1, "closed": 0, "false_positives": 1}
+    ]  # fmt: skip
+    assert body["reverts"][0]["reported_wrong_by"] == "<b>grace</b>"
+
+
 def test_the_page_has_every_section_and_the_mode_first():
     html = render_html(page())
-    ids = ["mode", "red", "pending", "reverts", "blind-spots", "recent"]
+    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "recent"]
     positions = [html.index(f'id="{i}"') for i in ids]
     assert positions == sorted(positions)
     assert "<b>comment</b>" in html
@@ -195,5 +215,6 @@ def test_no_reporter_running_is_said_and_the_empty_sections_say_so():
     text = " ".join("".join(parse(render_html(empty)).text).split())
     assert "not running no reporter named 'Other' runs on this master" in text
     for said in ("No builder is red", "Nothing is waiting", "No revert was proposed",
-                 "No red streak was declined", "No verdict yet"):  # fmt: skip
+                 "No red streak was declined", "No verdict yet",
+                 "No revert pull request was filed in the last 12 weeks"):  # fmt: skip
         assert said in text

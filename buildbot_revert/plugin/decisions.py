@@ -16,7 +16,7 @@ first failing build) and a second write is ignored.  Rows older than
 
 A streak declined as ``multiple-changes`` comes with its suspects ranked by
 the core (:mod:`buildbot_revert.core.suspects`, never acted on); they are
-kept in a second table, :data:`ranked_table` (added in 0.5: a table of its
+kept in a second table, :data:`ranked_table` (added in 0.2.0: a table of its
 own, so an older database gains it by CREATE TABLE on the next start), one
 row per suspect with its rank, score and reasons, written in the verdict's
 transaction and deleted with it.  Like the ledger, this module

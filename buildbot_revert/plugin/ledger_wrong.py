@@ -7,7 +7,7 @@ revision, who, when, how (``comment`` or ``label``).  One row per revision,
 the first report with standing: a second report adds nothing, and of two
 masters that see one, one writes it (:func:`.ledger_tables.insert_once`).
 
-The table (added in 0.5: a table of its own, so an older database gains it
+The table (added in 0.2.0: a table of its own, so an older database gains it
 by CREATE TABLE on the next start) is in the ledger's ``MetaData``, created
 with the ledger's other tables.
 """

@@ -8,6 +8,11 @@ and the rule of standing (:class:`.permissions.Standing`, as for objections:
 ``objection_permission``, ``write`` by default) which reporters count.  The
 first report that counts is written to the ledger (:mod:`.ledger_wrong`): who,
 when, how; a report by someone without standing is logged and ignored.
+
+Reading costs two requests per revert PR (three with the label), so the
+revert PRs are read at most once every ``every`` seconds (ten follow-up
+intervals: ten minutes by default), not at every check: twenty revert PRs
+in the window cost some 240 requests an hour of the token's 5,000.
 """
 
 from __future__ import annotations
@@ -24,22 +29,40 @@ from buildbot_revert.plugin.permissions import Standing
 # How long after filing a revert PR is read for reports: the dashboard's 30
 # days, and a little more (a report can come long after the merge).
 WINDOW = 40 * 86400.0
+# Reports are read once every this many follow-up intervals.
+INTERVALS = 10
 
 
 class Feedback:
     """Finds and records reports of wrong reverts on one repository's revert PRs."""
 
     def __init__(
-        self, ledger: Ledger, client: GitHubClient, required: str, *, clock: Any, master_name: str
+        self,
+        ledger: Ledger,
+        client: GitHubClient,
+        required: str,
+        *,
+        clock: Any,
+        master_name: str,
+        every: float,
     ) -> None:
         self.ledger = ledger
         self.client = client
         self.clock = clock
         self.master_name = master_name
         self.standing = Standing(client, required, clock=clock)
+        self.every = every
+        self._last: float | None = None
 
     async def check(self) -> None:
-        """Read each revert PR due a look; a GitHub error is logged, the next check retries."""
+        """Read each revert PR due a look, if ``every`` seconds passed since the last read.
+
+        A GitHub error is logged; the next read tries again.
+        """
+        now = float(self.clock.seconds())
+        if self._last is not None and now - self._last < self.every:
+            return
+        self._last = now
         due: list[Entry] = await self.ledger.feedback_due(
             self.master_name, self.clock.seconds() - WINDOW
         )

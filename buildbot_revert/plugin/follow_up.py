@@ -53,7 +53,7 @@ from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.plugin.config import Settings, machine_settings
-from buildbot_revert.plugin.feedback import Feedback
+from buildbot_revert.plugin.feedback import INTERVALS, Feedback
 from buildbot_revert.plugin.ledger import Entry, Ledger
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
@@ -101,6 +101,7 @@ class FollowUp:
                 settings.objection_permission,
                 clock=clock,
                 master_name=master_name,
+                every=INTERVALS * settings.follow_interval,
             )
         )
 

@@ -8,10 +8,12 @@ computed by the core from the ledger's rows, say so.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
-from twisted.internet import reactor
+from twisted.internet import defer, reactor
 from twisted.python import log
 
 from buildbot_revert.core import precision
@@ -41,11 +43,26 @@ def clock():
     return FastClock(reactor)
 
 
-def logged() -> list[str]:
-    """The plugin's log lines from now on."""
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """The plugin's log lines while the test runs."""
     lines: list[str] = []
-    log.addObserver(lambda event: lines.append(" ".join(str(m) for m in event.get("message", ()))))
-    return lines
+
+    def observe(event: dict) -> None:
+        lines.append(" ".join(str(m) for m in event.get("message", ())))
+
+    log.addObserver(observe)
+    yield lines
+    log.removeObserver(observe)
+
+
+@defer.inlineCallbacks
+def followed(github, ledger, clock):
+    """A revert PR filed, and the follow-up that reads reports at every check."""
+    _, follow, entry, _ = yield filed(github, ledger, clock)
+    assert follow.feedback.every == 600.0  # ten follow-up intervals of 60 s
+    follow.feedback.every = 0.0
+    return follow, entry
 
 
 def false_positives(ledger_rows: list[precision.FiledRevert]) -> int:
@@ -53,13 +70,21 @@ def false_positives(ledger_rows: list[precision.FiledRevert]) -> int:
 
 
 @pytest_twisted.inlineCallbacks
-def test_a_maintainers_wrong_revert_comment_is_recorded_an_outsiders_is_not(github, ledger, clock):
-    _, follow, entry, _ = yield filed(github, ledger, clock)
-    lines = logged()
+def test_a_maintainers_wrong_revert_comment_is_recorded_an_outsiders_is_not(
+    github, ledger, clock, logged
+):
+    follow, entry = yield followed(github, ledger, clock)
     github.comment_as(entry.revert_pr, "mallory", "/wrong-revert")
     yield run(follow.check())
     assert (yield ledger.wrong_of([entry.revision])) == {}
-    assert any("ignored the report of a wrong revert (comment) by 'mallory'" in m for m in lines)
+    assert any("ignored the report of a wrong revert (comment) by 'mallory'" in m for m in logged)
+    # Read every ``every`` seconds only: a check in between asks GitHub nothing.
+    follow.feedback.every = 3600.0
+    github.grant("grace", "write")
+    github.comment_as(entry.revert_pr, "grace", "/wrong-revert")
+    yield run(follow.check())
+    assert (yield ledger.wrong_of([entry.revision])) == {}
+    follow.feedback.every = 0.0
     assert false_positives((yield ledger.filed_reverts(0.0))) == 0
 
     github.grant("grace", "write")
@@ -81,7 +106,7 @@ def test_a_maintainers_wrong_revert_comment_is_recorded_an_outsiders_is_not(gith
 
 @pytest_twisted.inlineCallbacks
 def test_the_label_counts_when_a_maintainer_set_it(github, ledger, clock):
-    _, follow, entry, _ = yield filed(github, ledger, clock)
+    follow, entry = yield followed(github, ledger, clock)
     github.label_as(entry.revert_pr, "mallory", WRONG_LABEL)
     yield run(follow.check())
     assert (yield ledger.wrong_of([entry.revision])) == {}
@@ -96,7 +121,7 @@ def test_the_label_counts_when_a_maintainer_set_it(github, ledger, clock):
 
 @pytest_twisted.inlineCallbacks
 def test_a_merged_revert_relanded_unchanged_is_a_false_positive(github, ledger, clock):
-    _, follow, entry, _ = yield filed(github, ledger, clock)
+    follow, entry = yield followed(github, ledger, clock)
     github.merge_pull(entry.revert_pr, "grace")
     yield run(follow.check())
     [row] = yield ledger.filed_reverts(0.0)

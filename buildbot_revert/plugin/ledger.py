@@ -36,7 +36,9 @@ restarted in between.
 A ``filed`` row is then followed (:mod:`.follow_up`) to its end, kept in
 ``outcome`` (merged, closed, superseded by a fix, relanded: the core's
 :class:`~buildbot_revert.core.outcomes.Outcome`); the builds of its revert
-PR are kept in a third table (:data:`revert_builds_table`).
+PR are kept in a third table (:data:`revert_builds_table`).  Reports of a
+wrong revert (a maintainer's ``/wrong-revert``: false-positive feedback) are
+kept in a table of their own (:mod:`.ledger_wrong`).
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from buildbot_revert.core import markdown, references
+from buildbot_revert.core import feedback, markdown, references
 
 _TITLE_MAX = 200
 
@@ -109,7 +109,11 @@ def revert_body(ctx: RevertContext) -> str:
         "change with a fix.\n"
         "- If it did not (a flaky test, a broken worker), close this PR: it will not be "
         "filed again.\n"
-        "- Either way, the builders above are the evidence; their logs say what failed.\n\n"
+        "- Either way, the builders above are the evidence; their logs say what failed.\n"
+        "- If this revert was wrong (the change did not break them), a maintainer "
+        f"comments {markdown.code(feedback.WRONG_COMMAND)} on this PR, or adds the label "
+        f"{markdown.code(feedback.WRONG_LABEL)}: it is counted as a false positive of "
+        "the bot's, on its dashboard.\n\n"
         "This pull request was opened by buildbot-revert, a Buildbot reporter; "
         "nothing is merged automatically.\n"
     )

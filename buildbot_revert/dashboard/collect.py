@@ -20,17 +20,21 @@ year of them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
+from buildbot_revert.core import precision
 from buildbot_revert.core.blindspots import StreakGroup
+from buildbot_revert.core.model import Change
 from buildbot_revert.core.outcomes import Outcome
-from buildbot_revert.core.verdicts import RedStreak
+from buildbot_revert.core.verdicts import RankedSuspect, RedStreak
 from buildbot_revert.dashboard.model import (
     BLIND_SPOT_DAYS,
+    METRIC_WEEKS,
     BlindSpotView,
     ChangeView,
     Page,
@@ -38,11 +42,19 @@ from buildbot_revert.dashboard.model import (
     QualifiedView,
     RedStreakView,
     Status,
+    SuspectView,
     VerdictView,
+    WeekView,
 )
 from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
-from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger import (
+    Entry,
+    Ledger,
+    LedgerState,
+    QualifiedBuilder,
+    WrongReport,
+)
 from buildbot_revert.plugin.reporter import RevertReporter
 
 DAY = 86400.0
@@ -102,30 +114,23 @@ class Collector:
         now = float(self._reactor().seconds())
         reporter = self._reporter()
         settings: Settings | None = reporter.settings if reporter is not None else None
-        red: list[RedStreak] = []
-        if reporter is not None and reporter.tracker is not None:
-            red = reporter.tracker.red_streaks()
-        # The builders the reporter acts on first (the others are evidence
-        # only), then those red longest.
-        red.sort(
-            key=lambda s: (
-                settings is None or not settings.watches(s.builder, s.tags),
-                s.first_failing.completed_at,
-                s.builder,
-            )
-        )
-        shown, more_red = red[:MAX_RED], max(0, len(red) - MAX_RED)
+        shown, more_red = _red_streaks(reporter, settings)
         window = now - BLIND_SPOT_DAYS * DAY
         try:
             pending: list[Entry] = await self._ledger.entries(IN_PLAY)
             finished: list[Entry] = await self._ledger.latest(window, MAX_REVERTS, IN_PLAY)
             blind: list[StreakGroup] = await self._decisions.declined_by_reason(window, now)
             recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
+            weeks_ago = now - METRIC_WEEKS * 7 * DAY
+            filed: list[precision.FiledRevert] = await self._ledger.filed_reverts(weeks_ago)
+            wrong: dict[str, WrongReport] = await self._ledger.wrong_of(
+                e.revision for e in finished
+            )
         except Exception as exc:
             if not _missing_table(exc):
                 raise
             # The reporter has not created its tables yet (first start).
-            pending, finished, blind, recent = [], [], [], []
+            pending, finished, blind, recent, filed, wrong = [], [], [], [], [], {}
         suspects = {_suspect(s) for s in shown} - {None}
         known = {e.revision: e for e in (*pending, *finished)}
         missing = [r for r in suspects if r is not None and r not in known]
@@ -143,13 +148,16 @@ class Collector:
             status=_status(self.reporter_name, reporter, settings),
             red=tuple(_red(s, links, settings, known) for s in shown),
             pending=tuple(_proposal(e, links, qualified) for e in pending),
-            reverts=tuple(_proposal(e, links, qualified) for e in finished),
+            reverts=tuple(
+                _reported(_proposal(e, links, qualified), wrong.get(e.revision)) for e in finished
+            ),
             blind_spots=tuple(_blind_spot(g) for g in blind),
             window_start=window,
             recent=tuple(_verdict(d, links) for d in recent),
             html_url=links.absolute(self.html_path),
             json_url=links.absolute(self.json_path),
             more_red=more_red,
+            metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed)),
         )
 
     def _reactor(self) -> Any:
@@ -248,6 +256,27 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
     )
 
 
+def _red_streaks(
+    reporter: RevertReporter | None, settings: Settings | None
+) -> tuple[list[RedStreak], int]:
+    """The red streaks the page shows, and how many more there are.
+
+    The builders the reporter acts on first (the others are evidence only),
+    then those red longest.
+    """
+    red: list[RedStreak] = []
+    if reporter is not None and reporter.tracker is not None:
+        red = reporter.tracker.red_streaks()
+    red.sort(
+        key=lambda s: (
+            settings is None or not settings.watches(s.builder, s.tags),
+            s.first_failing.completed_at,
+            s.builder,
+        )
+    )
+    return red[:MAX_RED], max(0, len(red) - MAX_RED)
+
+
 def _suspect(streak: RedStreak) -> str | None:
     verdict = streak.verdict
     if verdict is not None and verdict.suspect is not None:
@@ -281,6 +310,18 @@ def _red(
         explanation=None if verdict is None else verdict.explanation,
         ledger_state=None if entry is None else entry.state.value,
         revert_url=None if entry is None else entry.revert_url,
+        ranked=_ranked(() if verdict is None else verdict.ranked, streak.suspects),
+    )
+
+
+def _ranked(ranked: Iterable[RankedSuspect], changes: Iterable[Change]) -> tuple[SuspectView, ...]:
+    """Ranked suspects as the page shows them, titled from ``changes`` where one matches."""
+    titles = {c.revision: c.title for c in changes}
+    return tuple(
+        SuspectView(
+            revision=r.revision, title=titles.get(r.revision), score=r.score, reasons=r.reasons
+        )
+        for r in ranked
     )
 
 
@@ -325,6 +366,15 @@ def _proposal(
     )
 
 
+def _reported(proposal: ProposalView, report: WrongReport | None) -> ProposalView:
+    """``proposal``, saying who reported it wrong and when, if anyone did."""
+    if report is None:
+        return proposal
+    return dataclasses.replace(
+        proposal, reported_wrong_by=report.login, reported_at=report.reported_at
+    )
+
+
 def _blind_spot(group: StreakGroup) -> BlindSpotView:
     """A reason's declined streaks, as the page shows them."""
     return BlindSpotView(
@@ -347,6 +397,7 @@ def _verdict(d: Decided, links: _Links) -> VerdictView:
         d.ended_at,
         d.revision,
         d.title,
+        _ranked(d.ranked, ()),
     )
 
 

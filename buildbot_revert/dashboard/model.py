@@ -18,6 +18,8 @@ from typing import Any
 SCHEMA_VERSION = 1
 # The window of the blind spots and of the decisions listed.
 BLIND_SPOT_DAYS = 30
+# How many ISO weeks the metrics view goes back (the current one included).
+METRIC_WEEKS = 12
 # Keys of the JSON holding epoch seconds, written as ISO 8601 UTC.
 _TIMES = frozenset(
     {
@@ -32,6 +34,8 @@ _TIMES = frozenset(
         "qualified_at",
         "ended_at",
         "window_start",
+        "starts_at",
+        "reported_at",
     }
 )
 
@@ -46,6 +50,18 @@ class ChangeView:
     when: float
     pr_number: int | None
     pr_url: str | None
+
+
+@dataclass(frozen=True)
+class SuspectView:
+    """One ranked suspect of a streak of several changes (a hint, never acted on)."""
+
+    revision: str
+    # The change's title when the page knows it (untrusted).
+    title: str | None
+    score: float
+    # Why it ranks where it does, in the core's words (quote file and test names).
+    reasons: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,8 @@ class RedStreakView:
     # What the ledger says of the revision the streak points at, if anything.
     ledger_state: str | None = None
     revert_url: str | None = None
+    # Declined as multiple-changes: its suspects, most likely first.
+    ranked: tuple[SuspectView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,23 @@ class ProposalView:
     revert_url: str | None
     comment_url: str | None
     qualified: tuple[QualifiedView, ...] = ()
+    # Reported wrong by a maintainer (/wrong-revert, or the label): who, when.
+    reported_wrong_by: str | None = None
+    reported_at: float | None = None
+
+
+@dataclass(frozen=True)
+class WeekView:
+    """One ISO week of the metrics view: what became of the revert PRs filed that week."""
+
+    week: str
+    starts_at: float
+    filed: int
+    merged: int
+    stood_down: int
+    closed: int
+    # Reported wrong by a maintainer, or merged and relanded unchanged.
+    false_positives: int
 
 
 @dataclass(frozen=True)
@@ -134,6 +169,7 @@ class VerdictView:
     ended_at: float | None
     revision: str | None
     title: str | None
+    ranked: tuple[SuspectView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,6 +206,8 @@ class Page:
     json_url: str
     # Red streaks left out of ``red`` (the page shows at most a few hundred).
     more_red: int = 0
+    # The bot's precision, per ISO week, newest first (core.precision.weekly).
+    metrics: tuple[WeekView, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """The JSON endpoint's body: every field, times as ISO 8601 UTC."""

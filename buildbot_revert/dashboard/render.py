@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from buildbot_revert.dashboard.model import BLIND_SPOT_DAYS, Page
+from buildbot_revert.dashboard.model import BLIND_SPOT_DAYS, METRIC_WEEKS, Page
 
 _ENV = Environment(
     loader=PackageLoader("buildbot_revert.dashboard", "templates"),
@@ -74,7 +74,7 @@ _TEMPLATE = _ENV.get_template("dashboard.html")
 
 def render_html(page: Page) -> str:
     fields = {f: getattr(page, f) for f in page.__dataclass_fields__}
-    return _TEMPLATE.render(**fields, days=BLIND_SPOT_DAYS)
+    return _TEMPLATE.render(**fields, days=BLIND_SPOT_DAYS, metric_weeks=METRIC_WEEKS)
 
 
 def render_json(page: Page) -> str:

@@ -12,7 +12,14 @@ Rows are written as the verdicts come (once per streak, not per build: the
 per-build path is untouched) and are idempotent: a rebuild of the memory
 replays the month and meets its own rows again, so the key is (builder,
 first failing build) and a second write is ignored.  Rows older than
-:data:`KEEP` are deleted as new ones arrive.  Like the ledger, this module
+:data:`KEEP` are deleted as new ones arrive.
+
+A streak declined as ``multiple-changes`` comes with its suspects ranked by
+the core (:mod:`buildbot_revert.core.suspects`, never acted on); they are
+kept in a second table, :data:`ranked_table` (added in 0.2.0: a table of its
+own, so an older database gains it by CREATE TABLE on the next start), one
+row per suspect with its rank, score and reasons, written in the verdict's
+transaction and deleted with it.  Like the ledger, this module
 is handed ``run(callable) -> Deferred`` (the master's ``db.pool.do``).
 """
 
@@ -26,7 +33,7 @@ from twisted.internet import defer
 
 from buildbot_revert.core import blindspots, verdicts
 from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
-from buildbot_revert.core.verdicts import Streak, Verdict
+from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict
 from buildbot_revert.plugin.ledger import Runner, TableSet
 
 TABLE = "buildbot_revert_verdicts"
@@ -58,6 +65,23 @@ verdicts_table = sa.Table(
 sa.Index(f"{TABLE}_decided", verdicts_table.c.decided_at)
 sa.Index(f"{TABLE}_reason", verdicts_table.c.reason, verdicts_table.c.decided_at)
 
+RANKED_TABLE = "buildbot_revert_ranked"
+ranked_table = sa.Table(
+    RANKED_TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    # The verdict's row; its suspects go when it goes (pruned together).
+    sa.Column("verdict_id", sa.Integer, nullable=False),
+    # 0 for the most likely suspect.
+    sa.Column("rank", sa.Integer, nullable=False),
+    sa.Column("revision", sa.String(64), nullable=False),
+    sa.Column("score", sa.Float, nullable=False),
+    # The reasons behind the score, one a line (untrusted: they quote file
+    # and test names; the dashboard escapes them).
+    sa.Column("reasons", sa.Text, nullable=False),
+    sa.UniqueConstraint("verdict_id", "rank", name=f"{RANKED_TABLE}_key"),
+)
+
 
 class Decided(NamedTuple):
     """One row: a streak's verdict, as the dashboard lists it."""
@@ -71,6 +95,8 @@ class Decided(NamedTuple):
     ended_at: float | None
     revision: str | None
     title: str | None
+    # A multiple-changes streak's suspects, most likely first.
+    ranked: tuple[RankedSuspect, ...] = ()
 
 
 class Decisions(TableSet):
@@ -127,7 +153,9 @@ class Decisions(TableSet):
         def thd(conn: sa.Connection) -> list[Decided]:
             t = verdicts_table
             q = t.select().order_by(t.c.decided_at.desc(), t.c.id.desc()).limit(limit)
-            return [_decided(r) for r in conn.execute(q).fetchall()]
+            rows = conn.execute(q).fetchall()
+            ranked = _ranked_of(conn, [r.id for r in rows])
+            return [_decided(r)._replace(ranked=ranked.get(r.id, ())) for r in rows]
 
         return self._run(thd)
 
@@ -162,7 +190,22 @@ class Decisions(TableSet):
 
 
 def _decided(row: Any) -> Decided:
-    return Decided(*(getattr(row, f) for f in Decided._fields))
+    """A row of :data:`verdicts_table` as a :class:`Decided` (its ranked suspects apart)."""
+    return Decided(*(getattr(row, f) for f in Decided._fields if f != "ranked"))
+
+
+def _ranked_of(conn: sa.Connection, ids: list[int]) -> dict[int, tuple[RankedSuspect, ...]]:
+    """The ranked suspects of the verdicts ``ids``, best first, by verdict id."""
+    if not ids:
+        return {}
+    r = ranked_table
+    q = r.select().where(r.c.verdict_id.in_(ids)).order_by(r.c.verdict_id, r.c.rank)
+    found: dict[int, list[RankedSuspect]] = {}
+    for row in conn.execute(q):
+        reasons = tuple(line for line in row.reasons.split("\n") if line)
+        suspect = RankedSuspect(revision=row.revision, score=row.score, reasons=reasons)
+        found.setdefault(row.verdict_id, []).append(suspect)
+    return {k: tuple(v) for k, v in found.items()}
 
 
 def _write_alone(conn: sa.Connection, event: Verdict | Streak) -> None:
@@ -184,7 +227,7 @@ def _write(conn: sa.Connection, event: Verdict | Streak) -> None:
     if conn.execute(sa.select(t.c.id).where(*key)).first() is not None:
         return
     suspect = event.suspect
-    conn.execute(
+    inserted = conn.execute(
         t.insert().values(
             builder=event.builder,
             first_build=event.first_failing_build,
@@ -196,4 +239,27 @@ def _write(conn: sa.Connection, event: Verdict | Streak) -> None:
             title=None if suspect is None else suspect.title,
         )
     )
-    conn.execute(t.delete().where(t.c.decided_at < event.decided_at - KEEP))
+    primary = inserted.inserted_primary_key
+    assert primary is not None  # an INSERT of one row has one
+    verdict_id = primary[0]
+    for rank, ranked in enumerate(event.ranked):
+        conn.execute(
+            ranked_table.insert().values(
+                verdict_id=verdict_id,
+                rank=rank,
+                revision=ranked.revision,
+                score=ranked.score,
+                # A reason is one line (the core writes them so); a newline in
+                # a quoted name would split it, never join two rows.
+                reasons="\n".join(ranked.reasons),
+            )
+        )
+    _prune(conn, event.decided_at - KEEP)
+
+
+def _prune(conn: sa.Connection, before: float) -> None:
+    """Delete the verdicts decided before ``before``, and their ranked suspects."""
+    t = verdicts_table
+    old = sa.select(t.c.id).where(t.c.decided_at < before)
+    conn.execute(ranked_table.delete().where(ranked_table.c.verdict_id.in_(old)))
+    conn.execute(t.delete().where(t.c.decided_at < before))

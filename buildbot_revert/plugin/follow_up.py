@@ -22,7 +22,10 @@ are the core's (:mod:`buildbot_revert.core.outcomes`):
   the ledger (compare-and-set) and announced on the webhooks.
 * **Relands.**  A change on the branch that re-applies a merged revert's
   change (git's ``Reapply "..."``) is linked from its ledger row
-  (:meth:`FollowUp.note_changes`).
+  (:meth:`FollowUp.note_changes`): a false positive, as the metrics count it.
+* **Reports of a wrong revert.**  The periodic check also reads each revert
+  PR of the last weeks for a maintainer's ``/wrong-revert`` comment or
+  ``buildbot-revert: wrong`` label (:mod:`.feedback`), recorded in the ledger.
 
 Errors (GitHub's, the database's) are logged and the next check or build
 tries again; nothing here blocks the build lock for GitHub.
@@ -50,6 +53,7 @@ from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.plugin.config import Settings, machine_settings
+from buildbot_revert.plugin.feedback import INTERVALS, Feedback
 from buildbot_revert.plugin.ledger import Entry, Ledger
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
@@ -87,6 +91,19 @@ class FollowUp:
         # the pipeline hands in its own; used alone, one of its own.
         alone = PostVerdict(machine_settings(settings))
         self.machine_of: Callable[[], PostVerdict] = lambda: alone
+        # Reports of wrong reverts, by whoever may object (the same permission).
+        self.feedback = (
+            None
+            if client is None
+            else Feedback(
+                ledger,
+                client,
+                settings.objection_permission,
+                clock=clock,
+                master_name=master_name,
+                every=INTERVALS * settings.follow_interval,
+            )
+        )
 
     # -- builds of the revert PR ---------------------------------------------------
 
@@ -183,6 +200,8 @@ class FollowUp:
         self._merged = [
             (e.revision, e.title or "") for e in await self.ledger.merged_unrelanded() if e.title
         ]
+        if self.feedback is not None:
+            await self.feedback.check()
 
     async def follow(self, entry: Entry) -> None:
         """Read the revert PR and take the core's next step."""

@@ -36,7 +36,9 @@ restarted in between.
 A ``filed`` row is then followed (:mod:`.follow_up`) to its end, kept in
 ``outcome`` (merged, closed, superseded by a fix, relanded: the core's
 :class:`~buildbot_revert.core.outcomes.Outcome`); the builds of its revert
-PR are kept in a third table (:data:`revert_builds_table`).
+PR are kept in a third table (:data:`revert_builds_table`).  Reports of a
+wrong revert (a maintainer's ``/wrong-revert``: false-positive feedback) are
+kept in a table of their own (:mod:`.ledger_wrong`).
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
@@ -74,6 +76,7 @@ from buildbot_revert.plugin.ledger_tables import (
     qualified_table,
     revert_builds_table,
 )
+from buildbot_revert.plugin.ledger_wrong import WrongReport, WrongRows
 
 # What the ledger's users import from here (the tables live in .ledger_tables).
 __all__ = [
@@ -93,6 +96,7 @@ __all__ = [
     "metadata",
     "qualified_table",
     "revert_builds_table",
+    "WrongReport",
 ]
 
 # Where an interrupted filing goes back to (see Ledger.release; both are
@@ -118,7 +122,7 @@ def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
         raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
-class Ledger(QualifiedRows, FollowedRows):
+class Ledger(QualifiedRows, FollowedRows, WrongRows):
     """The ledger table, reached through ``run(callable) -> Deferred``."""
 
     def __init__(self, run: Runner) -> None:

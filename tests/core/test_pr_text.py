@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildbot_revert.core import pr_text, references
+from buildbot_revert.core import feedback, pr_text, references
 from buildbot_revert.core.pr_text import BuildLink, RevertContext
 
 
@@ -34,6 +34,10 @@ def test_the_revert_body_says_who_what_why_and_what_to_do():
     assert "3 consecutive failing builds" in body
     assert "`test_parser`" in body
     assert "What to do" in body and "close this PR" in body
+    # How to report it wrong, as the follow-up reads it (the body itself is no report).
+    assert "comments `/wrong-revert` on this PR" in body
+    assert "label `buildbot-revert: wrong`" in body
+    assert not feedback.is_report(body)
     assert pr_text.revert_title(ctx()) == 'Revert "gh-42: Speed up the parser (#123)"'
 
 

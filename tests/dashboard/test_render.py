@@ -13,7 +13,9 @@ from buildbot_revert.dashboard.model import (
     QualifiedView,
     RedStreakView,
     Status,
+    SuspectView,
     VerdictView,
+    WeekView,
 )
 from buildbot_revert.dashboard.render import href, render_html, render_json
 
@@ -21,6 +23,12 @@ NOW = 1_764_000_000.0
 TITLE = "<script>window.pwned=1</script> & \"quotes\" 'too' <img src=x onerror=alert(1)>"
 BUILDER = 'evil"><b>builder</b>'
 URL = "https://github.com/python/cpython/pull/9"
+# A streak's ranked suspects; a reason quotes a (hostile) test name.
+REASON = "touched the code of test_<img src=x onerror=alert(4)>"
+RANKED = (
+    SuspectView("c" * 40, TITLE, 3.0, (REASON, "held by 1 of 2 other builders failing alike")),
+    SuspectView("d" * 40, None, -3.0, ("documentation only",)),
+)
 
 
 def page(revert_url: str = URL) -> Page:
@@ -34,8 +42,9 @@ def page(revert_url: str = URL) -> Page:
         qualified=(QualifiedView(BUILDER, 3, None, NOW - 60, None),),
     )  # fmt: skip
     filed = proposal.__class__(
-        **{**proposal.__dict__, "state": "filed", "revert_pr": 9, "revert_url": revert_url}
-    )
+        **{**proposal.__dict__, "state": "filed", "revert_pr": 9, "revert_url": revert_url,
+           "reported_wrong_by": "<b>grace</b>", "reported_at": NOW - 30}
+    )  # fmt: skip
     return Page(
         generated_at=NOW,
         status=Status(
@@ -71,9 +80,24 @@ def page(revert_url: str = URL) -> Page:
         reverts=(filed,),
         blind_spots=(BlindSpotView("flaky-builder", 4, 2, 12.5, "flaky <u>example</u>"),),
         window_start=NOW - 30 * 86400,
-        recent=(VerdictView(BUILDER, 3, None, "infra", "disk <full>", NOW - 10, None, None, None),),
+        recent=(
+            VerdictView(BUILDER, 3, None, "infra", "disk <full>", NOW - 10, None, None, None),
+            VerdictView(
+                BUILDER,
+                5,
+                None,
+                "multiple-changes",
+                "2 changes",
+                NOW - 5,
+                None,
+                None,
+                None,
+                ranked=RANKED,
+            ),
+        ),  # fmt: skip
         html_url="http://m/plugins/wsgi_dashboards/revert/index.html",
         json_url="http://m/plugins/wsgi_dashboards/revert/index.json",
+        metrics=(WeekView("2025-W48", NOW - 3 * 86400, 4, 2, 1, 0, 1),),
     )
 
 
@@ -113,9 +137,42 @@ def test_untrusted_texts_are_text_and_bad_links_are_no_links():
     assert "&lt;script&gt;window.pwned=1" in html
 
 
+def test_ranked_suspects_show_with_their_scores_and_reasons_escaped():
+    html = render_html(page())
+    tags = parse(html)
+    assert "img" not in tags.tags
+    assert tags.tags.count("ol") == 1 and tags.tags.count("li") >= 2
+    text = " ".join("".join(tags.text).split())
+    assert f"cccccccccccc {TITLE} score 3.0: {REASON}; held by 1 of 2" in text
+    assert "dddddddddddd score -3.0: documentation only" in text
+    body = json.loads(render_json(page()))
+    assert body["recent"][1]["ranked"][0] == {
+        "revision": "c" * 40, "title": TITLE, "score": 3.0,
+        "reasons": [REASON, "held by 1 of 2 other builders failing alike"],
+    }  # fmt: skip
+    assert body["recent"][0]["ranked"] == []
+
+
+def test_the_metrics_view_shows_each_week_and_the_definitions():
+    html = render_html(page())
+    assert "<b>grace</b>" not in html and "reported wrong by &lt;b&gt;grace&lt;/b&gt;" in html
+    cells = [t.strip() for t in parse(html).text if t.strip()]
+    at = cells.index("2025-W48")
+    assert cells[at : at + 7] == ["2025-W48", "from 2025-11-21 16:00 UTC", "4", "2", "1", "0", "1"]
+    text = " ".join("".join(parse(html).text).split())
+    assert "a revert reported wrong by a maintainer" in text
+    assert "or merged and then relanded unchanged" in text
+    body = json.loads(render_json(page()))
+    assert body["metrics"] == [
+        {"week": "2025-W48", "starts_at": "2025-11-21T16:00:00Z", "filed": 4, "merged": 2,
+         "stood_down": 1, "closed": 0, "false_positives": 1}
+    ]  # fmt: skip
+    assert body["reverts"][0]["reported_wrong_by"] == "<b>grace</b>"
+
+
 def test_the_page_has_every_section_and_the_mode_first():
     html = render_html(page())
-    ids = ["mode", "red", "pending", "reverts", "blind-spots", "recent"]
+    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "recent"]
     positions = [html.index(f'id="{i}"') for i in ids]
     assert positions == sorted(positions)
     assert "<b>comment</b>" in html
@@ -158,5 +215,6 @@ def test_no_reporter_running_is_said_and_the_empty_sections_say_so():
     text = " ".join("".join(parse(render_html(empty)).text).split())
     assert "not running no reporter named 'Other' runs on this master" in text
     for said in ("No builder is red", "Nothing is waiting", "No revert was proposed",
-                 "No red streak was declined", "No verdict yet"):  # fmt: skip
+                 "No red streak was declined", "No verdict yet",
+                 "No revert pull request was filed in the last 12 weeks"):  # fmt: skip
         assert said in text

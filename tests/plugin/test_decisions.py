@@ -9,8 +9,8 @@ import pytest_twisted
 import sqlalchemy as sa
 
 from buildbot_revert.core.model import Change
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
-from buildbot_revert.plugin.decisions import KEEP, Decisions, verdicts_table
+from buildbot_revert.core.verdicts import RankedSuspect, Reason, Streak, Verdict
+from buildbot_revert.plugin.decisions import KEEP, Decisions, ranked_table, verdicts_table
 from buildbot_revert.plugin.ledger import Ledger
 from testkit.databases import engine_runner
 
@@ -102,6 +102,27 @@ def test_old_rows_are_pruned_as_new_ones_arrive(engine):
     with engine.connect() as conn:
         rows = conn.execute(sa.select(verdicts_table.c.first_build)).scalars().all()
     assert rows == [2]
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_multiple_changes_verdict_keeps_its_ranked_suspects_and_loses_them_when_pruned(engine):
+    decisions = Decisions(engine_runner(engine))
+    yield decisions.create()
+    ranked = (
+        RankedSuspect("b" * 40, 3.0, ("touched the code of test_parser",)),
+        RankedSuspect("a" * 40, 0.0, ()),
+        RankedSuspect("c" * 40, -3.0, ("documentation only", "<b>itself a revert</b>")),
+    )
+    multiple = verdict("m", 7, Reason.MULTIPLE_CHANGES, 1000.0)._replace(ranked=ranked)
+    yield decisions.note(multiple)
+    yield decisions.note(multiple)  # a replay writes nothing twice
+    yield decisions.note(verdict("n", 1, Reason.INFRA, 1000.0))
+    latest = yield decisions.latest(5)
+    by_builder = {d.builder: d.ranked for d in latest}
+    assert by_builder == {"m": ranked, "n": ()}
+    yield decisions.note(verdict("n", 2, Reason.INFRA, 1000.0 + KEEP + 1))
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(ranked_table.c.id)).all() == []
 
 
 @pytest_twisted.inlineCallbacks

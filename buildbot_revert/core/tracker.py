@@ -171,7 +171,9 @@ class StreakTracker(StreakDecisions):
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
         state = self.book(build)
-        if state is None:
+        if state is None or (build.result != _FAILURE and not state.ended):
+            # No evidence, or a build that neither fails nor ends a streak
+            # (most builds): nothing for judge to decide, and no call.
             return _NO_EVENTS
         return self.judge(build, state)
 

@@ -172,9 +172,7 @@ class StreakTracker(StreakDecisions):
         """Take one completed build; return the verdicts and streaks it caused."""
         state = self.book(build)
         if state is None or (build.result != _FAILURE and not state.ended):
-            # No evidence, or a build that neither fails nor ends a streak
-            # (most builds): nothing for judge to decide, and no call.
-            return _NO_EVENTS
+            return _NO_EVENTS  # no evidence, or neither fails nor ends a streak: nothing to judge
         return self.judge(build, state)
 
     def book(self, build: Build) -> BuilderState | None:

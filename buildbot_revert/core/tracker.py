@@ -173,8 +173,8 @@ class StreakTracker(StreakDecisions):
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Take one completed build; return the verdicts and streaks it caused."""
         state = self.book(build)
-        if state is None:
-            return _NO_EVENTS
+        if state is None or (build.result != _FAILURE and not state.ended):
+            return _NO_EVENTS  # no evidence, or neither fails nor ends a streak: nothing to judge
         return self.judge(build, state)
 
     def book(self, build: Build) -> BuilderState | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from functools import partial
+from types import MethodType
 from typing import NamedTuple, TypeAlias, cast
 
 from buildbot_revert.core.model import Build, Change
@@ -338,4 +338,4 @@ StreakFields: TypeAlias = tuple[
 #: builds, blamelist, verdict, failing): the fast path a replay keeps its with
 #: (a sweep keeps about 100,000; see core.model's fast paths and
 #: tests/core/test_fast_path.py, which pins the field order).
-new_streak = cast(Callable[[StreakFields], Streak], partial(tuple.__new__, Streak))
+new_streak = cast(Callable[[StreakFields], Streak], MethodType(tuple.__new__, Streak))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple, TypeAlias, TypeVar
 
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
@@ -19,7 +20,7 @@ from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
-from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.tracker import Event, StreakTracker
 from buildbot_revert.core.verdicts import (
     PROPOSING,
     PullRequestEvidence,
@@ -295,20 +296,10 @@ class Replayer:
         since = selection.since
         # No window start: every build and event is in the window.
         self._start = float("-inf") if since is None else since
-        self._counts, self._counted = _window(self._start, self.kept)
-        self.feed = self._feeder()
-
-    def _feeder(self) -> Callable[[Build], None]:
         tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
-        counts = self._counts
-        take = self.take
-
-        def feed(build: Build) -> None:
-            events = tracker_feed(build)
-            if counts(build) and events:
-                take(events)
-
-        return feed
+        window = _counting_feed(self._start, self.kept, tracker_feed, self.take)
+        self.feed = window.feed
+        self._counted = window.counted
 
     def take(self, events: Iterable[Verdict | Streak]) -> None:
         """Keep a window build's events that began in the window."""
@@ -348,51 +339,69 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
 
         return each
     group_feed = TrackerGroup([r.tracker for r in replayers]).feed
-    counts = replayers[0]._counts
+    lead = replayers[0]
     for replayer in replayers[1:]:
-        replayer._counted = replayers[0]._counted
-        replayer._keep.share(replayers[0]._keep)
+        replayer._keep.share(lead._keep)
     takes = [r.take for r in replayers]
 
-    def feed(build: Build) -> None:
-        answers = group_feed(build)
-        if counts(build) and answers is not None:
-            for take, events in zip(takes, answers, strict=True):
-                if events:
-                    take(events)
+    def take_all(answers: list[tuple[Event, ...]]) -> None:
+        for take, events in zip(takes, answers, strict=True):
+            if events:
+                take(events)
 
-    return feed
+    window = _counting_feed(lead._start, lead.kept, group_feed, take_all)
+    for replayer in replayers:
+        replayer._counted = window.counted
+    return window.feed
 
 
-def _window(
-    start: float, kept: frozenset[str]
-) -> tuple[Callable[[Build], bool], Callable[[], tuple[int, float | None, float | None]]]:
-    """Count a window's builds: whether a build is in it, and (count, first, last) at the end.
+Answer = TypeVar("Answer")
+Counted: TypeAlias = Callable[[], tuple[int, float | None, float | None]]
+
+
+class WindowFeed(NamedTuple):
+    """A replay's feed, counting the window's builds, and (count, first, last) at the end."""
+
+    feed: Callable[[Build], None]
+    counted: Counted
+
+
+def _counting_feed(
+    start: float,
+    kept: frozenset[str],
+    answer: Callable[[Build], Answer | None],
+    take: Callable[[Answer], None],
+) -> WindowFeed:
+    """Feed each build to ``answer``; count the window's builds and ``take`` their answers.
 
     Builds before ``start`` are the warm-up, whose decisions are not
     reported (every event of a warm-up build began before it); builds of
-    builders outside ``kept`` are evidence only.  Closures over locals: this
-    runs for every build.
+    builders outside ``kept`` are evidence only.  A window build's answer,
+    when there is one (not empty, not None), goes to ``take``.  Closures
+    over locals, the counting written out in the feed: this runs for every
+    build, and a call per build was a measurable part of a replay.
     """
     count = 0
     first: float | None = None
     last: float | None = None
 
-    def counts(build: Build) -> bool:
+    def feed(build: Build) -> None:
         nonlocal count, first, last
+        answered = answer(build)
         at = build.completed_at
         if at < start or build.builder not in kept:
-            return False
+            return
         if first is None:
             first = at
         last = at
         count += 1
-        return True
+        if answered:
+            take(answered)
 
     def counted() -> tuple[int, float | None, float | None]:
         return count, first, last
 
-    return counts, counted
+    return WindowFeed(feed=feed, counted=counted)
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:

@@ -293,7 +293,9 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         them takes one look per build.  A blamelist is the build row's
         ``changes`` (an older file's is read off the ``(build_id, change_id)``
         index without a sort: group_concat promises no order, and
-        :meth:`iter_builds` sorts each distinct list once).
+        :meth:`iter_builds` sorts each distinct list once).  A step's row
+        names its build by builder and number, which the build's row holds
+        anyway: each column is a call into SQLite for each of a year's rows.
         """
         where, params = self._where(since, until, builder_ids)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
@@ -309,12 +311,12 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             else "(SELECT group_concat(x.change_id) FROM blamelist x WHERE x.build_id = b.id)"
         )
         builds = (
-            "SELECT b.id, b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
+            "SELECT b.builder_id, b.number, b.result, b.started_at, b.completed_at,"
             f" b.worker, {branch}, {changes}"
             f" FROM builds b {clause} {order}"
         )
         steps = (
-            "SELECT b.id, f.name, f.result, f.log_tail FROM builds b"
+            "SELECT b.builder_id, b.number, f.name, f.result, f.log_tail FROM builds b"
             f" JOIN failed_steps f ON f.build_id = b.id WHERE {failing}"
             f" {order}, f.step_number"
         )
@@ -380,9 +382,9 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         failure = int(Result.FAILURE)
         empty: tuple[FailedStep, ...] = ()
-        # The failed steps' next row, or None at their end.  Ids of builds
-        # with no failed step never appear in it, so a build takes its rows
-        # only when the ids agree.
+        # The failed steps' next row, or None at their end.  Builds with no
+        # failed step never appear in it, so a build takes its rows only when
+        # the builder and number agree.
         rows: Iterator[tuple[Any, ...]] = (
             iter(self.conn.execute(steps_sql, params)) if steps else iter(())
         )
@@ -394,15 +396,19 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         # Local names: looked up once, not once a build.
         make_build, make_step, unpack = new_build, new_failed_step, tails.unpack
         builds = self.conn.execute(builds_sql, params)
-        for bid, builder_id, number, result, started, completed, worker, branch, blame in builds:
+        for builder_id, number, result, started, completed, worker, branch, blame in builds:
             blamed = blamed_by.get(blame)
             if blamed is None:
                 blamed = _blamelist_made(blamed_by, blame, change)
             failed = empty
-            if result == failure and next_step is not None and next_step[0] == bid:
+            if (
+                result == failure
+                and next_step is not None
+                and next_step[:2] == (builder_id, number)
+            ):
                 found = []
-                while next_step is not None and next_step[0] == bid:
-                    _, name, step_result, log_tail = next_step
+                while next_step is not None and next_step[:2] == (builder_id, number):
+                    _, _, name, step_result, log_tail = next_step
                     found.append(make_step((name, step_result, unpack(log_tail))))
                     next_step = next(rows, None)
                 failed = tuple(found)

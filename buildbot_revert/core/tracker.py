@@ -89,6 +89,7 @@ from operator import attrgetter
 
 from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
+from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
@@ -112,7 +113,7 @@ _FAILURE = int(Result.FAILURE)
 _WHEN = attrgetter("when")
 
 
-class StreakTracker(StreakDecisions):
+class StreakTracker(StreakDecisions, DiffWants):
     """Tracks every builder's red streaks under one :class:`Policy`."""
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The plugin's diff source: a suspect's patch from GitHub's commit endpoint, once, kept in the ledger.
+"""The plugin's diff source: a suspect's patch fetched from GitHub once, kept in the ledger.
 
 Over real HTTP to the GitHub stand-in on 127.0.0.1 and a real SQLite
 ledger: the patch is fetched once and read back after a "restart" (a new

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from simulator.analysis.culprit_methods import Methods
@@ -40,9 +41,11 @@ from simulator.cli_errors import CLIError, warn
 from simulator.cli_files import check_output, empty_window, open_history, write_output
 from simulator.cli_github import (
     DEFAULT_API_URL,
+    GitHubDiffs,
     GitHubOptions,
     check_options,
     lookup_outcomes,
+    open_answers,
 )
 from simulator.cli_history import history_group
 from simulator.history import paths
@@ -231,6 +234,12 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     is_flag=True,
     help="Ask GitHub again instead of reusing the answers cached in the history file.",
 )
+@click.option(
+    "--github-diffs",
+    is_flag=True,
+    help="With --github: read each suspect's diff from GitHub's commit endpoint when a "
+    "decision needs it, as the plugin does (cached in the history file; see --git-repo).",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -254,6 +263,7 @@ def main(
     github_url: str | None,
     github_token_file: Path | None,
     github_refresh: bool,
+    github_diffs: bool,
     intersection: bool,
     verification: bool,
     bisection: bool,
@@ -271,8 +281,10 @@ def main(
     check_output(output)
     specs = settings_as_axes(ctx, sweeps, grace) if sweeps else ()
     github = check_options(
-        github_repo, github_url, github_token_file, github_refresh, sweeping=bool(specs)
+        github_repo, github_url, github_token_file, github_refresh, bool(specs), github_diffs
     )
+    if git_repo is not None and github_diffs:
+        raise CLIError("--git-repo and --github-diffs: give the diffs one source")
     diffs = open_git_repo(git_repo, sweeping=bool(specs))
     if master is not None:
         # The logs every replay to come reads: a sweep's policies are many.
@@ -297,11 +309,13 @@ def run_backtest(
     output: Path | None,
     github: GitHubOptions | None = None,
     methods: Methods | None = None,
-    diffs: GitDiffs | None = None,
+    diffs: DiffReader | None = None,
 ) -> None:
     """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
     costs = None
+    reader = GitHubDiffs(open_answers(github, store)) if github and github.diffs else None
+    diffs = reader or diffs
     try:
         check_evidence(store, policy.failures)
         warn_unknown_names(store, selection)
@@ -326,6 +340,8 @@ def run_backtest(
                 # Links to github.com only when that is where the answers came from.
                 report.github_repo = github.repo
     finally:
+        if reader is not None:
+            reader.close()
         store.close()
     write_output(render_report(report, fmt), output)
 

@@ -93,6 +93,12 @@ def _hunks(path: str, lines: list[str]) -> list[Hunk]:
             context = found.group(1).strip()
             header = line[: len(line) - len(found.group(1))].rstrip()
             removed, added = [], []
+        elif header and line.startswith(" ") and not (removed or added):
+            # A context line before the hunk's first change (GitHub's patches
+            # carry three; git's --unified=0 none): a definition there, not
+            # the one named after the header, is what the change lies in.
+            if _DEF.match(line[1:]):
+                context = line[1:].strip()
         elif header and line.startswith("-"):
             removed.append(line[1:])
         elif header and line.startswith("+"):

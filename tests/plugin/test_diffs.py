@@ -1,7 +1,7 @@
 """The plugin's diff source: a suspect's patch fetched from GitHub once, kept in the ledger.
 
-Over real HTTP to the GitHub stand-in on 127.0.0.1 and a real SQLite
-ledger: the patch is fetched once and read back after a "restart" (a new
+Over real HTTP to the GitHub stand-in on 127.0.0.1 and a real ledger
+(SQLite, PostgreSQL): the patch is fetched once and read back after a "restart" (a new
 source on the same database) without asking GitHub; GitHub's "no such
 commit" is kept as an answer; a server error is one log line, the decision
 gets no diff, and the revision is not asked again in the same process.
@@ -27,7 +27,7 @@ from buildbot_revert.plugin.ledger_patches import (
     encode_patch,
 )
 from buildbot_revert.plugin.ledger_tables import patches_table
-from testkit.databases import engine_runner
+from testkit.databases import engine_runner, postgres_database
 from testkit.github import FastClock, Fault, GitHubStandIn
 from tests.plugin.test_github_client import make_client
 
@@ -38,11 +38,18 @@ ADDED = BEFORE + "\n    def test_new(self):\n        self.assertEqual(1, 2)\n"
 COMMIT = "a1" * 20
 
 
-@pytest.fixture
-def engine(tmp_path) -> Iterator[sa.Engine]:
-    eng = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield eng
-    eng.dispose()
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request, tmp_path) -> Iterator[sa.Engine]:
+    """The master's database: SQLite, or a fresh PostgreSQL one (as several masters share)."""
+    if request.param == "sqlite":
+        eng = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
+        yield eng
+        eng.dispose()
+        return
+    with postgres_database("bbrevert", required=True) as url:
+        eng = sa.create_engine(url)
+        yield eng
+        eng.dispose()
 
 
 @pytest.fixture

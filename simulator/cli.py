@@ -41,11 +41,10 @@ from simulator.cli_errors import CLIError, warn
 from simulator.cli_files import check_output, empty_window, open_history, write_output
 from simulator.cli_github import (
     DEFAULT_API_URL,
-    GitHubDiffs,
     GitHubOptions,
     check_options,
+    github_diffs,
     lookup_outcomes,
-    open_answers,
 )
 from simulator.cli_history import history_group
 from simulator.history import paths
@@ -162,6 +161,15 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "policy_options={'intersection': ...}).",
 )
 @click.option(
+    "--pull-request-builds/--without-pull-request-builds",
+    default=DEFAULT_POLICY.pull_request_builds,
+    show_default=True,
+    help="Weigh the suspect's own pull-request builds before its merge (refs/pull/N/merge): "
+    "named in the verdict, and after a long gap a failure of the same test cases ties the "
+    "change when no diff is known (as the plugin's "
+    "policy_options={'pull_request_builds': ...}).",
+)
+@click.option(
     "--verification",
     is_flag=True,
     help="Play out the plugin's verification builds (its verification=True) on the replay: "
@@ -193,7 +201,8 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     multiple=True,
     metavar="KEY=V1,V2,...",
     help="Compare every combination of these settings (failures, grace, max-culprit-age, "
-    "and =on,off: intersection, verification, bisection); repeatable, e.g. "
+    "and =on,off: intersection, pull-request-builds, verification, bisection); repeatable, "
+    "e.g. "
     "--sweep failures=2,3,4 --sweep grace=0h,24h,7d --sweep bisection=on,off.",
 )
 @click.option(
@@ -237,8 +246,7 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
 @click.option(
     "--github-diffs",
     is_flag=True,
-    help="With --github: read each suspect's diff from GitHub's commit endpoint when a "
-    "decision needs it, as the plugin does (cached in the history file; see --git-repo).",
+    help="With --github: read suspects' diffs from GitHub, as the plugin does (cached).",
 )
 @click.pass_context
 def main(
@@ -265,6 +273,7 @@ def main(
     github_refresh: bool,
     github_diffs: bool,
     intersection: bool,
+    pull_request_builds: bool,
     verification: bool,
     bisection: bool,
 ) -> None:
@@ -275,7 +284,9 @@ def main(
     selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
     grace_s = parse_flag_duration(grace, "--grace")
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
-    policy = make_policy(failures, age_s, without_guards).with_changes(intersection=intersection)
+    policy = make_policy(failures, age_s, without_guards).with_changes(
+        intersection=intersection, pull_request_builds=pull_request_builds
+    )
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)
@@ -283,9 +294,7 @@ def main(
     github = check_options(
         github_repo, github_url, github_token_file, github_refresh, bool(specs), github_diffs
     )
-    if git_repo is not None and github_diffs:
-        raise CLIError("--git-repo and --github-diffs: give the diffs one source")
-    diffs = open_git_repo(git_repo, sweeping=bool(specs))
+    diffs = open_git_repo(git_repo, sweeping=bool(specs), github=github_diffs)
     if master is not None:
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
@@ -314,7 +323,7 @@ def run_backtest(
     """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
     costs = None
-    reader = GitHubDiffs(open_answers(github, store)) if github and github.diffs else None
+    reader = github_diffs(github, store)
     diffs = reader or diffs
     try:
         check_evidence(store, policy.failures)
@@ -346,10 +355,12 @@ def run_backtest(
     write_output(render_report(report, fmt), output)
 
 
-def open_git_repo(path: Path | None, *, sweeping: bool) -> GitDiffs | None:
-    """The diff reader of ``--git-repo``; refused with ``--sweep``, whose replays share none."""
+def open_git_repo(path: Path | None, *, sweeping: bool, github: bool) -> GitDiffs | None:
+    """The diff reader of ``--git-repo``; refused with ``--sweep`` and ``--github-diffs``."""
     if path is None:
         return None
+    if github:
+        raise CLIError("--git-repo and --github-diffs: give the diffs one source")
     if sweeping:
         raise CLIError("--git-repo applies to one backtest, not to --sweep")
     try:

@@ -146,6 +146,13 @@ def open_answers(options: GitHubOptions, store: HistoryStore) -> Answers:
         raise CLIError(str(exc)) from None
 
 
+def github_diffs(options: GitHubOptions | None, store: HistoryStore) -> GitHubDiffs | None:
+    """The diff reader of ``--github-diffs`` (None without it)."""
+    if options is None or not options.diffs:
+        return None
+    return GitHubDiffs(open_answers(options, store))
+
+
 class GitHubDiffs:
     """``--github-diffs``: a suspect's diff from GitHub's commit endpoint, through the cache."""
 

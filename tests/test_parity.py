@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -102,7 +103,7 @@ def run_both(
 ) -> Generator[Any, Any, tuple[list[Verdict], list[Verdict]]]:
     """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
 
-    Events are ("change", n, files, branch, title) or ("build", builder,
+    Events are ("change", n, files, branch, title[, "now"]) or ("build", builder,
     results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
     for a forced build; a mark makes it a build buildbot-revert requested;
     ("wait", seconds) lets real time pass (a master stamps builds in whole
@@ -123,12 +124,13 @@ def run_both(
             if event[0] == "wait":
                 yield task.deferLater(reactor, event[1], lambda: None)
             elif event[0] == "change":
-                _, n, files, branch, title = event
+                _, n, files, branch, title, *now = event
                 ssids[n] = yield master.add_change(
                     f"{n:040x}",
                     f"Author {n} <a{n}@example.org>",
                     f"{title}\n\nDetails.",
-                    1_700_000_000 + n,
+                    # A fixed past unless the event asks for the real time.
+                    int(time.time()) if now else 1_700_000_000 + n,
                     files,
                     branch,
                 )
@@ -349,6 +351,10 @@ def test_intersection_gives_identical_verdicts(tmp_path, intersection):
         assert "AMD64 Debian (worker w-AMD64-Debian): 2 change(s)" in macos.explanation
     else:
         assert got["ARM64 macOS"] == (Reason.MULTIPLE_CHANGES, None)
+    # Each multiple-changes streak carries its ranked suspects, in both
+    # shells alike (the equality below compares them too).
+    declined = [v for v in plugin if v.reason is Reason.MULTIPLE_CHANGES]
+    assert declined and all(len(v.ranked) >= 2 for v in declined)
     assert plugin == simulated
 
 

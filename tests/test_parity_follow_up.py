@@ -10,9 +10,10 @@ drives builds through the master's data API:
 
 Then the simulator imports the master's history (``simulate pull``) and
 applies the same core rule (:func:`buildbot_revert.core.outcomes.stand_down_at`)
-to its replay: the revisions it counts as stood down are the plugin's, and
-each stood down when its last qualified builder went green, which the
-plugin saw and acted on after.
+to its replay: the revisions it counts as stood down are the plugin's, each
+stood down when its last qualified builder went green, which the plugin saw
+and acted on after, and the machine's follow-up step (close) is what the
+plugin did.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def test_plugin_and_simulator_stand_down_the_same_reverts(tmp_path):
     simulated = stand_downs(result)
     plugin = {rev for rev, row in rows.items() if row["outcome"] == "superseded"}
     assert set(simulated.revisions) == plugin == {s}
+    # The machine's follow-up step is the one the plugin carried out: close.
+    assert simulated.steps == ("close",)
     assert simulated.filed == 2
     [at] = simulated.stood_down_at
     # The simulator's moment is the last qualified builder's green build...

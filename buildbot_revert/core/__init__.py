@@ -20,8 +20,15 @@ EXCEPTION, RETRY and CANCELLED builds neither extend nor break a streak.
 Builds of unmerged pull requests (B tagged ``PullRequest``, or a
 ``refs/pull/*`` branch: ``Policy.pull_request_tags`` and
 ``pull_request_branches``) are no evidence about any branch: the tracker
-ignores them entirely, so a PR whose own builds failed before it was merged
-does not look "failing before" its landing.
+leaves them out of every streak and memory of the branches, so a PR whose
+own builds failed before it was merged does not look "failing before" its
+landing.  They are evidence about their own pull request once it lands
+(:mod:`.pullbuilds`): the suspect's PR's last build on each builder before
+the merge that failed the same test cases is named in the verdict's
+sentence and, after a long gap with no diff known, ties the change for
+``stale-green`` when it followed a green build of its builder; one that
+passed on the streak's machine is named and clears nothing.  They never
+propose a revert alone (``Policy.pull_request_builds`` switches them off).
 
 The order of checks
 -------------------
@@ -44,13 +51,15 @@ before it); the first that fails names the verdict's reason (:mod:`.verdicts`):
 ``failing-before``          the same tests failed without C (14 days)
 ``stale-green``             B was last green over 7 days before, and C is
                             not tied to the failure (it touched no failing
-                            test, nor the code one is named after)
+                            test, nor the code one is named after, and its
+                            own PR's builds did not fail them)
 ``configuration-specific``  every builder failing from C was last green
                             over 7 days before, and builders running the
                             same tests built C and passed
 ``environment-test``        only tests of what the worker provides fail,
                             and C touched none of their code
 ``flaky-builder``           B fails alone and recovers too often
+``flaky-case``              every failing test case is a known flake
 ``already-proposed``        C was proposed from another builder: B joins
 ``tolerated-builder``       B is allowed to fail (``unstable``): it never
                             proposes alone
@@ -63,7 +72,7 @@ one verdict, with a machine-readable reason and a sentence that explains it.
 This table gives the order; what every reason means, the verdicts of
 intersection, bisection and verification included, is written once, in
 :data:`.verdicts.MEANINGS`, from which the documentation's table is made.
-The evidence guards (``infra`` .. ``flaky-builder``, :mod:`.guards`) read
+The evidence guards (``infra`` .. ``flaky-case``, :mod:`.guards`) read
 failure signatures off the failing steps' log tails (:mod:`.signatures`)
 and, for relevance and stale green, the paths C touched (:mod:`.relevance`);
 each can be switched off in :class:`.policy.Policy`.  Corroboration (builders
@@ -108,7 +117,8 @@ shells), :mod:`.selection` (which builders propose, for both shells),
 :mod:`.blamelist` and :mod:`.records` (turning Buildbot's entities into the
 model, shared by the plugin's gatherer and the simulator's importer),
 :mod:`.references` (how commits and PRs name each other: PR numbers, logins,
-reverts, our marker), :mod:`.signatures` (a package: one parser per log
+reverts, our marker), :mod:`.pullbuilds` (the suspect's own pull-request
+builds), :mod:`.signatures` (a package: one parser per log
 format), :mod:`.relevance` (documentation-only changes, path patterns, and
 which tests a change's files touch), :mod:`.testids`, :mod:`.diffs` and
 :mod:`.caselink` (the link between a change's hunks and the failing test

@@ -10,18 +10,18 @@ the evidence guards (:mod:`.guards`) with corroboration, and the last word
 a :class:`~.guards.Decline`; the verdict is built from the first.
 
 The methods read the tracker's own state (its policy, builders, memories
-and proposals), which stays on the tracker: that state is what a shell
-saves and restores, and what a :class:`~.group.TrackerGroup` shares.
+and proposals, declared on :class:`~.decision_context.DecisionContext` with
+the facts a decision reads beside its checks), which stays on the tracker:
+that state is what a shell saves and restores, and what a
+:class:`~.group.TrackerGroup` shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
-from buildbot_revert.core.caselink import link_cases
-from buildbot_revert.core.configurations import Configurations, configuration_specific
-from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.decision_context import DecisionContext
+from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -30,16 +30,35 @@ from buildbot_revert.core.guards import (
     specific_tests,
 )
 from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
-from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
+from buildbot_revert.core.policy import CORROBORABLE, Guard
 from buildbot_revert.core.references import is_revert
-from buildbot_revert.core.relevance import code_files
-from buildbot_revert.core.streaks import BuilderState, OpenStreak
-from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
+from buildbot_revert.core.signatures.signature import Signature
+from buildbot_revert.core.streaks import OpenStreak
+from buildbot_revert.core.suspects import RankInput, rank_suspects
+from buildbot_revert.core.verdicts import (
+    PROPOSING,
+    PullRequestEvidence,
+    RankedSuspect,
+    Reason,
+    RevertRequest,
+    Verdict,
+)
 
 _HOUR = 3600.0
 _DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
+# Verdicts decided before the evidence is weighed: the suspect's own pull
+# request's builds are not named in their sentences.
+_STRUCTURAL = frozenset(
+    {
+        Reason.ALWAYS_RED,
+        Reason.NO_CHANGES,
+        Reason.MULTIPLE_CHANGES,
+        Reason.CULPRIT_IS_REVERT,
+        Reason.CULPRIT_TOO_OLD,
+        Reason.NOT_WATCHED,
+    }
+)
 
 
 class Decided(NamedTuple):
@@ -50,24 +69,8 @@ class Decided(NamedTuple):
     suspect: Change | None
 
 
-class StreakDecisions:
+class StreakDecisions(DecisionContext, DiffWants):
     """The checks that decide a streak at its N-th failure (see the module)."""
-
-    # The tracker's state the checks read (set by StreakTracker.__init__).
-    policy: Policy
-    _watched: Callable[[str], bool] | None
-    _guards: frozenset[Guard]
-    _builders: dict[str, BuilderState]
-    _streaks: dict[str, OpenStreak]
-    _intersectable: dict[str, tuple[int, str, OpenStreak]]
-    _failures: FailureMemory
-    _landings: Landings
-    _flakes: FlakeMemory
-    _steps: dict[str, frozenset[str]]
-    _diffs: DiffReader | None
-    _pointing: dict[str, dict[str, frozenset[str]]]
-    _proposed: dict[str, RevertRequest | None]
-    _shorts: dict[tuple[int, bool], str]
 
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
@@ -91,19 +94,43 @@ class StreakDecisions:
         request = None
         if decided.reason in PROPOSING and decided.suspect is not None:
             request = self._request(decided.suspect, streak, last, numbers)
+        ranked: tuple[RankedSuspect, ...] = ()
+        if decided.reason is Reason.MULTIPLE_CHANGES and len(streak.suspects) > 1:
+            ranked = self._rank(streak, common, sigs)
+        pull = None
+        if decided.suspect is not None and decided.reason not in _STRUCTURAL:
+            pull = self._pull_request(streak, decided.suspect)
         streak.verdict = Verdict(
             builder=last.builder,
             first_failing_build=streak.first.number,
             reason=decided.reason,
-            explanation=decided.sentence,
+            explanation=_with(decided.sentence, pull),
             decided_at=last.completed_at,
             suspect=decided.suspect,
             request=request,
             evidence=tuple(sorted(common)),
             started_at=streak.first.completed_at,
             failing_builds=numbers,
+            ranked=ranked,
+            pull_request=pull,
         )
         return streak.verdict
+
+    def _rank(
+        self, streak: OpenStreak, common: frozenset[str], sigs: list[Signature]
+    ) -> tuple[RankedSuspect, ...]:
+        """The streak's suspects ranked for the person on watch (:mod:`.suspects`)."""
+        return rank_suspects(
+            RankInput(
+                policy=self.policy,
+                suspects=streak.suspects,
+                failing=common,
+                cases=tuple(specific_tests(sigs).names()) if sigs else (),
+                others=self._red_blamelists(streak.first.builder),
+                diff_of=self._diffs,
+                facts=self._facts,
+            )
+        )
 
     def _request(
         self, change: Change, streak: OpenStreak, last: Build, numbers: tuple[int, ...]
@@ -137,8 +164,13 @@ class StreakDecisions:
         if decided.reason in PROPOSING:
             numbers = tuple(b.number for b in streak.failing)
             request = self._request(change, streak, last, numbers)
+        pull = None if decided.reason in _STRUCTURAL else self._pull_request(streak, change)
         streak.verdict = streak.verdict._replace(
-            reason=decided.reason, explanation=decided.sentence, suspect=change, request=request
+            reason=decided.reason,
+            explanation=_with(decided.sentence, pull),
+            suspect=change,
+            request=request,
+            pull_request=pull,
         )
         return streak.verdict
 
@@ -377,54 +409,12 @@ class StreakDecisions:
                 flakes=self._flakes,
                 configurations=self._configurations(streak, change, asked),
                 diff_of=self._diffs,
+                tied_by_pull_request=self._tied(streak, change, asked),
             ),
             asked,
         )
 
-    def _linked(self, streak: OpenStreak, change: Change) -> str:
-        """What in the change's diff links it to the failing cases ("" without a diff)."""
-        diff = self._diffs(change) if self._diffs is not None and change.files else None
-        if diff is None:
-            return ""
-        named = [s for s in streak.signatures if s is not None and not s.generic]
-        policy = self.policy
-        files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-        linked = link_cases(
-            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
-        )
-        return f"; {linked.sentence}" if linked.linked else f"; in its diff, {linked.sentence}"
 
-    def _configurations(
-        self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
-    ) -> Configurations | None:
-        """The configurations that passed ``change`` while every failing one is stale."""
-        if Guard.CONFIGURATION not in asked:
-            return None
-        return configuration_specific(
-            streak,
-            change,
-            self._streaks,
-            self._builders,
-            self._steps,
-            self.policy.stale_green_after,
-        )
-
-    def _short(self, count: int, ended: bool) -> str:
-        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
-
-        Most streaks are one or two failures: each sentence is made once
-        (fewer than N of each), and a shell that keeps thousands of them
-        holds one copy.
-        """
-        key = (count, ended)
-        text = self._shorts.get(key)
-        if text is None:
-            n = self.policy.failures
-            text = self._shorts[key] = (
-                f"the builder went green again after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-                if ended
-                else f"the history ends after {count} failing build(s), "
-                f"before the {n} the policy waits for"
-            )
-        return text
+def _with(sentence: str, pull: PullRequestEvidence | None) -> str:
+    """A verdict's sentence, with what the suspect's pull request showed (if anything)."""
+    return sentence if pull is None else f"{sentence}; {pull.sentence()}"

@@ -9,16 +9,15 @@ the tracker cannot wait.  So before it feeds a build, the plugin asks
 build may cause can read, fetches those (once per revision), and then feeds
 the build with a reader that answers from what it fetched.
 
-A decision reads a change's diff in two places (:mod:`.decide`): the
-``stale-green`` guard, after a long gap since green, and the sentence of a
-proposal of a single change, which names the hunks that link it.  So the
-changes wanted are, for a FAILURE build that brings its builder's streak to
-the policy's N failures, on a watched builder seen green before:
-
-* the streak's one suspect (its diff may name the hunks, or decide after a
-  long gap); or
-* after a long gap, every suspect of a streak of several changes, when
-  intersection (now) or bisection (later) may pin one of them;
+A decision reads a change's diff in three places: the ``stale-green``
+guard, after a long gap since green (:mod:`.guards`); the sentence of a
+proposal of a single change, which names the hunks that link it
+(:mod:`.decide`); and the ranking of the suspects of a ``multiple-changes``
+verdict (:mod:`.suspects`), which reads each one's.  So the changes wanted
+are, for a FAILURE build that brings its builder's streak to the policy's
+N failures, on a watched builder seen green before, the streak's suspects
+(one, or several: the ranking reads them all, and intersection may pin one
+now, the stale-green guard then reading its diff);
 
 and, for a bisection build (one the shell requested), the suspects of its
 builder's streak after a long gap: a change found is judged then.  Only
@@ -71,23 +70,14 @@ class DiffWants:
         if streak is None:
             if self.policy.failures != 1 or state is None:
                 return _NONE
-            suspects = (*state.untested, *build.changes)
-            green_at, started_at = state.green_at, build.completed_at
+            suspects, green_at = (*state.untested, *build.changes), state.green_at
         else:
             if streak.count + 1 != self.policy.failures:
                 return _NONE
-            suspects, green_at, started_at = (
-                streak.suspects,
-                streak.green_at,
-                streak.first.completed_at,
-            )
+            suspects, green_at = streak.suspects, streak.green_at
         if green_at is None:
             return _NONE
-        if len(suspects) == 1:
-            return suspects if suspects[0].files else _NONE
-        if not (self.policy.intersection or bisection):
-            return _NONE
-        return self._several(suspects, green_at, started_at)
+        return tuple(c for c in suspects if c.files)
 
     def _several(
         self, suspects: tuple[Change, ...], green_at: float | None, started_at: float

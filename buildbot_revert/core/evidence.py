@@ -34,6 +34,7 @@ from typing import NamedTuple, TypeAlias
 
 from buildbot_revert.core.guards import is_infra, signature_of
 from buildbot_revert.core.model import Build, FailedStep, Result
+from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import is_pull_request_branch, is_pull_request_builder
 from buildbot_revert.core.signatures import Signature
@@ -118,10 +119,13 @@ class StreakDepth:
 
     A pull request's build (its builder tagged with one of ``policy``'s
     ``pull_request_tags``, or its branch matching ``pull_request_branches``)
-    is no evidence about any branch: the tracker of a policy that agrees on
-    what a pull request's build is never reads it, so it is never wanted.
-    A policy that disagrees reads such a build and is refused
-    (:class:`EvidenceNotFetched`), never answered as if it had failed no step.
+    is no evidence about any branch, and no streak's; a FAILURE of one whose
+    branch names its pull request (``refs/pull/N/merge``) is wanted when
+    ``policy`` weighs pull-request builds (:mod:`.pullbuilds`: what the
+    suspect's own pull request failed before its merge), and is otherwise
+    not.  A policy that disagrees reads such a build and is refused
+    (:class:`EvidenceNotFetched`), never answered as if it had failed no
+    step; the pull-request memory takes a refused build as no evidence.
     """
 
     __slots__ = ("depth", "_count", "_policy")
@@ -146,16 +150,20 @@ class StreakDepth:
         """
         every = self.depth is None
         if tags and is_pull_request_builder(tags, self._policy):
-            # The tracker leaves out every build of such a builder.
-            return every and result == _FAILURE
+            # The tracker leaves out every build of such a builder from streaks.
+            return result == _FAILURE and (every or self._pull_request(branch))
         if result != _FAILURE:
             self._count.pop(builder, None)
             return False
         if branch is not None and is_pull_request_branch(branch, self._policy):
-            return every
+            return every or self._pull_request(branch)
         count = self._count.get(builder, 0)
         self._count[builder] = count + 1
         return self.depth is None or count < self.depth
+
+    def _pull_request(self, branch: str | None) -> bool:
+        """Whether a pull request's failing build is wanted for its own pull request's sake."""
+        return self._policy.pull_request_builds and pull_number_of_branch(branch) is not None
 
     def counts(self) -> dict[str, int]:
         """Builder -> the FAILURE builds its open streak has had so far."""

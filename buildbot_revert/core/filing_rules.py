@@ -16,6 +16,11 @@ settings and, for a shell that keeps no count, the times it filed):
 - :func:`followed` (event :class:`~.machine_io.RevertFollowed`, a filed
   revert PR looked at again): the stand-down rule of :mod:`.outcomes`: no
   longer needed once every builder that qualified went green without it.
+- :func:`pull_read` (event :class:`~.machine_io.PullRead`, the revert PR as
+  GitHub shows it): the follow-up rule of :mod:`.outcomes`: record a human's
+  merge or close, keep it open, or stand it down as configured (close,
+  mark, or comment; never close one a human touched unless
+  ``close_touched``).
 
 The plugin sends these events from its filer (the ledger keeps the counts
 and the qualifications); the simulator from its executor (the cap) and its
@@ -38,10 +43,12 @@ from buildbot_revert.core.machine_io import (
     MachineSettings,
     NoLongerNeeded,
     Objection,
+    PullRead,
     RevertFollowed,
     StillNeeded,
     Withdraw,
 )
+from buildbot_revert.core.outcomes import Plan, Step
 from buildbot_revert.core.phases import Outcome, Phase, move
 
 _DAY = 86400.0
@@ -102,3 +109,20 @@ def followed(event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
         return StillNeeded(event.revision)
     move(Phase.FILED, Outcome.RECOVERED)
     return NoLongerNeeded(event.revision, at)
+
+
+def pull_read(settings: MachineSettings, event: PullRead) -> Plan:
+    """The follow-up's next step for a filed revert PR, by the rule of :mod:`.outcomes`."""
+    plan = outcomes.follow_up(
+        event.pull,
+        event.no_longer_needed_at,
+        action=settings.stand_down,
+        close_touched=settings.close_touched,
+    )
+    if plan.step is Step.RECORD:
+        move(Phase.FILED, Outcome.HUMAN_ENDED)
+    elif plan.step is Step.KEEP:
+        move(Phase.FILED, Outcome.WAIT)
+    else:
+        move(Phase.FILED, Outcome.RECOVERED)
+    return plan

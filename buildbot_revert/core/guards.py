@@ -39,8 +39,10 @@ order, each on by default and each with its own verdict reason:
     first built.  The change must then be tied to the failure directly: it
     edited a failing test's file, touched the code a failing test is named
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
-    file a compile error names (:mod:`.relevance`).  A gap alone is no
-    reason to decline.
+    file a compile error names (:mod:`.relevance`); or, when no diff is
+    known, its own pull request failed the same test cases before it was
+    merged, in a build that followed a green one of its builder
+    (:mod:`.pullbuilds`).  A gap alone is no reason to decline.
 ``configuration-specific``
     Every builder failing from the change was last green longer before
     its streak than ``Policy.stale_green_after``, and builders that run the
@@ -60,7 +62,15 @@ order, each on by default and each with its own verdict reason:
 ``flaky-builder``
     More than a threshold of the builder's recent builds (the last 100 by
     default) were isolated failures (red, then green at once); compile and
-    link errors are exempt, being deterministic.
+    link errors are exempt, being deterministic.  Failing cases never seen
+    failing alone (the record of :mod:`.flaky_cases`) do not lift it: a
+    builder that flakes on a different case each time has never flaked on
+    any of them twice either, and a doubt is lifted only by corroboration.
+``flaky-case``
+    Every failing test case is a known flake: each failed alone and passed
+    on the next build at least ``Policy.flaky_case_runs`` times before, on
+    any builder (:mod:`.flaky_cases`).  It only doubts, but builders
+    failing alike do not lift it: they fail the same flaky case.
 
 Corroboration: when builders on ``Policy.corroboration`` different workers
 fail the same tests from the same single change, the two guards that only
@@ -256,6 +266,9 @@ class GuardInput(NamedTuple):
     # The change's diff, asked only after a long gap (a shell's reader: a
     # local clone, or the forge's commit endpoint); None: no diff is known.
     diff_of: DiffReader | None = None
+    # Whether the change's own pull request failed the same test cases before
+    # it was merged, right after a green build of its builder (.pullbuilds).
+    tied_by_pull_request: bool = False
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -331,8 +344,9 @@ def stale_green(g: GuardInput) -> Decline | None:
     """After a long gap since green, the change must be tied to the failures directly.
 
     With the change's diff, at the level of test cases (:mod:`.caselink`);
-    without it, by file names, the failing test's own file left out: a
-    change that edited a test file explains no other case of it failing.
+    without it, by file names, the failing test's own file left out (a
+    change that edited a test file explains no other case of it failing),
+    or by its own pull request's build failing the same cases.
     """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
@@ -355,6 +369,10 @@ def stale_green(g: GuardInput) -> Decline | None:
         if named and not failing:
             failing = frozenset().union(*(modules(s) for s in named))
         if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+            return None
+        if g.tied_by_pull_request:
+            # Its own pre-merge build failed them on a configuration green
+            # just before: behaviour, where no diff shows what it touched.
             return None
         what = (
             "the change touched none of the failing tests' code"
@@ -413,6 +431,28 @@ def flaky_builder(g: GuardInput) -> Decline | None:
     )
 
 
+def _failing_cases(g: GuardInput) -> list[str]:
+    """The test cases the streak's failing builds fail (none when they name no case)."""
+    named = [s for s in g.signatures if not s.generic]
+    if not named:
+        return []
+    return [c for c in specific_tests(named).ids if not c.startswith(WHOLE_MODULE)]
+
+
+def flaky_case(g: GuardInput) -> Decline | None:
+    """Every failing test case is a known flake (:mod:`.flaky_cases`)."""
+    known = g.flakes.cases.known(_failing_cases(g), g.policy.flaky_case_runs)
+    if known is None:
+        return None
+    told = "; ".join(f"{f.case} {f.runs} times, last on {f.builder}" for f in known[:3])
+    more = f" and {len(known) - 3} more" if len(known) > 3 else ""
+    return Decline(
+        Reason.FLAKY_CASE,
+        "every failing test case is a known flake, having failed alone and passed on the next "
+        f"build before: {told}{more}",
+    )
+
+
 # The evidence guards in the order they are asked (the tracker's theory of
 # operation, step 6): the first that declines names the verdict.
 GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
@@ -425,6 +465,7 @@ GUARDS: tuple[tuple[Guard, Callable[[GuardInput], Decline | None]], ...] = (
     (Guard.CONFIGURATION, configuration),
     (Guard.ENVIRONMENT, environment),
     (Guard.FLAKY_BUILDER, flaky_builder),
+    (Guard.FLAKY_CASE, flaky_case),
 )
 
 

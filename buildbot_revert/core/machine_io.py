@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from buildbot_revert.core import defaults
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Change
+from buildbot_revert.core.outcomes import RevertPull, StandDown
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verdicts import Verdict
 
@@ -35,6 +36,10 @@ class MachineSettings:
     daily_cap: int | None = defaults.DAILY_CAP
     # Seconds a builder that qualified has to go green before its revert is filed.
     grace_period: float = 0.0
+    # What becomes of a filed revert PR that is no longer needed, and whether
+    # one a human touched may be closed too.
+    stand_down: StandDown = StandDown.CLOSE
+    close_touched: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,16 @@ class RevertFollowed:
     qualified: tuple[Qualified, ...]
     # None: everything recorded is known (a history's end).
     now: float | None
+
+
+@dataclass(frozen=True)
+class PullRead:
+    """A filed revert PR as GitHub shows it, once its :class:`RevertFollowed` is answered."""
+
+    revision: str
+    pull: RevertPull
+    # When it was no longer needed (the :class:`NoLongerNeeded` answer), or None.
+    no_longer_needed_at: float | None
 
 
 @dataclass(frozen=True)

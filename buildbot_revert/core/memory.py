@@ -12,7 +12,8 @@ failed alone and recovered.  The tracker keeps what they need here:
 * :class:`FailureRun`: failures in completion order, as the memory reads
   them; also a red builder's run of FAILURE builds, which the memory
   follows past a streak's evidence;
-* :class:`FlakeMemory`: each builder's isolated failures, by position.
+* :class:`FlakeMemory`: each builder's isolated failures, by position, and
+  the test cases they failed (:mod:`.flaky_cases`).
 
 Each forgets what no window will read again, so a tracker running for
 months holds a bounded amount.  Everything here is pure: times come in with
@@ -28,6 +29,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from buildbot_revert.core.flaky_cases import FlakyCases
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.signatures import Signature, cases, modules
 from buildbot_revert.core.signatures.signature import module_of
@@ -326,10 +328,19 @@ class FlakeMemory:
     sequence of builds.
     """
 
-    __slots__ = ("_at",)
+    __slots__ = ("_at", "cases")
 
     def __init__(self) -> None:
         self._at: dict[str, deque[int]] = {}
+        self.cases = FlakyCases()
+
+    def record_cases(self, signature: Signature | None, builder: str, at: float) -> None:
+        """The test cases an isolated failure failed (none for a generic failure)."""
+        if signature is None or signature.generic:
+            return
+        named = [c for c in failing_ids(signature) if not c.startswith(WHOLE_MODULE)]
+        # Compile and link errors are deterministic: never a flaky test case.
+        self.cases.record((c for c in named if " " not in c), builder, at)
 
     def record(self, builder: str, position: int, keep: int) -> None:
         """Remember an isolated failure at ``position``; forget those ``keep`` builds older."""

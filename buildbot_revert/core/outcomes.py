@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from operator import attrgetter
 from typing import NamedTuple
@@ -79,9 +80,13 @@ class Step(StrEnum):
     COMMENT = "comment"  # comment only
 
 
-class Plan(NamedTuple):
+@dataclass(frozen=True)
+class Plan:
+    """The follow-up's next step for one revert PR, and why (the post-verdict machine's command)."""
+
     step: Step
     why: str
+    # How the revert PR ended, for the ledger; None while it is kept open.
     outcome: Outcome | None = None
 
 
@@ -127,19 +132,22 @@ def follow_up(
 ) -> Plan:
     """The next step for a revert PR the plugin filed (the rule above)."""
     if pull.merged:
-        return Plan(Step.RECORD, "the revert pull request was merged", Outcome.MERGED)
+        merged = "the revert pull request was merged"
+        return Plan(step=Step.RECORD, why=merged, outcome=Outcome.MERGED)
     if pull.state == "closed":
-        return Plan(Step.RECORD, "a human closed the revert pull request", Outcome.CLOSED)
+        return Plan(
+            step=Step.RECORD, why="a human closed the revert pull request", outcome=Outcome.CLOSED
+        )
     if stood_down_at is None:
-        return Plan(Step.KEEP, "a builder that qualified is still red without the revert")
+        return Plan(step=Step.KEEP, why="a builder that qualified is still red without the revert")
     why = "every builder that qualified went green without the revert"
     if action is StandDown.COMMENT:
-        return Plan(Step.COMMENT, why, Outcome.SUPERSEDED)
+        return Plan(step=Step.COMMENT, why=why, outcome=Outcome.SUPERSEDED)
     if action is StandDown.CLOSE and (close_touched or not pull.touched):
-        return Plan(Step.CLOSE, why, Outcome.SUPERSEDED)
+        return Plan(step=Step.CLOSE, why=why, outcome=Outcome.SUPERSEDED)
     if action is StandDown.CLOSE:
         why += "; a human touched the pull request, so it is left open for them"
-    return Plan(Step.MARK, why, Outcome.SUPERSEDED)
+    return Plan(step=Step.MARK, why=why, outcome=Outcome.SUPERSEDED)
 
 
 def touched_by_human(

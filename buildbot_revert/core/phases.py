@@ -30,6 +30,8 @@ class Phase(StrEnum):
     WITHDRAWN = "withdrawn"
     # Filed, then no longer needed: every builder went green without the revert.
     STOOD_DOWN = "stood-down"
+    # Filed, then merged or closed by a human.
+    ENDED = "ended"
 
 
 class Outcome(StrEnum):
@@ -53,6 +55,7 @@ class Outcome(StrEnum):
     COMMENT_FIRST = "comment-first"  # a grace period starts with a warning
     RECOVERED = "recovered"  # every builder that qualified went green (in time)
     OBJECTED = "objected"  # someone with standing said no during the grace period
+    HUMAN_ENDED = "human-ended"  # a human merged or closed the filed revert PR
 
 
 TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
@@ -79,6 +82,7 @@ TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
     (Phase.GRACE, Outcome.OBJECTED): Phase.WITHDRAWN,
     (Phase.FILED, Outcome.WAIT): Phase.FILED,
     (Phase.FILED, Outcome.RECOVERED): Phase.STOOD_DOWN,
+    (Phase.FILED, Outcome.HUMAN_ENDED): Phase.ENDED,
 }
 
 

@@ -26,6 +26,7 @@ class Guard(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    FLAKY_CASE = "flaky-case"
     CANNOT_EXPLAIN = "change-cannot-explain"
     STALE_GREEN = "stale-green"
     CONFIGURATION = "configuration-specific"
@@ -108,6 +109,9 @@ class Policy:
     failing_before_window: float = 14 * _DAY
     flaky_builds: int = 100
     flaky_threshold: int = 20
+    # A test case that failed alone and passed on the next build this many
+    # times (anywhere) is a known flake (the flaky-case guard).
+    flaky_case_runs: int = 2
     corroboration: int = 2
     environment_tests: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False
@@ -158,6 +162,10 @@ class Policy:
     # to the one change the first failing builds of other builders failing
     # alike, on other workers, all hold (``revert-by-intersection``).
     intersection: bool = True
+    # The suspect's own pull-request builds before it was merged: named in
+    # the verdict's sentence, and a failure of the same test cases ties it
+    # after a long gap when no diff is known (see pullbuilds.py).
+    pull_request_builds: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.guards) - GUARD_NAMES
@@ -184,6 +192,8 @@ class Policy:
             raise PolicyError("memory_horizon cannot be negative")
         if not isinstance(self.intersection, bool):
             raise PolicyError("intersection is True or False")
+        if not isinstance(self.pull_request_builds, bool):
+            raise PolicyError("pull_request_builds is True or False")
         if self.stale_green_after <= 0:
             raise PolicyError("stale_green_after must be positive")
 

@@ -26,6 +26,8 @@ Events in:
 ``GraceCheck``         the clock passed a grace deadline
 ``Objection``          someone with standing said no during a grace period
 ``RevertFollowed``     a filed revert PR looked at again (its builders now)
+``PullRead``           that revert PR as GitHub shows it (merged, closed,
+                       touched by a human)
 =====================  ======================================================
 
 Commands out: :class:`RequestBuild` (revision R on builder B, named by a
@@ -34,8 +36,10 @@ record it, file it if it proposes), :class:`File`, :class:`CommentOnly`
 (the daily cap is reached), :class:`CommentFirst` (a grace period starts),
 :class:`KeepWaiting`, :class:`Withdraw` (every builder recovered in time,
 or someone objected), :class:`NoLongerNeeded` / :class:`StillNeeded` (a
-filed revert PR, stood down or left open) and :class:`Say` (a line for the
-log).
+filed revert PR, stood down or left open), a
+:class:`~.outcomes.Plan` (the follow-up's step for it: record a human's
+end, keep, close, mark or comment, as ``stand_down`` and ``close_touched``
+say) and :class:`Say` (a line for the log).
 
 Each verdict lives in one :class:`~.phases.Phase`; the moves between phases
 are the table :data:`~.phases.TRANSITIONS`, keyed by ``(phase, outcome)``.
@@ -91,6 +95,7 @@ from buildbot_revert.core.machine_io import (
     MachineSettings,
     NoLongerNeeded,
     Objection,
+    PullRead,
     RequestBuild,
     RevertFollowed,
     Say,
@@ -98,6 +103,7 @@ from buildbot_revert.core.machine_io import (
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.outcomes import Plan
 from buildbot_revert.core.phases import TRANSITIONS as TRANSITIONS
 from buildbot_revert.core.phases import Outcome as Outcome
 from buildbot_revert.core.phases import Phase as Phase
@@ -269,6 +275,10 @@ class PostVerdict:
     def followed(self, event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
         """A filed revert PR looked at again: stand it down, or leave it open."""
         return filing_rules.followed(event)
+
+    def pull_read(self, event: PullRead) -> Plan:
+        """A filed revert PR as GitHub shows it: record its end, keep it, or stand it down."""
+        return filing_rules.pull_read(self.settings, event)
 
     def bisection_room(self, builder: str, now: float) -> int:
         """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""

@@ -18,6 +18,8 @@ from buildbot_revert.core.model import Change
 
 # CPython's squash-merge titles end in "(#123)".
 _PR_SUFFIX_RE = re.compile(r"\(#(\d+)\)\s*\Z")
+# Its older titles (and its backports' before 2022) end in "(GH-123)".
+_GH_SUFFIX_RE = re.compile(r"\(GH-(\d+)\)\s*\Z")
 # GitHub logins: letters, digits and single hyphens, at most 39 characters.
 _LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 # git revert's wording: the title ``Revert "<title>"`` and, in the message,
@@ -34,6 +36,21 @@ MARKER = f"{MARKER_PREFIX} -->"
 def pr_number_from_title(title: str) -> int | None:
     """The PR number of a squash-merged commit title (``... (#123)``), if any."""
     m = _PR_SUFFIX_RE.search(title)
+    return int(m.group(1)) if m else None
+
+
+def merged_from(change: Change) -> int | None:
+    """The pull request ``change`` was merged from: the rule the tracker links its PR builds by.
+
+    The number the change carries (``Change.pr_number``, which both shells
+    read off the title), else the title's last suffix, ``(#123)`` or the
+    older ``(GH-123)``.  A backport's title, ``[3.12] ... (GH-100) (#101)``,
+    names its own pull request last (#101); the ``(GH-100)`` before it is
+    the original on another branch, which is not this change's.
+    """
+    if change.pr_number is not None:
+        return change.pr_number
+    m = _PR_SUFFIX_RE.search(change.title) or _GH_SUFFIX_RE.search(change.title)
     return int(m.group(1)) if m else None
 
 

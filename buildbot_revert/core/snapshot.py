@@ -29,16 +29,25 @@ from typing import Any
 
 from buildbot_revert.core.bisection import Bisection
 from buildbot_revert.core.codec import Codec, FormatError, Schema
+from buildbot_revert.core.flaky_cases import CaseFlake, FlakyCases
 from buildbot_revert.core.intersection import Blamelist
 from buildbot_revert.core.memory import FailureMemory, FailureRun, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change, FailedStep
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.post_verdict import Bisecting, MachineState, Verifying
+from buildbot_revert.core.pullbuilds import PullBuild, PullRequestBuilds
 from buildbot_revert.core.requests import GreenRevisions, RequestKey
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.verdicts import RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import (
+    BuildRef,
+    PullRequestEvidence,
+    RankedSuspect,
+    RevertRequest,
+    Streak,
+    Verdict,
+)
 
 # The version of the documents written here.  Raise it (and add a
 # migration to MIGRATIONS, or let old documents be rebuilt) when a change
@@ -76,7 +85,11 @@ _SCHEMAS = (
     _named(Signature, "Signature"),
     _named(Blamelist, "Blamelist"),
     _named(RevertRequest, "RevertRequest"),
+    _named(RankedSuspect, "RankedSuspect"),
+    _named(BuildRef, "BuildRef"),
+    _named(PullRequestEvidence, "PullRequestEvidence"),
     _named(Verdict, "Verdict"),
+    _named(PullBuild, "PullBuild"),
     _named(Streak, "Streak"),
     Schema(
         "FailureRun",
@@ -113,7 +126,18 @@ _SCHEMAS = (
             ("_noted", int),
         ),
     ),
-    Schema("FlakeMemory", FlakeMemory, (("_at", dict[str, deque[int]]),)),
+    _named(CaseFlake, "CaseFlake"),
+    Schema("FlakyCases", FlakyCases, (("_cases", dict[str, CaseFlake]),)),
+    Schema("FlakeMemory", FlakeMemory, (("_at", dict[str, deque[int]]), ("cases", FlakyCases))),
+    Schema(
+        "PullRequestBuilds",
+        PullRequestBuilds,
+        (
+            ("_builds", dict[int, list[PullBuild]]),
+            ("_last", dict[str, tuple[float, bool]]),
+            ("_horizon", float),
+        ),
+    ),
     Schema(
         "BuilderState",
         BuilderState,
@@ -185,6 +209,7 @@ _TRACKER: tuple[tuple[str, Any], ...] = (
     ("_proposed", dict[str, RevertRequest | None]),
     ("_shorts", dict[tuple[int, bool], str]),
     ("_steps", dict[str, frozenset[str]]),
+    ("_pulls", PullRequestBuilds),
 )
 _FROM_POLICY = frozenset({"policy", "_green", "_guards"})
 _TRACKER_TYPE = tuple.__class_getitem__(tuple(t for _, t in _TRACKER))

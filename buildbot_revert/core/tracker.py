@@ -1,37 +1,35 @@
 """The streak tracker: the policy's rules, as a pure state machine.
 
-The tracker feeds builds and opens and closes streaks here; deciding a
-streak at its N-th failure is :mod:`.decide`, the evidence guards are
-:mod:`.guards`, the memories they read :mod:`.memory`, what it holds of each
-builder and streak :mod:`.streaks`, and a sweep's trackers share their
-bookkeeping through :mod:`.group`.
+Here builds are fed and streaks opened and closed; deciding a streak at its
+N-th failure is :mod:`.decide`, the guards :mod:`.guards`, their memories
+:mod:`.memory`, what it holds of builders and streaks :mod:`.streaks`; a
+sweep's trackers share their bookkeeping through :mod:`.group`.
 
 Theory of operation
 ===================
 
-The tracker is fed completed builds one at a time, in completion order,
-from any number of builders, and answers each with the events it caused:
-:class:`~.verdicts.Verdict` when a red streak is decided and
-:class:`~.verdicts.Streak` when a red streak is over.  It does no I/O and
-reads no clock: time comes in with the builds.  The plugin feeds it from the
-master's events and the simulator from a history file; both get the same
-answers for the same builds, which is what makes the simulator worth
-believing.
+Fed completed builds one at a time, in completion order, from any number
+of builders, the tracker answers each with the events it caused: a
+:class:`~.verdicts.Verdict` when a red streak is decided, a
+:class:`~.verdicts.Streak` when one is over.  No I/O, no clock: time comes
+with the builds.  The plugin feeds it the master's builds, the simulator a
+history's; the same builds get the same answers in both, which is what
+makes the simulator worth believing.
 
 Builds of unmerged pull requests are ignored before anything else: a
 builder whose tags (``tags_of``) hold a ``Policy.pull_request_tags`` tag,
 or a build whose branch matches ``Policy.pull_request_branches``, changes no
-state, opens and closes nothing, and is remembered as no evidence.
+state, opens and closes nothing, and is no evidence about any branch; it
+is remembered only as its pull request's (:mod:`.pullbuilds`).
 
 Each builder is in one of two states:
 
 ``idle``
     Not red.  The tracker remembers when it last saw the builder green
-    (``RevertRequest.last_green_at``; what stale-green measures), and the
-    changes that arrived since the last green build through builds that
-    proved nothing (neutral results: SKIPPED, EXCEPTION, RETRY, CANCELLED).
-    Those changes were never tested green, so they are suspects too when
-    the builder turns red.
+    (``RevertRequest.last_green_at``, what stale-green measures) and the
+    changes since then that came through builds proving nothing (neutral:
+    SKIPPED, EXCEPTION, RETRY, CANCELLED): never tested green, they are
+    suspects too when the builder turns red.
 
 ``red``
     A streak is open.  FAILURE builds extend it; neutral builds are
@@ -55,10 +53,10 @@ checks run in this order, and the first that fails names the reason:
 6. the evidence guards, in order (see :mod:`.guards`): ``infra``,
    ``generic-failure``, ``inconsistent-failure``, ``change-cannot-explain``,
    ``failing-before``, ``stale-green``, ``configuration-specific``,
-   ``environment-test``, ``flaky-builder``; the two that only doubt
-   (failing-before, flaky-builder) give way when builders on several
-   workers fail the same tests from the same change (corroboration), and
-   the guards after them are then still asked;
+   ``environment-test``, ``flaky-builder``, ``flaky-case``; the two that
+   only doubt (failing-before, flaky-builder) give way when builders on
+   several workers fail the same tests from the same change
+   (corroboration), and the guards after them are then still asked;
 7. ``already-proposed``: another builder already had this revision
    proposed; this builder is added to that proposal's list;
 8. ``tolerated-builder``: the builder is allowed to fail (its tags hold a
@@ -77,9 +75,8 @@ which the failure memory follows for the evidence's tests; a streak's
 count is its run's length.
 
 Only the first untolerated builder to qualify proposes a revision, so each
-revision is proposed at most once per tracker.  A tracker can be told which revisions
-were proposed before it started (the plugin's ledger), so a restart never
-proposes one twice.
+is proposed at most once per tracker; told the revisions proposed before it
+started (the plugin's ledger), a restarted tracker never proposes one twice.
 """
 
 from __future__ import annotations
@@ -89,7 +86,6 @@ from operator import attrgetter
 
 from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
-from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
 from buildbot_revert.core.memory import (
@@ -101,9 +97,11 @@ from buildbot_revert.core.memory import (
 )
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Guard, Policy
+from buildbot_revert.core.pullbuilds import PullRequestBuilds
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
+from buildbot_revert.core.suspects import FileFacts
 from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
@@ -113,7 +111,7 @@ _FAILURE = int(Result.FAILURE)
 _WHEN = attrgetter("when")
 
 
-class StreakTracker(StreakDecisions, DiffWants):
+class StreakTracker(StreakDecisions):
     """Tracks every builder's red streaks under one :class:`Policy`."""
 
     def __init__(
@@ -157,6 +155,7 @@ class StreakTracker(StreakDecisions, DiffWants):
         self._failures = FailureMemory(horizon)
         self._landings = Landings(horizon)
         self._flakes = FlakeMemory()
+        self._pulls = PullRequestBuilds(horizon)  # pull requests' own builds (.pullbuilds)
         # builder -> the step names seen failing on it (see .configurations).
         self._steps: dict[str, frozenset[str]] = {}
         # revision -> worker -> what its streak failed, for every worker whose
@@ -166,6 +165,8 @@ class StreakTracker(StreakDecisions, DiffWants):
         self._proposed: dict[str, RevertRequest | None] = dict.fromkeys(proposed)
         # (failures, whether it went green) -> a too-short streak's sentence.
         self._shorts: dict[tuple[int, bool], str] = {}
+        # What changes' files say, for ranking suspects: derived, never saved.
+        self._facts = FileFacts()
 
     # -- feeding ------------------------------------------------------------
 
@@ -196,6 +197,7 @@ class StreakTracker(StreakDecisions, DiffWants):
         if state.pull_requests or (
             build.branch not in self._branches and not self._is_branch_evidence(build, state)
         ):
+            self._pulls.note(build, self._read, self._green)
             return None
         result = build.result
         state.builds += 1
@@ -349,6 +351,7 @@ class StreakTracker(StreakDecisions, DiffWants):
         self._landings = lead._landings
         self._branches = lead._branches
         self._steps = lead._steps
+        self._pulls = lead._pulls
 
     # -- memory across restarts ---------------------------------------------
 
@@ -454,6 +457,8 @@ class StreakTracker(StreakDecisions, DiffWants):
             # The green build that closes the streak was counted already.
             position = self._builders[builder].builds - 2
             self._flakes.record(builder, position, self.policy.flaky_builds)
+            if not streak.infra[0]:
+                self._flakes.record_cases(streak.signatures[0], builder, first.completed_at)
         verdict = streak.verdict
         decided = verdict is not None
         if verdict is None:
@@ -489,6 +494,6 @@ class StreakTracker(StreakDecisions, DiffWants):
 _STATE = tuple(
     (
         "policy _green _guards _builders _streaks _intersectable _branches _failures _landings"
-        " _flakes _steps _pointing _proposed _shorts"
+        " _flakes _steps _pointing _proposed _shorts _pulls"
     ).split()
 )

@@ -50,6 +50,9 @@ class Reason(StrEnum):
     FAILING_BEFORE = "failing-before"
     ENVIRONMENT_TEST = "environment-test"
     FLAKY_BUILDER = "flaky-builder"
+    # Every failing test case is a known flake (failed alone and passed on
+    # the next build, here or elsewhere, often enough): never corroborated.
+    FLAKY_CASE = "flaky-case"
     # Relevance: the change touched nothing the failing steps consume (only
     # documentation, and the failure is not a docs build's).
     CHANGE_CANNOT_EXPLAIN = "change-cannot-explain"
@@ -103,6 +106,60 @@ class RevertRequest(NamedTuple):
         return self.change.revision
 
 
+class RankedSuspect(NamedTuple):
+    """One suspect of a streak of several changes: its score and the reasons behind it."""
+
+    revision: str
+    score: float
+    reasons: tuple[str, ...]
+
+
+# How many builds a sentence names.
+_SHOWN = 3
+
+
+class BuildRef(NamedTuple):
+    """A build named in a verdict: its builder and number."""
+
+    builder: str
+    number: int
+
+
+class PullRequestEvidence(NamedTuple):
+    """What the suspect's own pull request's builds showed before its merge (:mod:`.pullbuilds`)."""
+
+    pull_request: int
+    # Its last builds before the merge that failed the same test cases.
+    failed: tuple[BuildRef, ...]
+    # Its last builds before the merge on the streak's machine that passed.
+    passed: tuple[BuildRef, ...]
+    # Whether a failing one followed a green build of its builder closely
+    # enough to tie the change to the failure after a long gap.
+    ties: bool
+
+    def sentence(self) -> str:
+        """The clause the verdict's sentence gains."""
+        parts = []
+        if self.failed:
+            parts.append(
+                f"its pull request #{self.pull_request} failed the same test cases before "
+                f"it was merged ({_named(self.failed)})"
+            )
+        if self.passed:
+            parts.append(
+                f"its pull request #{self.pull_request} passed them on the same machine "
+                f"before it was merged ({_named(self.passed)}), which does not clear it"
+            )
+        return "; ".join(parts)
+
+
+def _named(refs: tuple[BuildRef, ...]) -> str:
+    """A few builds by builder and number, and how many more."""
+    shown = ", ".join(f"{r.builder} build {r.number}" for r in refs[:_SHOWN])
+    more = len(refs) - _SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
 class Verdict(NamedTuple):
     """The decision about one red streak."""
 
@@ -122,6 +179,11 @@ class Verdict(NamedTuple):
     # The numbers of the failing builds the decision read (the first N), when
     # decided at the N-th failure; empty for a streak that ended before it.
     failing_builds: tuple[int, ...] = ()
+    # A multiple-changes streak's suspects, most likely first (never acted on).
+    ranked: tuple[RankedSuspect, ...] = ()
+    # What the suspect's own pull request's builds showed before it was
+    # merged, when they showed anything (:mod:`.pullbuilds`).
+    pull_request: PullRequestEvidence | None = None
 
     @property
     def decision(self) -> Decision:
@@ -226,6 +288,11 @@ MEANINGS: dict[Reason, str] = {
         "more than 20 of the builder's last 100 builds failed alone and recovered at once; "
         "compile and link errors are exempt"
     ),
+    Reason.FLAKY_CASE: (
+        "every failing test case is a known flake: each failed alone and passed on the next "
+        "build at least twice before (on any builder); the sentence names them, how often and "
+        "where last; builders failing alike do not lift it"
+    ),
     Reason.CHANGE_CANNOT_EXPLAIN: (
         "the change touched only documentation (`Doc/`, `Misc/NEWS.d/`, `*.rst`, `*.md`, "
         "`*.txt` outside the code) and the failure is not a docs build's (a builder tagged "
@@ -236,7 +303,8 @@ MEANINGS: dict[Reason, str] = {
         "the builder was last green more than 7 days before the streak, and nothing ties the "
         "change to the failure: it edited no failing test, touched none of the code a failing "
         "test is named after (`test_ssl`: `Lib/ssl.py`, `Modules/_ssl.c`) and no file a "
-        "compile error names; the simulator reports it as needing a verification build"
+        "compile error names, and its own pull request did not fail the same tests just before "
+        "it was merged; the simulator reports it as needing a verification build"
     ),
     Reason.CONFIGURATION_SPECIFIC: (
         "every builder failing from the change was last green more than 7 days before, and "

@@ -33,6 +33,7 @@ from enum import StrEnum
 from typing import Any
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
 from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.selection import BuilderSelection
@@ -456,3 +457,27 @@ def rendered_token(value: Any) -> str:
     if any(c.isspace() or not c.isprintable() for c in token):
         raise SettingsError("it holds spaces or control characters")
     return token
+
+
+def machine_settings(settings: Settings) -> MachineSettings:
+    """The machine's settings from the reporter's."""
+    caps = settings.bisection
+    bisection = (
+        None
+        if caps is None
+        else BisectionCaps(
+            max_changes=caps.max_changes,
+            max_age=caps.max_age,
+            per_builder_per_day=caps.per_builder_per_day,
+            per_day=caps.per_day,
+        )
+    )
+    return MachineSettings(
+        verification=settings.verification,
+        bisection=bisection,
+        forced_build_timeout=settings.forced_build_timeout,
+        daily_cap=settings.daily_cap,
+        grace_period=settings.grace_period,
+        stand_down=settings.stand_down,
+        close_touched=settings.close_touched,
+    )

@@ -53,14 +53,13 @@ from buildbot_revert.core.machine_io import (
     Filing,
     GraceCheck,
     KeepWaiting,
-    MachineSettings,
     Objection,
     Withdraw,
 )
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
-from buildbot_revert.plugin.config import Mode, Settings
+from buildbot_revert.plugin.config import Mode, Settings, machine_settings
 from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
@@ -108,9 +107,7 @@ class Filer:
         # The post-verdict machine that decides the daily cap, the grace
         # period and objections: the pipeline hands in its own; a filer used
         # alone asks one made of its settings.
-        alone = PostVerdict(
-            MachineSettings(daily_cap=settings.daily_cap, grace_period=settings.grace_period)
-        )
+        alone = PostVerdict(machine_settings(settings))
         self.machine_of: Callable[[], PostVerdict] = lambda: alone
         # Who may object or opt out (the core's rule; roles asked of GitHub).
         self.standing = (

@@ -17,7 +17,8 @@ are the core's (:mod:`buildbot_revert.core.outcomes`):
   as builds finish; the post-verdict machine's answer to a
   ``RevertFollowed``) it is stood down as configured (comment, then close, or
   label as no longer needed), never closing a PR a human commented on,
-  reviewed or pushed to unless ``close_touched``.  The outcome is stored in
+  reviewed or pushed to unless ``close_touched``: the machine's answer to a
+  ``PullRead``, which the follow-up carries out.  The outcome is stored in
   the ledger (compare-and-set) and announced on the webhooks.
 * **Relands.**  A change on the branch that re-applies a merged revert's
   change (git's ``Reapply "..."``) is linked from its ledger row
@@ -43,12 +44,12 @@ from buildbot_revert.core.follow_up_text import (
     summary_comment,
 )
 from buildbot_revert.core.grace import Qualified
-from buildbot_revert.core.machine_io import MachineSettings, NoLongerNeeded, RevertFollowed
+from buildbot_revert.core.machine_io import NoLongerNeeded, PullRead, RevertFollowed
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
-from buildbot_revert.plugin.config import Settings
+from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.ledger import Entry, Ledger
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
@@ -84,7 +85,7 @@ class FollowUp:
         self._merged: list[tuple[str, str]] = []
         # The post-verdict machine that says when a revert is no longer needed:
         # the pipeline hands in its own; used alone, one of its own.
-        alone = PostVerdict(MachineSettings())
+        alone = PostVerdict(machine_settings(settings))
         self.machine_of: Callable[[], PostVerdict] = lambda: alone
 
     # -- builds of the revert PR ---------------------------------------------------
@@ -204,12 +205,8 @@ class FollowUp:
                 await self.client.review_authors(number),
                 await self.client.commit_authors(number),
             )
-        plan = outcomes.follow_up(
-            RevertPull(pull.state, pull.merged, touched),
-            at,
-            action=self.settings.stand_down,
-            close_touched=self.settings.close_touched,
-        )
+        pull_now = RevertPull(state=pull.state, merged=pull.merged, touched=touched)
+        plan = self.machine_of().pull_read(PullRead(entry.revision, pull_now, at))
         if plan.step is Step.KEEP or plan.outcome is None:
             return
         if plan.step is Step.RECORD:

@@ -40,7 +40,8 @@ OPTION_DOCS: dict[str, str] = {
     "max_culprit_age": "seconds: decline changes that landed longer ago (`None`: no limit)",
     "policy_options": (
         "a dict of the policy's other settings (`guards`, `intersection`, `memory_horizon`, "
-        "`stale_green_after`, `tolerated_tags`, ...: `buildbot_revert/core/policy.py`)"
+        "`pull_request_builds`, `stale_green_after`, `tolerated_tags`, ...: "
+        "`buildbot_revert/core/policy.py`)"
     ),
     "grace_period": (
         "seconds between the comment on the culprit's pull request and the revert; 0 files at "

@@ -40,7 +40,6 @@ from twisted.python import log
 
 from buildbot_revert.core.diffs import Diff
 from buildbot_revert.core.machine_io import (
-    BisectionCaps,
     Command,
     Conclude,
     Judged,
@@ -54,7 +53,7 @@ from buildbot_revert.core.post_verdict import MachineState, PostVerdict
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
-from buildbot_revert.plugin.config import Settings
+from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
 from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
@@ -80,28 +79,6 @@ class Hands:
     held: HeldStore | None = None
     # The suspects' diffs (.diffs), fetched before a build whose decision reads them.
     diffs: DiffSource | None = None
-
-
-def machine_settings(settings: Settings) -> MachineSettings:
-    """The machine's settings from the reporter's."""
-    caps = settings.bisection
-    bisection = (
-        None
-        if caps is None
-        else BisectionCaps(
-            max_changes=caps.max_changes,
-            max_age=caps.max_age,
-            per_builder_per_day=caps.per_builder_per_day,
-            per_day=caps.per_day,
-        )
-    )
-    return MachineSettings(
-        verification=settings.verification,
-        bisection=bisection,
-        forced_build_timeout=settings.forced_build_timeout,
-        daily_cap=settings.daily_cap,
-        grace_period=settings.grace_period,
-    )
 
 
 class Pipeline:

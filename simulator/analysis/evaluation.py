@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from buildbot_revert.core.policy import Guard
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak
 from simulator.analysis.replay import ReplayResult
+from simulator.analysis.suspects import RankingScore, score_ranking
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
 
@@ -70,6 +71,8 @@ class Evaluation:
     missed_revisions: tuple[str, ...]
     # The same changes as ``missed_revisions``, told for the reports, by date.
     missed_breakages: tuple[Missed, ...] = ()
+    # How well the ranked suspects point at the culprits nothing pinned.
+    ranking: RankingScore | None = None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -87,6 +90,7 @@ class Evaluation:
             ),
             "false_positive_revisions": list(self.false_positive_revisions),
             "missed_revisions": list(self.missed_revisions),
+            **({} if self.ranking is None else {"ranked_suspects": self.ranking.as_json()}),
         }
 
 
@@ -122,6 +126,7 @@ def evaluate(
         missed_breakages=tuple(
             sorted((_missed(attributable[rev]) for rev in missed), key=_by_date)
         ),
+        ranking=score_ranking(result, labels, proposed),
     )
 
 

@@ -9,7 +9,10 @@ revert": applied to each filed revert of a
 replay (after a grace period, if one was applied: the request's
 ``qualified_at`` is then when it was filed), the rule says which would have
 been stood down because a fix landed first, and how long each would have
-stayed open.
+stayed open.  Each stood-down PR is then read as GitHub would show it in
+the truth model (open, unmerged, touched by no human) and the machine's
+``PullRead`` answer says what the plugin would do to it (close, mark or
+comment, as ``stand_down`` says).
 """
 
 from __future__ import annotations
@@ -17,7 +20,13 @@ from __future__ import annotations
 from statistics import median
 from typing import NamedTuple
 
-from buildbot_revert.core.machine_io import MachineSettings, NoLongerNeeded, RevertFollowed
+from buildbot_revert.core.machine_io import (
+    MachineSettings,
+    NoLongerNeeded,
+    PullRead,
+    RevertFollowed,
+)
+from buildbot_revert.core.outcomes import RevertPull, StandDown
 from buildbot_revert.core.post_verdict import PostVerdict
 from simulator.analysis.grace import qualifications
 from simulator.analysis.replay import ReplayResult
@@ -33,6 +42,8 @@ class StandDowns(NamedTuple):
     # The stood-down revisions, and when each stood down, in the same order.
     revisions: tuple[str, ...] = ()
     stood_down_at: tuple[float, ...] = ()
+    # What the plugin would have done to each (close, mark, comment), same order.
+    steps: tuple[str, ...] = ()
 
     @property
     def median_open(self) -> float | None:
@@ -47,7 +58,11 @@ class StandDowns(NamedTuple):
         }
 
 
-def stand_downs(result: ReplayResult) -> StandDowns:
+# A revert PR in the truth model: nobody but the bot touched it, nobody ended it.
+_UNTOUCHED = RevertPull(state="open", merged=False, touched=False)
+
+
+def stand_downs(result: ReplayResult, action: StandDown = StandDown.CLOSE) -> StandDowns:
     """Apply the core's stand-down rule to every revert the replay filed."""
     known = qualifications(result)
     now = result.window_end
@@ -55,7 +70,8 @@ def stand_downs(result: ReplayResult) -> StandDowns:
     revisions: list[str] = []
     times: list[float] = []
     proposals = result.proposals()
-    machine = PostVerdict(MachineSettings())
+    steps: list[str] = []
+    machine = PostVerdict(MachineSettings(stand_down=action))
     for proposal in proposals:
         filed_at = proposal.request.qualified_at
         revision = proposal.request.revision
@@ -65,6 +81,12 @@ def stand_downs(result: ReplayResult) -> StandDowns:
             open_for.append(said.at - filed_at)
             revisions.append(revision)
             times.append(said.at)
+            steps.append(machine.pull_read(PullRead(revision, _UNTOUCHED, said.at)).step.value)
     return StandDowns(
-        len(proposals), len(open_for), tuple(open_for), tuple(revisions), tuple(times)
+        filed=len(proposals),
+        stood_down=len(open_for),
+        open_for=tuple(open_for),
+        revisions=tuple(revisions),
+        stood_down_at=tuple(times),
+        steps=tuple(steps),
     )

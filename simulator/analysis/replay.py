@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.flaky_cases import CaseFlake
 from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
@@ -21,6 +22,7 @@ from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import (
     PROPOSING,
+    PullRequestEvidence,
     Reason,
     RevertRequest,
     Streak,
@@ -85,6 +87,8 @@ class Proposal:
     builders: tuple[str, ...]
     # When the proposing builder's first failing build completed.
     started_at: float | None = None
+    # What the change's own pull request's builds showed before its merge.
+    pull_request: PullRequestEvidence | None = None
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -102,6 +106,10 @@ class Proposal:
         if green is None or self.started_at is None:
             return None
         return max(0.0, self.started_at - green)
+
+
+# How many of the most often flaky test cases a replay reports.
+TOP_FLAKY_CASES = 10
 
 
 @dataclass
@@ -125,6 +133,8 @@ class ReplayResult:
     # The proposed revisions the daily cap on filed reverts turned into
     # comments (set when the post-verdict machine is played out).
     commented: frozenset[str] = frozenset()
+    # The test cases that failed alone most often, as the tracker recorded them.
+    flaky_cases: tuple[CaseFlake, ...] = ()
 
     @property
     def left_to_judgement(self) -> int:
@@ -153,6 +163,7 @@ class ReplayResult:
         requests: dict[str, RevertRequest] = {}
         started: dict[str, float] = {}
         qualified: dict[str, list[str]] = {}
+        pulls: dict[str, PullRequestEvidence | None] = {}
         for verdict in self.verdicts:
             if verdict.reason in PROPOSING and verdict.request is not None:
                 rev = verdict.request.revision
@@ -162,11 +173,12 @@ class ReplayResult:
                 requests[rev] = verdict.request
                 started[rev] = verdict.started_at
                 qualified[rev] = [verdict.builder]
+                pulls[rev] = verdict.pull_request
             elif verdict.reason is Reason.ALREADY_PROPOSED and verdict.suspect is not None:
                 rev = verdict.suspect.revision
                 if rev in qualified and verdict.builder not in qualified[rev]:
                     qualified[rev].append(verdict.builder)
-        return [Proposal(requests[r], tuple(qualified[r]), started[r]) for r in order]
+        return [Proposal(requests[r], tuple(qualified[r]), started[r], pulls[r]) for r in order]
 
     @property
     def window_start(self) -> float | None:
@@ -313,6 +325,7 @@ class Replayer:
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
                 self._keep(event)
+        result.flaky_cases = tuple(self.tracker.flaky_cases(TOP_FLAKY_CASES))
         return result
 
 

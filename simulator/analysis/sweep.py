@@ -83,6 +83,7 @@ def _parse_switch(text: str) -> bool:
 _KEYS: dict[str, Callable[[str], Any]] = {
     "failures": _parse_failures,
     "intersection": _parse_switch,
+    "pull-request-builds": _parse_switch,
     "verification": _parse_switch,
     "bisection": _parse_switch,
     "grace": parse_duration,
@@ -144,6 +145,8 @@ def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) ->
                     policy = policy.with_changes(max_culprit_age=value)
                 elif axis.key == "intersection":
                     policy = policy.with_changes(intersection=value)
+                elif axis.key == "pull-request-builds":
+                    policy = policy.with_changes(pull_request_builds=value)
             except PolicyError as exc:
                 raise SweepError(f"{axis.key}={axis.labels[i]}: {exc}") from None
             if axis.key == "grace":

@@ -18,15 +18,19 @@ from simulator.history import tails
 
 # The version new files get.  Version 3 added ``builds.branch``, version 4
 # ``builds.changes``, version 5 packs ``failed_steps.log_tail``
-# (:mod:`simulator.history.tails`).
-SCHEMA_VERSION = 5
+# (:mod:`simulator.history.tails`), version 6 keeps the blamelists in
+# ``builds.changes`` alone (``blamelist`` is a view of it).
+SCHEMA_VERSION = 6
 # The versions a file may have to be read: an older file reads as it is (a
 # version-2 file's builds of unknown branch, the blamelists of a file before
 # version 4 read from ``blamelist`` alone, the text tails before version 5)
 # and is upgraded in place by the
 # first build written to it (:data:`UPGRADES`).  Files of any other version are refused
 # (the shipped history is regenerated).
-READABLE_VERSIONS = frozenset({2, 3, 4, 5})
+READABLE_VERSIONS = frozenset({2, 3, 4, 5, 6})
+# The first version whose ``blamelist`` is a view of ``builds.changes``
+# rather than a table of its own.
+BLAMELIST_VIEW_SINCE = 6
 
 # Keys of the ``meta`` table that the history package reads and writes.  The
 # generator of the shipped history keeps its own keys (``source``,
@@ -79,9 +83,9 @@ TABLES: dict[str, dict[str, Any]] = {
             # request's build); NULL when unknown.
             "branch": str,
             # The blamelist's change ids, ascending, comma-separated (NULL:
-            # none): a copy of the build's ``blamelist`` rows, written with
-            # them, so that a replay reads a build's blamelist with its row
-            # instead of a subquery per build (a third of the year's read).
+            # none): the only copy of them, so that a replay reads a build's
+            # blamelist with its row (a file before version 6 also has them
+            # as rows of the ``blamelist`` table).
             "changes": str,
         },
         "pk": "id",
@@ -112,10 +116,6 @@ TABLES: dict[str, dict[str, Any]] = {
 # would keep its rows once by rowid and again in the primary key's index
 # (since version 5; an older file keeps the shape it was made with).
 WITHOUT_ROWID_TABLES: dict[str, str] = {
-    # A build's blamelist, one row per change (also in ``builds.changes``,
-    # which the replay reads; the calibration counts these rows).
-    "blamelist": "CREATE TABLE blamelist (build_id INTEGER REFERENCES builds(id),"
-    " change_id INTEGER REFERENCES changes(id), PRIMARY KEY (build_id, change_id)) WITHOUT ROWID",
     # ``log_tail``: the tail of the step's log, packed by simulator.history.tails
     # (text in a file before version 5); NULL when not kept.
     "failed_steps": "CREATE TABLE failed_steps (build_id INTEGER REFERENCES builds(id),"
@@ -123,8 +123,19 @@ WITHOUT_ROWID_TABLES: dict[str, str] = {
     " PRIMARY KEY (build_id, step_number)) WITHOUT ROWID",
 }
 
-# The tables without which a file is not a history at all.
-REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "blamelist", "meta"})
+# A build's blamelist, one row per change, read off ``builds.changes`` (the
+# comma list is a JSON array once bracketed): SQL that joins builds to their
+# changes, the calibration's and a user's in ``sqlite3``, reads it as the
+# table it was before version 6, which held each blamelist a second time
+# (18 MB of the shipped year's 119).
+BLAMELIST_VIEW = (
+    "CREATE VIEW blamelist(build_id, change_id) AS SELECT b.id, j.value"
+    " FROM builds b, json_each('[' || b.changes || ']') j WHERE b.changes IS NOT NULL"
+)
+
+# The tables without which a file is not a history at all (a file before
+# version 6 also needs its ``blamelist`` table: HistoryStore checks).
+REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "meta"})
 
 # (table, columns, unique)
 INDEXES: list[tuple[str, list[str], bool]] = [
@@ -134,6 +145,9 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("builds", ["completed_at", "id"], False),
     ("label_breakages", ["builder_id"], False),
 ]
+# The indexes a bulk load of builds builds once, after its inserts
+# (HistoryStore.bulk_load): one sort is cheaper than an insert per row.
+BUILDS_INDEXES = [index for index in INDEXES if index[0] == "builds"]
 
 # A history pulled from a live master remembers the master's own ids so that
 # the next pull is incremental and idempotent: which master change each
@@ -173,6 +187,8 @@ UPGRADES: dict[int, tuple[str | Callable[[sqlite3.Connection], object], ...]] = 
     ),
     # Nothing reads blamelists by change (a change's builds are a scan).
     4: ("DROP INDEX IF EXISTS idx_blamelist_change_id", tails.pack_stored),
+    # Every build's ``changes`` holds its blamelist since version 4.
+    5: ("DROP TABLE blamelist", BLAMELIST_VIEW),
 }
 
 
@@ -184,8 +200,25 @@ def create_tables(db: sqlite_utils.Database) -> None:
     for name, statement in WITHOUT_ROWID_TABLES.items():
         if not db[name].exists():
             db.execute(statement)
-    for table, columns, unique in INDEXES:
-        db.table(table).create_index(columns, unique=unique, if_not_exists=True)
+    # An older file keeps its blamelist table until its upgrade replaces it.
+    if not db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'blamelist'").fetchone():
+        db.execute(BLAMELIST_VIEW)
+    create_indexes(db.conn, INDEXES)
+
+
+def create_indexes(conn: sqlite3.Connection, indexes: list[tuple[str, list[str], bool]]) -> None:
+    """Create ``indexes`` unless they exist, named as ``sqlite_utils`` names them."""
+    for table, columns, unique in indexes:
+        conn.execute(
+            f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS"
+            f" idx_{table}_{'_'.join(columns)} ON {table} ({', '.join(columns)})"
+        )
+
+
+def drop_indexes(conn: sqlite3.Connection, indexes: list[tuple[str, list[str], bool]]) -> None:
+    """Drop ``indexes`` (:func:`create_indexes` makes them again)."""
+    for table, columns, _ in indexes:
+        conn.execute(f"DROP INDEX IF EXISTS idx_{table}_{'_'.join(columns)}")
 
 
 def create_import_tables(conn: sqlite3.Connection) -> None:

@@ -44,6 +44,7 @@ from simulator.history.schema import HistoryError as HistoryError
 from simulator.history.store_bookkeeping import PullBookkeeping
 from simulator.history.store_writes import BulkBuildRow as BulkBuildRow
 from simulator.history.store_writes import HistoryWriter
+from simulator.history.store_writes import blamelist_column as blamelist_column
 
 # One build's failed steps (HistoryStore.failed_steps_of), off the builds'
 # (builder_id, number) and failed_steps' primary key indexes.
@@ -139,6 +140,10 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 f"buildbot-revert reads {versions}"
             )
         self.schema_version = readable[version]
+        if self.schema_version < schema.BLAMELIST_VIEW_SINCE and "blamelist" not in names:
+            raise HistoryError(
+                f"{self.path}: not a buildbot-revert history (missing tables: blamelist)"
+            )
 
     def _upgrade(self) -> None:
         """Bring an older file to the current schema (inside the writer's transaction)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from buildbot_revert.core.verdicts import Reason
 from simulator.formatting import day, pct
-from simulator.reports import charts
+from simulator.reports import charts, flaky, suspects
 from simulator.reports.html_text import link, text
 from simulator.reports.model import (
     MAX_ROWS,
@@ -87,6 +87,8 @@ def render_html(ctx: ReportContext) -> str:
         _proposals_table(ctx),
         *_github(ctx),
         *_missed(ctx),
+        *suspects.html_lines(ctx),
+        *flaky.html_lines(ctx),
         "<h2>Blind spots</h2>",
         _blind_spots(ctx),
     ]
@@ -313,6 +315,10 @@ def _proposals_table(ctx: ReportContext) -> str:
     rows.append("</table>")
     if len(proposals) > MAX_ROWS:
         rows.append(f"<p class=note>… and {len(proposals) - MAX_ROWS} more (see the JSON).</p>")
+    if ctx.pull_request_notes:
+        rows.append("<p>Their own pull requests' builds before the merge:</p><ul>")
+        rows += [f"<li>{text(rev[:10])}: {text(note)}</li>" for rev, note in ctx.pull_request_notes]
+        rows.append("</ul>")
     return "".join(rows)
 
 

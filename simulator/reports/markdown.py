@@ -18,6 +18,7 @@ from __future__ import annotations
 from buildbot_revert.core.markdown import link as md_link
 from buildbot_revert.core.markdown import text as escape
 from simulator.formatting import day, pct
+from simulator.reports import flaky, suspects
 from simulator.reports.model import (
     MAX_ROWS,
     ReportContext,
@@ -40,6 +41,8 @@ def render_markdown(ctx: ReportContext) -> str:
     out += _github(ctx)
     out += _github_reverts(ctx)
     out += _missed(ctx)
+    out += suspects.markdown_lines(ctx)
+    out += flaky.markdown_lines(ctx)
     out += _blind_spots(ctx)
     return "\n".join(out) + "\n"
 
@@ -240,6 +243,9 @@ def _proposals(ctx: ReportContext) -> list[str]:
         )
     if len(proposals) > MAX_ROWS:
         out += ["", f"… and {len(proposals) - MAX_ROWS} more (see the JSON report)."]
+    if ctx.pull_request_notes:
+        out += ["", "Their own pull requests' builds before the merge:", ""]
+        out += [f"- {req[:10]}: {escape(note)}" for req, note in ctx.pull_request_notes]
     return out
 
 

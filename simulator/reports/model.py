@@ -156,6 +156,15 @@ class ReportContext:
         return by_reason(self.result.streaks, self.window_end)
 
     @cached_property
+    def pull_request_notes(self) -> list[tuple[str, str]]:
+        """(revision, sentence) of each proposal its own pull request's builds said something of."""
+        return [
+            (p.request.revision, p.pull_request.sentence())
+            for p in self.result.proposals()
+            if p.pull_request is not None
+        ]
+
+    @cached_property
     def stand_downs(self) -> StandDowns:
         """Filed reverts a fix made unnecessary (the plugin's stand-down rule)."""
         return stand_downs(self.result)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from buildbot_revert.core.verdicts import PullRequestEvidence
 from simulator.formatting import iso, pct
+from simulator.reports import flaky, suspects
 from simulator.reports.model import (
     ReportContext,
     SweepReport,
@@ -63,6 +65,12 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "pr_number": p.request.change.pr_number,
                 "files": list(p.files),
                 "last_green_age_hours": age_hours(p.last_green_age),
+                # Only when the change's own pull request's builds showed something.
+                **(
+                    {"pull_request_builds": pull_request_json(p.pull_request)}
+                    if p.pull_request is not None
+                    else {}
+                ),
             }
             for p in result.proposals()
         ],
@@ -77,9 +85,16 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
                 "verdict": s.verdict.decision.value,
                 "reason": s.verdict.reason.value,
                 "explanation": s.verdict.explanation,
+                **({"suspects": suspects.streak_suspects(s)} if s.verdict.ranked else {}),
+                **(
+                    {"pull_request_builds": pull_request_json(s.verdict.pull_request)}
+                    if s.verdict.pull_request is not None
+                    else {}
+                ),
             }
             for s in result.streaks
         ],
+        "flaky_cases": flaky.as_json(ctx),
     }
     if ctx.guards:
         doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
@@ -92,6 +107,17 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
     if ctx.calibration is not None:
         doc["calibration"] = ctx.calibration.as_json()
     return doc
+
+
+def pull_request_json(pull: PullRequestEvidence) -> dict[str, object]:
+    """The suspect's own pull request's builds before its merge, as the JSON report gives them."""
+    return {
+        "pull_request": pull.pull_request,
+        "failed": [{"builder": b.builder, "number": b.number} for b in pull.failed],
+        "passed": [{"builder": b.builder, "number": b.number} for b in pull.passed],
+        "ties": pull.ties,
+        "sentence": pull.sentence(),
+    }
 
 
 def _policy_json(ctx: ReportContext) -> dict[str, Any]:
@@ -110,6 +136,7 @@ def _policy_json(ctx: ReportContext) -> dict[str, Any]:
         "memory_horizon_hours": policy.memory_horizon / 3600,
         "tolerated_tags": sorted(policy.tolerated_tags),
         "intersection": policy.intersection,
+        "pull_request_builds": policy.pull_request_builds,
     }
 
 
@@ -195,6 +222,7 @@ def render_text(ctx: ReportContext) -> str:
     lines += _proposal_lines(ctx)
     lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
+    lines += flaky.text_lines(ctx)
     return "\n".join(lines) + "\n"
 
 
@@ -280,6 +308,8 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
             f"      files: {_one_line(files_text(p.files))}; "
             f"last green {age_text(p.last_green_age)} before the first failure"
         )
+        if p.pull_request is not None:
+            lines.append(f"      {_one_line(p.pull_request.sentence())}")
     return lines
 
 
@@ -317,6 +347,7 @@ def _evaluation_lines(ctx: ReportContext) -> list[str]:
         f"  recall of attributable breakages: {pct(ev.recall)}",
         f"  red hours saved:                  {ev.red_hours_saved:,.1f} "
         f"(if each revert landed {ev.merge_delay_hours:g} h after it was filed)",
+        *suspects.text_lines(ctx),
     ]
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from buildbot_revert.core.model import Builder, Change, Result
-from simulator.history.store import BulkBuildRow, HistoryStore
+from simulator.history.store import BulkBuildRow, HistoryStore, blamelist_column
 from simulator.synthetic.branches import BranchBuilder
 from simulator.synthetic.breakages import Breakage
 from simulator.synthetic.builds import BuildRecord
@@ -120,12 +120,11 @@ class _Rows:
     """A batch of builds' rows, written with one ``executemany`` per table."""
 
     builds: list[BulkBuildRow] = field(default_factory=list)
-    blame: list[tuple[int, int]] = field(default_factory=list)
     steps: list[tuple[int, int, str, int, str | None]] = field(default_factory=list)
     labels: list[tuple[int, str, int | None]] = field(default_factory=list)
 
     def flush(self, store: HistoryStore) -> None:
-        store.add_builds_bulk(self.builds, self.blame, self.steps)
+        store.add_builds_bulk(self.builds, self.steps)
         store.add_build_labels(self.labels)
 
 
@@ -137,7 +136,7 @@ def _write(
 ) -> _Tally:
     store = HistoryStore(path, create=True)
     try:
-        with store.transaction():
+        with store.bulk_load():
             builder_ids = [store.add_builder(Builder(b.name, b.tags)) for b in history.builders]
             change_ids = _add_changes(store, history.changes)
             tally = _add_builds(store, history, builder_ids, change_ids, horizon, progress)
@@ -188,6 +187,8 @@ def _add_builds(
         # A fresh file: build ids are simply the completion order.
         builder = history.builders[record.builder]
         ids = change_ids.get(builder.branch, [])
+        # A scrubbed builder's builds hold no change.
+        blamed = None if builder.scrubbed else blamelist_column(ids[record.first : record.last])
         rows.builds.append(
             (
                 build_id,
@@ -199,15 +200,16 @@ def _add_builds(
                 builder.spec.worker,
                 # The sourcestamp's branch: main, 3.13..., refs/pull/N/merge.
                 record.branch or builder.branch,
+                blamed,
             )
         )
-        if not builder.scrubbed:
-            rows.blame.extend((build_id, cid) for cid in ids[record.first : record.last])
-        keep_logs = horizon is None or record.completed >= horizon
-        rows.steps.extend(
-            (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
-            for i, step in enumerate(record.steps)
-        )
+        # Two builds in three have no failed step: no generator made for them.
+        if record.steps:
+            keep_logs = horizon is None or record.completed >= horizon
+            rows.steps.extend(
+                (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
+                for i, step in enumerate(record.steps)
+            )
         if record.cause is not None:
             culprit_id = ids[record.cause_change] if record.cause_change is not None else None
             rows.labels.append((build_id, record.cause, culprit_id))

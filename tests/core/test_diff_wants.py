@@ -50,22 +50,23 @@ def test_no_diff_is_wanted_of_a_change_without_files_or_on_a_builder_not_watched
         assert tracker.diffs_wanted(failing("B", 4, T0 + DAY + 120)) == ()
 
 
-def test_several_suspects_are_wanted_only_after_a_long_gap() -> None:
-    for gap, expected in ((DAY, 0), (30 * DAY, 2)):
-        tracker = StreakTracker()
-        b, c = change("b", T0 + gap), change("c", T0 + gap + 1)
-        tracker.feed(Build("B", 1, S, T0 - 60, T0))
-        tracker.feed(failing("B", 2, T0 + gap + 60, b, c))
-        tracker.feed(failing("B", 3, T0 + gap + 120))
-        assert len(tracker.diffs_wanted(failing("B", 4, T0 + gap + 180))) == expected
-    # Without intersection or bisection nothing could pin one of them.
+def test_every_suspect_of_several_is_wanted_and_a_bisection_build_wants_them_after_a_gap() -> None:
+    # The ranking of a multiple-changes verdict reads each suspect's diff.
+    b, c = change("b", T0 + DAY), change("c", T0 + DAY + 1, ())
     tracker = StreakTracker(Policy(intersection=False))
     tracker.feed(Build("B", 1, S, T0 - 60, T0))
-    tracker.feed(failing("B", 2, T0 + 30 * DAY, b, c))
-    tracker.feed(failing("B", 3, T0 + 30 * DAY + 60))
-    last = failing("B", 4, T0 + 30 * DAY + 120)
-    assert tracker.diffs_wanted(last) == ()
-    assert tracker.diffs_wanted(last, bisection=True) == (b, c)
+    tracker.feed(failing("B", 2, T0 + DAY + 60, b, c))
+    tracker.feed(failing("B", 3, T0 + DAY + 120))
+    assert tracker.diffs_wanted(failing("B", 4, T0 + DAY + 180)) == (b,)
+    tracker.feed(failing("B", 4, T0 + DAY + 180))
+    # A bisection build judges a change found: stale-green reads it after a long gap only.
+    probe = failing("B", 5, T0 + DAY + 240)._replace(verification="mark")
+    assert tracker.diffs_wanted(probe, bisection=True) == ()
+    stale = StreakTracker()
+    stale.feed(Build("B", 1, S, T0 - 60, T0))
+    stale.feed(failing("B", 2, T0 + 30 * DAY, b, c))
+    assert stale.diffs_wanted(probe, bisection=True) == (b,)
+    assert stale.diffs_wanted(probe) == ()
 
 
 def random_history(seed: int) -> list[Build]:

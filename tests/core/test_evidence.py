@@ -134,8 +134,9 @@ def test_streak_depth_counts_as_no_tracker_counts_more() -> None:
         ("a", FAILURE, None),
         ("b", FAILURE, "main"),
     ]
-    # The pull request's FAILURE is never read (its logs are not wanted).
-    assert [depth.feed(*f) for f in feed] == [True, False, True, False, False, True, True]
+    # The pull request's FAILURE is read for its pull request's sake, and
+    # neither counts nor ends the branch's streak.
+    assert [depth.feed(*f) for f in feed] == [True, True, True, False, False, True, True]
     assert depth.counts() == {"a": 1, "b": 1}
     # Resumed from those counts, as a later pull resumes from the store.
     again = StreakDepth(2, depth.counts())
@@ -143,13 +144,19 @@ def test_streak_depth_counts_as_no_tracker_counts_more() -> None:
     assert all(StreakDepth(None).feed("a", FAILURE, "main") for _ in range(10))
 
 
-def test_no_build_of_a_pull_request_is_wanted_unless_every_failing_build_is() -> None:
-    """A pull request builder's builds, and a pull request branch's, are never read."""
+def test_only_a_pull_requests_failing_builds_are_wanted_and_for_its_own_sake() -> None:
+    """A pull request's FAILURE naming its number is read for .pullbuilds, when weighed."""
     depth = StreakDepth(2)
     tagged = ("PullRequest", "3.x")
     assert not depth.feed("pr", FAILURE, "main", tagged)
     assert not depth.feed("pr", FAILURE, None, tagged)
-    assert not depth.feed("a", FAILURE, "refs/pull/3/merge", ("3.x",))
+    assert not depth.feed("pr", SUCCESS, "refs/pull/3/merge", tagged)
+    assert depth.feed("pr", FAILURE, "refs/pull/3/merge", tagged)
+    assert depth.feed("a", FAILURE, "refs/pull/3/merge", ("3.x",))
+    # A policy that does not weigh them wants none.
+    off = StreakDepth(2, policy=Policy(pull_request_builds=False))
+    assert not off.feed("pr", FAILURE, "refs/pull/3/merge", tagged)
+    assert not off.feed("a", FAILURE, "refs/pull/3/merge", ("3.x",))
     assert depth.feed("a", FAILURE, "main", ("3.x",))
     # Neither counted: the builder's streak is one build deep.
     assert depth.counts() == {"a": 1}

@@ -25,12 +25,15 @@ from buildbot_revert.core.machine_io import (
     MachineSettings,
     NoLongerNeeded,
     Objection,
+    PullRead,
     RequestBuild,
     RevertFollowed,
     StillNeeded,
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
+from buildbot_revert.core.outcomes import Outcome as OutcomeOfPull
+from buildbot_revert.core.outcomes import RevertPull, StandDown, Step
 from buildbot_revert.core.post_verdict import TRANSITIONS, Outcome, Phase, PostVerdict, move
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
@@ -94,8 +97,8 @@ def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
         Phase.GRACE,
         Phase.FILED,
     }
-    # Commented, withdrawn and stood-down verdicts are ends: nothing moves them on.
-    ends = {Phase.COMMENTED, Phase.WITHDRAWN, Phase.STOOD_DOWN}
+    # Commented, withdrawn, stood-down and human-ended verdicts are ends.
+    ends = {Phase.COMMENTED, Phase.WITHDRAWN, Phase.STOOD_DOWN, Phase.ENDED}
     assert ends == set(TRANSITIONS.values()) - {p for p, _ in TRANSITIONS}
 
 
@@ -246,3 +249,23 @@ def test_a_filed_revert_stands_down_once_every_builder_went_green_without_it() -
     assert m.followed(RevertFollowed("r", 100.0, green, 500.0)) == NoLongerNeeded("r", 400.0)
     assert m.followed(RevertFollowed("r", 100.0, green, 350.0)) == StillNeeded("r")
     assert m.followed(RevertFollowed("r", 450.0, green, None)) == NoLongerNeeded("r", 450.0)
+
+
+def test_the_machine_chooses_the_follow_up_step_as_configured() -> None:
+    open_pull = RevertPull(state="open", merged=False, touched=False)
+    touched = RevertPull(state="open", merged=False, touched=True)
+    merged = RevertPull(state="closed", merged=True, touched=True)
+
+    def step(pull: RevertPull, at: float | None, **settings: object) -> Step:
+        m = PostVerdict(MachineSettings(**settings))  # type: ignore[arg-type]
+        return m.pull_read(PullRead("c" * 40, pull, at)).step
+
+    assert step(open_pull, None) is Step.KEEP
+    assert step(open_pull, 5.0) is Step.CLOSE
+    assert step(touched, 5.0) is Step.MARK
+    assert step(touched, 5.0, close_touched=True) is Step.CLOSE
+    assert step(open_pull, 5.0, stand_down=StandDown.COMMENT) is Step.COMMENT
+    assert step(open_pull, 5.0, stand_down=StandDown.MARK) is Step.MARK
+    assert step(merged, 5.0) is Step.RECORD
+    plan = PostVerdict(MachineSettings()).pull_read(PullRead("c" * 40, merged, None))
+    assert plan.outcome is OutcomeOfPull.MERGED

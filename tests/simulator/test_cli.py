@@ -26,8 +26,10 @@ from buildbot_revert.core.model import Builder
 from simulator.cli import main, pull_command
 from simulator.history import paths
 from simulator.history.store import HistoryStore
+from simulator.reports.schemas import SWEEP
 from simulator.synthetic import generator
 from tests.simulator.reports_fixtures import make_history
+from tests.test_report_schema import _errors
 
 # Two days of a thin fleet: a history shaped like the shipped one, made in
 # half a second instead of twenty.
@@ -312,6 +314,22 @@ def test_max_culprit_age_gives_the_reverts_the_sweep_counts(history: Path, age: 
 def test_max_culprit_age_declines_old_changes(history: Path) -> None:
     counts = [reverts("--history", str(history), "--max-culprit-age", a) for a in ("1h", "60h")]
     assert counts[0] < counts[1] == reverts("--history", str(history))
+
+
+def test_pull_request_builds_are_switched_off_by_flag_and_by_sweep(history: Path) -> None:
+    res = run("--history", str(history), "--without-pull-request-builds", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["policy"]["pull_request_builds"] is False
+    res = run(
+        "--history", str(history), "--sweep", "pull-request-builds=on,off", "--format", "json"
+    )
+    sweep_doc = json.loads(res.stdout)
+    rows = sweep_doc["rows"]
+    assert [r["pull-request-builds"] for r in rows] == ["on", "off"]
+    assert _errors(SWEEP, {**sweep_doc, "rows": rows}) == []
+    assert "'maybe' is not on or off" in one_error_line(
+        run("--history", str(history), "--sweep", "pull-request-builds=maybe")
+    )
 
 
 def test_grace_and_age_reach_a_sweep(history: Path) -> None:

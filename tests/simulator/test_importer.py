@@ -42,6 +42,7 @@ from simulator.history.pull_file import default_history_path
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.schema import SCHEMA_VERSION
 from simulator.history.store import HistoryError, HistoryStore
+from tests.simulator.old_schemas import as_version_5
 
 
 def info(changeid: int, comments: str, *, revision: str | None = "abc", branch: str = "main",
@@ -175,6 +176,7 @@ def _make_version(path: Path, version: int, blamed: list[int] | None = None) -> 
         cids = [store.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
         store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[i] for i in blamed or []])
     store.close()
+    as_version_5(path)
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("ALTER TABLE builds DROP COLUMN changes")
@@ -192,7 +194,11 @@ def test_builds_keep_their_branch(tmp_path: Path) -> None:
         store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
         store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0), [])
         store.add_builds_bulk(
-            [(10, bid, 3, 0, 5.0, 6.0, None), (11, bid, 4, 0, 7.0, 8.0, "w", "main")], [], []
+            [
+                (10, bid, 3, 0, 5.0, 6.0, None, None, None),
+                (11, bid, 4, 0, 7.0, 8.0, "w", "main", None),
+            ],
+            [],
         )
     assert [(b.number, b.branch) for b in store.iter_builds()] == [
         (1, "refs/pull/7/merge"),
@@ -249,7 +255,7 @@ def test_a_version_3_history_reads_its_blamelists_then_gets_the_column(tmp_path:
     store.close()
 
 
-@pytest.mark.parametrize("version", ["1", "6", "x"])
+@pytest.mark.parametrize("version", ["1", "7", "x"])
 def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: str) -> None:
     path = tmp_path / "h.sqlite"
     HistoryStore(path, create=True).close()
@@ -257,7 +263,9 @@ def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: 
     with conn:
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     conn.close()
-    with pytest.raises(HistoryError, match=f"schema version '{version}', .* reads 2, 3, 4 and 5$"):
+    with pytest.raises(
+        HistoryError, match=f"schema version '{version}', .* reads 2, 3, 4, 5 and 6$"
+    ):
         HistoryStore(path)
 
 

@@ -21,6 +21,7 @@ from simulator.history import tails
 from simulator.history.schema import SCHEMA_VERSION
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import generate
+from tests.simulator.old_schemas import as_version_5
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +90,7 @@ def _version_4(path: Path) -> None:
         steps = (FailedStep("compile", 2, "error: x\nexit 1"), FailedStep("test", 2, None))
         store.add_build(bid, Build("b1", 1, 2, 1.0, 2.0, failed_steps=steps), [])
     store.close()
+    as_version_5(path)
     conn = sqlite3.connect(path)
     tails.register(conn)
     with conn:

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, EvidenceNotFetched
 from buildbot_revert.core.model import Build, Result
+from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import ReplayResult, Selection, replay, replay_builds
 from simulator.cli import main
@@ -115,17 +116,21 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
         for b in store.iter_builds():
             want = pulled.expected[(b.builder, b.number)]
             assert b.result == want.result
+            names_its_pr = pull_number_of_branch(b.branch) is not None
             if b.builder in pull_request_builders:
-                # No tracker reads a pull request builder's builds.
-                assert b.result != FAILURE or b.failed_steps == NOT_FETCHED
-                fetched["pull requests"] += b.result == FAILURE
+                # A pull request builder's failing builds are read for their
+                # own pull request's sake (.pullbuilds), when their branch names it.
+                if b.result == FAILURE:
+                    wanted = want.failed_steps if names_its_pr else NOT_FETCHED
+                    assert b.failed_steps == wanted
+                    fetched["pull requests"] += names_its_pr
                 continue
             if b.result != FAILURE:
                 run.pop(b.builder, None)
                 continue
             if (b.branch or "").startswith("refs/pull/"):
-                # Nor a pull request's merge ref: neither counted nor fetched.
-                assert b.failed_steps == NOT_FETCHED
+                # A pull request's merge ref likewise: fetched, never counted.
+                assert b.failed_steps == (want.failed_steps if names_its_pr else NOT_FETCHED)
                 continue
             # Each builder's consecutive failures: the first few have their logs.
             before = run.get(b.builder, 0)

@@ -37,7 +37,9 @@ def test_html_and_markdown_reports(history: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0 and "## Blind spots" in res.output
 
 
-SWEEP_KEYS = "failures, intersection, verification, bisection, grace, max-culprit-age"
+SWEEP_KEYS = (
+    "failures, intersection, pull-request-builds, verification, bisection, grace, max-culprit-age"
+)
 
 
 @pytest.mark.parametrize(

@@ -3,18 +3,28 @@ was last green), of the builders it covers, and of a verdict the simulator canno
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from buildbot_revert.core.model import Builder, Change
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.verdicts import Reason, RevertRequest, Streak, Verdict
+from buildbot_revert.core.verdicts import (
+    BuildRef,
+    PullRequestEvidence,
+    Reason,
+    RevertRequest,
+    Streak,
+    Verdict,
+)
 from simulator.analysis.replay import ReplayResult, Selection
 from simulator.reports.html import render_html
 from simulator.reports.markdown import render_markdown
 from simulator.reports.model import ReportContext, age_text, files_text
+from simulator.reports.schemas import REPORT
 from simulator.reports.text import render_blind_spots_text, render_text, to_json
+from tests.test_report_schema import _errors
 
 T0 = 1_704_067_200.0  # 2024-01-01
 HOUR = 3600.0
@@ -156,3 +166,52 @@ def test_files_text(files: tuple[str, ...], shown: str) -> None:
 )
 def test_age_text(seconds: float | None, shown: str) -> None:
     assert age_text(seconds) == shown
+
+
+def _with_pull_request() -> tuple[ReplayResult, PullRequestEvidence]:
+    """The proposal of ``_result``, its change's own pull request #7 having failed the same."""
+    result = _result()
+    pull = PullRequestEvidence(
+        pull_request=7,
+        failed=(BuildRef(builder="A PR", number=12),),
+        passed=(BuildRef(builder="A PR <i>", number=13),),
+        ties=True,
+    )
+    revert = result.verdicts[0]._replace(pull_request=pull)
+    result.verdicts[0] = revert
+    result.streaks[0] = result.streaks[0]._replace(verdict=revert)
+    return result, pull
+
+
+def test_every_format_names_what_the_changes_own_pull_request_builds_showed() -> None:
+    result, pull = _with_pull_request()
+    ctx = ReportContext.of_replay(result)
+    doc = to_json(ctx)
+    expected = {
+        "pull_request": 7,
+        "failed": [{"builder": "A PR", "number": 12}],
+        "passed": [{"builder": "A PR <i>", "number": 13}],
+        "ties": True,
+        "sentence": pull.sentence(),
+    }
+    assert doc["reverts"][0]["pull_request_builds"] == expected
+    assert doc["streaks"][0]["pull_request_builds"] == expected
+    # Only where the builds showed something: the declined streak has none.
+    assert "pull_request_builds" not in doc["streaks"][1]
+    assert _errors(REPORT, json.loads(json.dumps(doc))) == []
+    sentence = "its pull request #7 failed the same test cases before it was merged (A PR build 12)"
+    assert sentence in render_text(ctx)
+    assert sentence in render_markdown(ctx)
+    html = render_html(ctx)
+    assert sentence in html
+    assert "A PR &lt;i&gt; build 13" in html and "<i>" not in html.split("<body>")[1]
+
+
+def test_without_pull_request_evidence_the_reports_say_nothing_of_it() -> None:
+    ctx = ReportContext.of_replay(_result())
+    assert "pull_request_builds" not in to_json(ctx)["reverts"][0]
+    assert to_json(ctx)["policy"]["pull_request_builds"] is True
+    assert "own pull requests' builds" not in render_markdown(ctx)
+    assert "its pull request #" not in render_text(ctx)
+    off = to_json(ReportContext.of_replay(_result(Policy(pull_request_builds=False))))
+    assert off["policy"]["pull_request_builds"] is False

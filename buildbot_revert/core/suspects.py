@@ -1,0 +1,166 @@
+"""Ranked suspects: who most likely broke a streak the policy will not act on.
+
+Theory of operation
+-------------------
+
+When a red streak's first failing build holds several changes and no
+method pins one of them, the policy declines (``multiple-changes``): it does
+not guess.  The person on watch still needs to know where to look first.
+For such a streak the core ranks the suspects by the evidence it already
+holds when it decides, and *never acts on the ranking*: it is a hint shown
+beside the verdict, in the dashboard and in every report, as Mozilla's
+mozci ranks the pushes of a regression range.
+
+Each suspect starts at zero; each piece of evidence adds or takes points,
+and says why:
+
+=====================================  ======  =================================
+evidence                               points  reason given
+=====================================  ======  =================================
+other red builders failing alike       +3 x    "held by k of n other builders
+(a failure in common) whose first              failing alike"
+failing build holds the change                 (share k/n)
+a failing case linked to the change's  +3      the diff's link: the case it
+diff (added or edited it, or touched           added or edited, or the code
+the code it is named after)                    it touched
+without a diff, the change's files     +2      "touched the code of T", or
+touch the code of a failing test, or           the file a compile error
+a file a compile error names                   names
+every file is documentation            -3      "documentation only"
+the change is itself a revert          -1      "itself a revert"
+=====================================  ======  =================================
+
+Suspects are ordered by score, highest first; equal scores keep the order
+the changes landed in (no evidence is no reason to prefer one).  Only the
+first :data:`KEPT` are kept.  Everything here is pure and reads only what
+it is handed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.intersection import Blamelist
+from buildbot_revert.core.model import Change
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.references import is_revert
+from buildbot_revert.core.relevance import code_files, documentation_only, ties
+from buildbot_revert.core.verdicts import RankedSuspect
+
+# How many ranked suspects a verdict keeps.
+KEPT = 5
+# How many changes' file facts a FileFacts holds before it starts afresh.
+_REMEMBERED = 65536
+_AGREEMENT = 3.0
+_CASE_LINK = 3.0
+_FILE_LINK = 2.0
+_DOCUMENTATION = -3.0
+_REVERT = -1.0
+
+
+class FileFacts:
+    """What a change's files say, worked out once per change (derived, never saved).
+
+    A change lands in the blamelist of every builder that builds it, so the
+    same change is ranked in many streaks; its code files, whether it is
+    documentation only, and what failure its files tie it to do not change.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[str, ...], bool]] = {}
+        self._ties: dict[tuple[str, frozenset[str]], str | None] = {}
+
+    def files(self, policy: Policy, change: Change) -> tuple[tuple[str, ...], bool]:
+        """The change's files that are not documentation, and whether it is documentation only."""
+        known = self._files.get(change.revision)
+        if known is None:
+            if len(self._files) >= _REMEMBERED:
+                self._files.clear()
+            code = tuple(code_files(change.files, policy.doc_patterns, policy.code_patterns))
+            docs = documentation_only(change.files, policy.doc_patterns, policy.code_patterns)
+            known = self._files[change.revision] = (code, docs)
+        return known
+
+    def tie(self, policy: Policy, change: Change, failing: frozenset[str]) -> str | None:
+        """The first failure in ``failing`` the change's code files tie it to, if any."""
+        key = (change.revision, failing)
+        if key not in self._ties:
+            if len(self._ties) >= _REMEMBERED:
+                self._ties.clear()
+            code, _ = self.files(policy, change)
+            self._ties[key] = ties(failing, code, policy.environment_tests)
+        return self._ties[key]
+
+
+@dataclass(frozen=True)
+class RankInput:
+    """What the ranking reads of a streak the policy declined for lack of one culprit."""
+
+    policy: Policy
+    # The first failing build's changes since the last green build, as landed.
+    suspects: tuple[Change, ...]
+    # What the streak's failing builds fail in common (test modules or cases).
+    failing: frozenset[str]
+    # The failing cases, readable (for the diff's link), when the builds name any.
+    cases: tuple[str, ...]
+    # Every other red builder's streak past its evidence.
+    others: Sequence[Blamelist]
+    diff_of: DiffReader | None = None
+    # A tracker keeps one across its decisions; None: one for this ranking.
+    facts: FileFacts | None = None
+
+
+def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
+    """The suspects of ``given``, best first, each with its score and reasons (see the module)."""
+    alike = [b for b in given.others if b.failing & given.failing] if given.failing else []
+    facts = given.facts or FileFacts()
+    ranked = [_score(given, facts, change, alike) for change in given.suspects if change.revision]
+    # sorted() is stable: equal scores keep the landing order.
+    ranked.sort(key=lambda r: -r.score)
+    return tuple(ranked[:KEPT])
+
+
+def _score(
+    given: RankInput, facts: FileFacts, change: Change, alike: Sequence[Blamelist]
+) -> RankedSuspect:
+    """One suspect's score and reasons."""
+    score = 0.0
+    reasons: list[str] = []
+    if alike:
+        holding = sum(1 for b in alike if change.revision in b.revisions)
+        if holding:
+            score += _AGREEMENT * holding / len(alike)
+            reasons.append(f"held by {holding} of {len(alike)} other builders failing alike")
+    linked = _link(given, facts, change)
+    if linked is not None:
+        points, why = linked
+        score += points
+        reasons.append(why)
+    if change.files and facts.files(given.policy, change)[1]:
+        score += _DOCUMENTATION
+        reasons.append("documentation only")
+    if is_revert(change):
+        score += _REVERT
+        reasons.append("itself a revert")
+    return RankedSuspect(revision=change.revision, score=score, reasons=tuple(reasons))
+
+
+def _link(given: RankInput, facts: FileFacts, change: Change) -> tuple[float, str] | None:
+    """The points and reason for the link between the change and what fails, if any."""
+    if not change.files or not given.failing:
+        return None
+    policy = given.policy
+    diff = given.diff_of(change) if given.diff_of is not None else None
+    if diff is not None and given.cases:
+        code, _ = facts.files(policy, change)
+        linked = link_cases(given.cases, diff, code, policy.environment_tests)
+        return (_CASE_LINK, linked.sentence) if linked.linked else None
+    tied = facts.tie(policy, change, given.failing)
+    if tied is None:
+        return None
+    if " " in tied:  # a compile or link error's key: "path: message"
+        return _FILE_LINK, f"touched the file a compile error names ({tied.split(':', 1)[0]})"
+    return _FILE_LINK, f"touched the code of {tied}"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from simulator.analysis.culprit_methods import Methods
@@ -37,16 +38,22 @@ from simulator.cli_args import (
     settings_as_axes,
 )
 from simulator.cli_errors import CLIError, warn
-from simulator.cli_files import check_output, empty_window, open_history, write_output
+from simulator.cli_files import (
+    check_output,
+    empty_window,
+    open_git_repo,
+    open_history,
+    write_output,
+)
 from simulator.cli_github import (
     DEFAULT_API_URL,
     GitHubOptions,
     check_options,
+    github_diffs,
     lookup_outcomes,
 )
 from simulator.cli_history import history_group
 from simulator.history import paths
-from simulator.history.gitdiffs import GitDiffError, GitDiffs
 from simulator.history.rest_transport import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryError, HistoryStore
@@ -242,6 +249,11 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     is_flag=True,
     help="Ask GitHub again instead of reusing the answers cached in the history file.",
 )
+@click.option(
+    "--github-diffs",
+    is_flag=True,
+    help="With --github: read suspects' diffs from GitHub, as the plugin does (cached).",
+)
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -265,6 +277,7 @@ def main(
     github_url: str | None,
     github_token_file: Path | None,
     github_refresh: bool,
+    github_diffs: bool,
     intersection: bool,
     pull_request_builds: bool,
     verification: bool,
@@ -285,9 +298,9 @@ def main(
     check_output(output)
     specs = settings_as_axes(ctx, sweeps, grace) if sweeps else ()
     github = check_options(
-        github_repo, github_url, github_token_file, github_refresh, sweeping=bool(specs)
+        github_repo, github_url, github_token_file, github_refresh, bool(specs), github_diffs
     )
-    diffs = open_git_repo(git_repo, sweeping=bool(specs))
+    diffs = open_git_repo(git_repo, sweeping=bool(specs), github=github_diffs)
     if master is not None:
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
@@ -311,11 +324,13 @@ def run_backtest(
     output: Path | None,
     github: GitHubOptions | None = None,
     methods: Methods | None = None,
-    diffs: GitDiffs | None = None,
+    diffs: DiffReader | None = None,
 ) -> None:
     """Replay the history, and write the report in ``fmt`` (with GitHub's outcomes if asked)."""
     store = open_history(history)
     costs = None
+    reader = github_diffs(github, store)
+    diffs = reader or diffs
     try:
         check_evidence(store, policy.failures)
         warn_unknown_names(store, selection)
@@ -340,20 +355,10 @@ def run_backtest(
                 # Links to github.com only when that is where the answers came from.
                 report.github_repo = github.repo
     finally:
+        if reader is not None:
+            reader.close()
         store.close()
     write_output(render_report(report, fmt), output)
-
-
-def open_git_repo(path: Path | None, *, sweeping: bool) -> GitDiffs | None:
-    """The diff reader of ``--git-repo``; refused with ``--sweep``, whose replays share none."""
-    if path is None:
-        return None
-    if sweeping:
-        raise CLIError("--git-repo applies to one backtest, not to --sweep")
-    try:
-        return GitDiffs(path)
-    except GitDiffError as exc:
-        raise CLIError(str(exc)) from None
 
 
 def check_evidence(store: HistoryStore, failures: int) -> None:

@@ -5,7 +5,8 @@ the user's data directory, generated there on first use.  The report goes
 to stdout, or is written whole to ``--output``; both places are checked
 before the slow part starts, so that a mistake costs a second, not a
 replay.  When a replay finds no builds, :func:`empty_window` says why, with
-what the history covers.
+what the history covers.  ``--git-repo`` names a clone the diffs are read
+from (:func:`open_git_repo`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from simulator.analysis.replay import ReplayResult
 from simulator.cli_errors import CLIError
 from simulator.formatting import day
 from simulator.history import paths
+from simulator.history.gitdiffs import GitDiffError, GitDiffs
 from simulator.history.store import HistoryError, HistoryStore
 
 # -- the history ----------------------------------------------------------------
@@ -154,3 +156,17 @@ def write_output(text: str, output: Path | None) -> None:
         os.replace(tmp, output)
     except OSError as exc:
         raise CLIError(f"{output}: cannot write the report ({exc.strerror})") from None
+
+
+def open_git_repo(path: Path | None, *, sweeping: bool, github: bool) -> GitDiffs | None:
+    """The diff reader of ``--git-repo``; refused with ``--sweep`` and ``--github-diffs``."""
+    if path is None:
+        return None
+    if github:
+        raise CLIError("--git-repo and --github-diffs: give the diffs one source")
+    if sweeping:
+        raise CLIError("--git-repo applies to one backtest, not to --sweep")
+    try:
+        return GitDiffs(path)
+    except GitDiffError as exc:
+        raise CLIError(str(exc)) from None

@@ -1,5 +1,11 @@
 """``simulate --github owner/name``: its options checked, its token found, its lookups run.
 
+With ``--github-diffs`` the same client also reads each suspect's diff from
+GitHub's commit endpoint when a decision asks for it (:class:`GitHubDiffs`),
+as the plugin does, its answers cached in the history file beside the
+outcomes' (a rerun asks nothing); a commit GitHub cannot give is one
+warning and no diff, the file names then deciding, as in the plugin.
+
 The token comes from ``--github-token-file`` or else ``$GITHUB_TOKEN``; it is
 handed to the client and never printed (an unreadable file is named, never
 its content).  Without one, public repositories still answer, within
@@ -13,12 +19,15 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import click
 
+from buildbot_revert.core.diffs import Diff, from_patches
+from buildbot_revert.core.model import Change
 from simulator.analysis.confirm import Confirmation, confirm
 from simulator.analysis.replay import ReplayResult
 from simulator.cli_errors import CLIError, warn
@@ -29,6 +38,8 @@ from simulator.outcomes.outcomes import GitHubOutcomes, github_outcomes
 
 TOKEN_ENV = "GITHUB_TOKEN"
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+# A commit id: what goes into the commit endpoint's URL (a history's text may not).
+_SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,8 @@ class GitHubOptions:
     api_url: str
     token_file: Path | None
     refresh: bool
+    # --github-diffs: the suspects' diffs read from GitHub's commit endpoint.
+    diffs: bool = False
 
 
 def check_options(
@@ -45,6 +58,7 @@ def check_options(
     token_file: Path | None,
     refresh: bool,
     sweeping: bool,
+    diffs: bool = False,
 ) -> GitHubOptions | None:
     """The ``--github`` options, checked before the replay; ``None`` without ``--github``."""
     if repo is None:
@@ -54,6 +68,7 @@ def check_options(
                 ("--github-url", api_url),
                 ("--github-token-file", token_file),
                 ("--github-refresh", refresh or None),
+                ("--github-diffs", diffs or None),
             )
             if value is not None
         ]
@@ -76,7 +91,7 @@ def check_options(
         )
     if token_file is not None:
         read_token_file(token_file)  # now, not after the replay
-    return GitHubOptions(repo, url, token_file, refresh)
+    return GitHubOptions(repo, url, token_file, refresh, diffs)
 
 
 def _loopback(host: str) -> bool:
@@ -106,13 +121,8 @@ def find_token(options: GitHubOptions) -> str | None:
     return os.environ.get(TOKEN_ENV) or None
 
 
-def lookup_outcomes(
-    options: GitHubOptions,
-    store: HistoryStore,
-    result: ReplayResult,
-    confirmation: Confirmation | None,
-) -> GitHubOutcomes:
-    """What people did on GitHub about the replay's proposals (cached in ``store``)."""
+def _connect(options: GitHubOptions) -> Callable[[], GitHubClient]:
+    """Makes the client when a question is first not cached (warning once without a token)."""
 
     def connect() -> GitHubClient:
         token = find_token(options)
@@ -123,6 +133,71 @@ def lookup_outcomes(
             )
         return GitHubClient(options.repo, options.api_url, token)
 
+    return connect
+
+
+def open_answers(options: GitHubOptions, store: HistoryStore) -> Answers:
+    """GitHub's answers through the history file's cache (an unwritable file: one line)."""
+    try:
+        return Answers(
+            store, options.repo, display_url(options.api_url), _connect(options), options.refresh
+        )
+    except HistoryError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def github_diffs(options: GitHubOptions | None, store: HistoryStore) -> GitHubDiffs | None:
+    """The diff reader of ``--github-diffs`` (None without it)."""
+    if options is None or not options.diffs:
+        return None
+    return GitHubDiffs(open_answers(options, store))
+
+
+class GitHubDiffs:
+    """``--github-diffs``: a suspect's diff from GitHub's commit endpoint, through the cache."""
+
+    def __init__(self, answers: Answers) -> None:
+        self.answers = answers
+        self._read: dict[str, Diff | None] = {}
+
+    def __call__(self, change: Change) -> Diff | None:
+        """The diff of ``change``, read once; None when GitHub cannot give it."""
+        revision = change.revision
+        if revision in self._read:
+            return self._read[revision]
+        diff = None
+        if _SHA.match(revision):
+            try:
+                files = self.answers.commit_files(revision)
+            except GitHubError as exc:
+                # As the plugin: said once, and the decision goes on without it.
+                warn(f"could not read the diff of {revision[:12]} from GitHub ({exc}); "
+                     "deciding without it")  # fmt: skip
+                files = None
+            except HistoryError as exc:
+                raise CLIError(str(exc)) from None
+            diff = None if files is None else from_patches(revision, files)
+        self._read[revision] = diff
+        return diff
+
+    def close(self) -> None:
+        """Say what GitHub was asked, and let the client go."""
+        answers = self.answers
+        answers.close()
+        click.echo(
+            f"simulate: GitHub {answers.repo}: the diffs of {len(self._read)} suspect(s), "
+            f"{answers.requests} requests, {answers.cached} answers from the history file's cache",
+            err=True,
+        )
+
+
+def lookup_outcomes(
+    options: GitHubOptions,
+    store: HistoryStore,
+    result: ReplayResult,
+    confirmation: Confirmation | None,
+) -> GitHubOutcomes:
+    """What people did on GitHub about the replay's proposals (cached in ``store``)."""
     if store.get_meta("source") == "generated":
         warn(
             "--github: this history is generated, its changes are not on GitHub: expect "
@@ -132,12 +207,7 @@ def lookup_outcomes(
         proposers = sorted({b for p in result.proposals() for b in p.builders})
         builds = store.iter_builds(result.selection.since, result.selection.until, proposers)
         confirmation = confirm(result, store.changes_by_id().values(), builds)
-    try:
-        answers = Answers(
-            store, options.repo, display_url(options.api_url), connect, options.refresh
-        )
-    except HistoryError as exc:
-        raise CLIError(str(exc)) from None
+    answers = open_answers(options, store)
     try:
         outcomes = github_outcomes(answers, result, store.changes_by_id().values(), confirmation)
     except (GitHubError, HistoryError) as exc:

@@ -23,19 +23,21 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 import pytest_twisted
 from twisted.internet import reactor, task, threads
 
+from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.replay import Selection, replay
 from simulator.history.importer import pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
+from simulator.progress import replay_with_progress
 from testkit.buildbot.in_process_master import InProcessMaster
 from testkit.processes import free_port
 
@@ -92,7 +94,12 @@ def history(seed: int = 7) -> list[tuple]:
 
 
 def run_both(
-    tmp_path, builders, events, reporter_selection: str, selection: Selection
+    tmp_path,
+    builders,
+    events,
+    reporter_selection: str,
+    selection: Selection,
+    diffs: Callable[[HistoryStore], DiffReader] | None = None,
 ) -> Generator[Any, Any, tuple[list[Verdict], list[Verdict]]]:
     """Feed ``events`` to a master with the plugin, then pull and replay it: both verdicts.
 
@@ -100,7 +107,8 @@ def run_both(
     results, tip, steps[, worker[, mark]]); a tip is a change's n, or None
     for a forced build; a mark makes it a build buildbot-revert requested;
     ("wait", seconds) lets real time pass (a master stamps builds in whole
-    seconds, so a gap since green needs one).
+    seconds, so a gap since green needs one).  ``diffs`` makes the replay's diff
+    reader from the pulled history (as ``simulate --github-diffs`` does).
     """
     master = InProcessMaster(
         tmp_path / "master",
@@ -138,7 +146,11 @@ def run_both(
             store = HistoryStore(tmp_path / "history.sqlite", create=True)
             try:
                 pull(BuildbotAPI(master.url), store)
-                result = replay(store, master.reporter.settings.policy, selection)
+                policy = master.reporter.settings.policy
+                if diffs is None:
+                    result = replay(store, policy, selection)
+                else:
+                    result = replay_with_progress(store, policy, selection, diffs=diffs(store))
             finally:
                 store.close()
             # The replay also reports the streaks still open when history ends.

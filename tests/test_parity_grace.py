@@ -40,8 +40,10 @@ from twisted.python import log
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.grace import apply_grace
-from simulator.analysis.replay import Selection, replay
+from simulator.analysis.replay import Selection
+from simulator.cli_github import GitHubDiffs, GitHubOptions, open_answers
 from simulator.history.store import HistoryStore
+from simulator.progress import replay_with_progress
 from testkit.buildbot.in_process_master import InProcessMaster
 from testkit.github import DEFAULT_TOKEN, running
 from testkit.processes import free_port, venv_script
@@ -124,10 +126,12 @@ def wait_until(predicate: Any, timeout: float, what: str) -> Any:
 
 
 def normalized(text: str) -> str:
-    """A PR's text without what differs between two breakages (shas, numbers, names, tests)."""
+    """A PR's text without what differs between two breakages (shas, numbers, names, files)."""
     text = re.sub(r"[0-9a-f]{12,40}", "SHA", text)
     text = re.sub(r"gh-\d+: [A-Za-z ]+", "TITLE", text)
-    text = re.sub(r"test_[a-z0-9]+", "TEST", text)
+    # Markdown escapes a test's underscore; the diff's link names the file and its hunk.
+    text = re.sub(r"test\\?_[a-z0-9]+", "TEST", text)
+    text = re.sub(r"Lib/[a-z0-9_]+\.py", "FILE", text)
     return re.sub(r"\d+", "N", text)
 
 
@@ -248,14 +252,21 @@ def test_plugin_and_simulator_agree_on_grace_every_builder_and_a_restart(tmp_pat
         flaky = [v.reason for v in verdicts if v.builder == FLAKY and v.reason != "too-short"]
         assert flaky == [Reason.FLAKY_BUILDER, Reason.FLAKY_BUILDER], flaky
 
-    # The simulator replays the pulled history with the plugin's policy and grace period.
-    assert history.exists()
-    store = HistoryStore(history)
-    try:
-        # The history is known up to the pull: (b)'s deadline is behind it.
-        result = replay(store, plugin_policy, Selection(until=pulled_at))
-    finally:
-        store.close()
+        # The simulator replays the pulled history with the plugin's policy and grace
+        # period, reading the suspects' diffs from the stand-in as the plugin did.
+        assert history.exists()
+        token = tmp_path / "token"
+        token.write_text(DEFAULT_TOKEN)
+        options = GitHubOptions(github.full_name, github.base_url, token, False, diffs=True)
+        store = HistoryStore(history)
+        diffs = GitHubDiffs(open_answers(options, store))
+        try:
+            # The history is known up to the pull: (b)'s deadline is behind it.
+            selection = Selection(until=pulled_at)
+            result = replay_with_progress(store, plugin_policy, selection, diffs=diffs)
+        finally:
+            diffs.close()
+            store.close()
     graced = apply_grace(result, GRACE)
     simulated = [v for v in result.verdicts if v.reason is not Reason.UNFINISHED]
     assert simulated == verdicts

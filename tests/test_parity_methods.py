@@ -17,8 +17,10 @@ otherwise.
     the second meets the daily cap and becomes a comment.
 
 Then ``simulate pull`` imports the master's history and the simulator
-replays it with the same policy, the same methods and cap, and labels that
-say what the test's workers did: the same verdicts, the same revisions
+replays it with the same policy, the same methods and cap, labels that
+say what the test's workers did, and the suspects' diffs read from the
+stand-in as ``--github-diffs`` reads them (the plugin, holding a token,
+reads them there at each decision): the same verdicts, the same revisions
 filed and commented on, the same builds requested (builder and revision),
 in the same order.
 """
@@ -29,6 +31,7 @@ import json
 import re
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +47,7 @@ from buildbot_revert.plugin.forced_builds import STREAK_PROPERTY
 from simulator.analysis.culprit_methods import MethodCosts, Methods
 from simulator.analysis.executor import methods_play
 from simulator.analysis.replay import Selection, replay_builds, select_builds
+from simulator.cli_github import GitHubDiffs, GitHubOptions, open_answers
 from simulator.history.labels import Labels
 from simulator.history.store import HistoryStore
 from testkit.buildbot.in_process_master import InProcessMaster
@@ -83,11 +87,12 @@ class World:
 
     @defer.inlineCallbacks
     def change(self, title: str, breaks: str | None = None) -> Any:
+        path = f"Lib/m{len(self.order)}.py"
         number, sha = self.github.add_merged_pr(
-            f"gh-{len(self.order) + 1}: {title}", "ada", {f"Lib/m{len(self.order)}.py": "x\n"}
+            f"gh-{len(self.order) + 1}: {title}", "ada", {path: "x\n"}
         )
         self.ssid[sha] = yield self.master.add_change(
-            sha, "Ada <ada@example.org>", f"{title} (#{number})", time.time(), [f"Lib/{sha}.py"]
+            sha, "Ada <ada@example.org>", f"{title} (#{number})", time.time(), [path]
         )
         self.order.append(sha)
         self.pr[sha] = number
@@ -203,8 +208,14 @@ def drive(world: World) -> Any:
         yield world.build(A, fix)
 
 
-def simulated(history: Any, policy: Any, world: World, until: float) -> Any:
-    """The simulator's replay with the methods played out: (verdicts, result, requested)."""
+def simulated(history: Any, policy: Any, world: World, until: float, token: Path) -> Any:
+    """The simulator's replay with the methods played out: (verdicts, result, requested).
+
+    It reads the suspects' diffs from the stand-in as ``--github-diffs`` does:
+    the plugin, given a token, reads them from there too.
+    """
+    github = world.github
+    options = GitHubOptions(github.full_name, github.base_url, token, refresh=False, diffs=True)
     labels = Labels(
         (),
         {key: cause for key, (cause, _) in world.labels.items()},
@@ -214,11 +225,15 @@ def simulated(history: Any, policy: Any, world: World, until: float) -> Any:
     costs = MethodCosts(labelled=True, capped=True)
     play, made = methods_play(methods, labels, costs)
     store = HistoryStore(history)
+    diffs = GitHubDiffs(open_answers(options, store))
     try:
         selection = Selection(until=until).of_history(store.builders())
         builders, builds, evidence = select_builds(store, selection, policy, steps=True)
-        result = replay_builds(builds, policy, selection, builders, play, evidence=evidence)
+        result = replay_builds(
+            builds, policy, selection, builders, play, evidence=evidence, diffs=diffs
+        )
     finally:
+        diffs.close()
         store.close()
     [executor] = made
     verdicts = [v for v in result.verdicts if v.reason is not Reason.UNFINISHED]
@@ -271,6 +286,9 @@ def test_plugin_and_simulator_agree_on_verification_bisection_and_the_daily_cap(
             assert pulled.returncode == 0, pulled.stderr
         finally:
             yield master.stop()
+        token = tmp_path / "token"
+        token.write_text(DEFAULT_TOKEN)
+        verdicts, executor = simulated(history, policy, world, pulled_at, token)
 
     x, y, z = (world.order[i] for i in (1, 6, 8))
     states = {rev: row["state"] for rev, row in rows.items()}
@@ -291,7 +309,6 @@ def test_plugin_and_simulator_agree_on_verification_bisection_and_the_daily_cap(
     verified = [v for v in plugin if "; verified: the parent of" in v.explanation]
     assert [v.suspect.revision for v in verified if v.suspect] == [y, z]
 
-    verdicts, executor = simulated(history, policy, world, pulled_at)
     assert comparable(verdicts) == comparable(plugin)
     assert [(k.builder, k.revision, k.role) for k in executor.requested] == [
         (k.builder, k.revision, k.role) for k in world.requested

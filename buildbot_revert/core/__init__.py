@@ -120,7 +120,10 @@ model, shared by the plugin's gatherer and the simulator's importer),
 reverts, our marker), :mod:`.pullbuilds` (the suspect's own pull-request
 builds), :mod:`.signatures` (a package: one parser per log
 format), :mod:`.relevance` (documentation-only changes, path patterns, and
-which tests a change's files touch), :mod:`.guards`, :mod:`.tracker`,
+which tests a change's files touch), :mod:`.testids`, :mod:`.diffs` and
+:mod:`.caselink` (the link between a change's hunks and the failing test
+cases; :mod:`.diff_wants` names the diffs a decision will read, for a shell
+that must fetch them first), :mod:`.guards`, :mod:`.tracker`,
 :mod:`.verdicts`, :mod:`.grace`, :mod:`.actions`, :mod:`.outcomes`,
 :mod:`.pr_text`, :mod:`.follow_up_text`, :mod:`.markdown`; beyond one change
 in the first failing build, :mod:`.intersection` (the one change other

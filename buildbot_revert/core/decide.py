@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from buildbot_revert.core.decision_context import DecisionContext
+from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.guards import (
     Decline,
     GuardInput,
@@ -68,7 +69,7 @@ class Decided(NamedTuple):
     suspect: Change | None
 
 
-class StreakDecisions(DecisionContext):
+class StreakDecisions(DecisionContext, DiffWants):
     """The checks that decide a streak at its N-th failure (see the module)."""
 
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:

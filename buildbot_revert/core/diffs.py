@@ -3,7 +3,8 @@
 Two shells hand the core a change's diff in two forms, both unified diffs
 with no context lines wanted: the simulator's ``git show --unified=0 REV``
 (:func:`parse_git_show`: every file's header, then its hunks) and GitHub's
-commit endpoint, which gives each file's ``patch`` apart (:func:`parse_patch`).
+commit endpoint, which gives each file's ``patch`` apart (:func:`parse_patch`,
+:func:`from_patches`).
 Both become one :class:`Diff`: per hunk its file, its ``@@`` header (with
 the enclosing definition git names after it), and the lines it removed and
 added.  A hunk's :meth:`Hunk.defines` says whether it added, removed or
@@ -16,7 +17,7 @@ Everything here is pure text handling.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, TypeAlias
 
 from buildbot_revert.core.model import Change
@@ -92,6 +93,12 @@ def _hunks(path: str, lines: list[str]) -> list[Hunk]:
             context = found.group(1).strip()
             header = line[: len(line) - len(found.group(1))].rstrip()
             removed, added = [], []
+        elif header and line.startswith(" ") and not (removed or added):
+            # A context line before the hunk's first change (GitHub's patches
+            # carry three; git's --unified=0 none): a definition there, not
+            # the one named after the header, is what the change lies in.
+            if _DEF.match(line[1:]):
+                context = line[1:].strip()
         elif header and line.startswith("-"):
             removed.append(line[1:])
         elif header and line.startswith("+"):
@@ -103,6 +110,17 @@ def _hunks(path: str, lines: list[str]) -> list[Hunk]:
 def parse_patch(path: str, patch: str) -> list[Hunk]:
     """One file's hunks from a patch without file headers (GitHub's ``files[].patch``)."""
     return _hunks(path, patch.splitlines())
+
+
+def from_patches(revision: str, files: Iterable[tuple[str, str | None]]) -> Diff:
+    """A change's diff from its files' patches (GitHub's ``files[]``: name, patch or None).
+
+    A file without a patch (binary, or too large for GitHub to show) has no hunks.
+    """
+    return Diff(
+        revision,
+        tuple(hunk for path, patch in files if patch for hunk in parse_patch(path, patch)),
+    )
 
 
 def _new_path(line: str) -> str | None:

@@ -30,7 +30,9 @@ every file is documentation            -3      "documentation only"
 the change is itself a revert          -1      "itself a revert"
 =====================================  ======  =================================
 
-Suspects are ordered by score, highest first; equal scores keep the order
+A diff is read only for a range of at most :data:`DIFFS_UP_TO` changes
+(each is a request to GitHub in the plugin); a longer one is ranked by its
+files.  Suspects are ordered by score, highest first; equal scores keep the order
 the changes landed in (no evidence is no reason to prefer one).  Only the
 first :data:`KEPT` are kept.  Everything here is pure and reads only what
 it is handed.
@@ -39,7 +41,7 @@ it is handed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.diffs import DiffReader
@@ -52,6 +54,9 @@ from buildbot_revert.core.verdicts import RankedSuspect
 
 # How many ranked suspects a verdict keeps.
 KEPT = 5
+# The most suspects whose diffs a ranking reads: the plugin fetches each from
+# GitHub before the decision, and a builder back after weeks blames hundreds.
+DIFFS_UP_TO = 8
 # How many changes' file facts a FileFacts holds before it starts afresh.
 _REMEMBERED = 65536
 _AGREEMENT = 3.0
@@ -117,6 +122,8 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     """The suspects of ``given``, best first, each with its score and reasons (see the module)."""
     alike = [b for b in given.others if b.failing & given.failing] if given.failing else []
     facts = given.facts or FileFacts()
+    if len(given.suspects) > DIFFS_UP_TO:
+        given = replace(given, diff_of=None)
     ranked = [_score(given, facts, change, alike) for change in given.suspects if change.revision]
     # sorted() is stable: equal scores keep the landing order.
     ranked.sort(key=lambda r: -r.score)

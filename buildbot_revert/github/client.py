@@ -4,8 +4,8 @@ A thin facade.  It builds the :class:`~.transport.Transport` (HTTP, retries,
 rate limits, serialised writes, redaction) and the
 :class:`~.strategies.Reverter` (finding and filing revert PRs) from one set
 of arguments, and adds the few reads and writes the plugin needs besides:
-the PR a commit came from, labels, comments.  Answers come back as the
-records of :mod:`.responses`.
+the PR a commit came from, a commit's patch, labels, comments.  Answers
+come back as the records of :mod:`.responses`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,19 @@ from twisted.internet.interfaces import IReactorTime
 from buildbot_revert.core.references import pr_number_from_title
 from buildbot_revert.core.standing import LabelEvent
 from buildbot_revert.github.responses import (
+    CommitFile,
     IssueComment,
     PullRequest,
     comment_from_rest,
+    files_from_rest,
     label_names,
     pull_from_rest,
 )
 from buildbot_revert.github.strategies import Reverter, RevertOutcome
 from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport, TransportOptions
+
+# A commit id (SHA-1 or SHA-256, abbreviated or not): what goes into a commit's URL.
+_SHA = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 class GitHubClient:
@@ -95,6 +100,17 @@ class GitHubClient:
         if pull.merged and pull.merge_commit_sha == sha:
             return pull
         return None
+
+    async def commit_files(self, sha: str) -> tuple[CommitFile, ...]:
+        """The files commit ``sha`` changed, each with its patch (GitHub's first 300).
+
+        GitHub's commit endpoint; a commit of more files lists the rest on
+        later pages, which are not asked: the link to test cases reads the
+        hunks it gets.
+        """
+        if not _SHA.fullmatch(sha):
+            raise GitHubError(f"not a commit id: {sha[:80]!r}")
+        return files_from_rest(await self._transport.get(f"{self._repo_path}/commits/{sha}"))
 
     async def pull_labels(self, number: int) -> tuple[str, ...]:
         return label_names(await self._transport.get(f"{self._repo_path}/issues/{number}/labels"))

@@ -2,7 +2,8 @@
 
 The rest of the adapter (and the plugin) never reads GitHub's dicts: a pull
 request is a :class:`PullRequest` in REST terms whichever API it came from,
-a comment an :class:`IssueComment`.  :data:`PULL_FIELDS` is the GraphQL
+a comment an :class:`IssueComment`, a commit's changed files
+:class:`CommitFile`.  :data:`PULL_FIELDS` is the GraphQL
 selection :func:`pull_from_graphql` reads, kept next to it so the two change
 together.
 """
@@ -39,6 +40,30 @@ class IssueComment(NamedTuple):
     author: str
     html_url: str
     created_at: str
+
+
+class CommitFile(NamedTuple):
+    """One file a commit changed, with its patch (GitHub's ``files[]`` of a commit)."""
+
+    filename: str
+    # The unified diff's hunks, without file headers; None for a binary file
+    # or one too large for GitHub to show.
+    patch: str | None
+
+
+def files_from_rest(raw: Any) -> tuple[CommitFile, ...]:
+    """The ``files`` of a REST commit, skipping entries that are not file objects."""
+    files = raw.get("files") if isinstance(raw, dict) else None
+    if not isinstance(files, list):
+        return ()
+    return tuple(
+        CommitFile(
+            filename=f["filename"],
+            patch=f["patch"] if isinstance(f.get("patch"), str) else None,
+        )
+        for f in files
+        if isinstance(f, dict) and isinstance(f.get("filename"), str)
+    )
 
 
 PULL_FIELDS = """

@@ -36,9 +36,11 @@ restarted in between.
 A ``filed`` row is then followed (:mod:`.follow_up`) to its end, kept in
 ``outcome`` (merged, closed, superseded by a fix, relanded: the core's
 :class:`~buildbot_revert.core.outcomes.Outcome`); the builds of its revert
-PR are kept in a third table (:data:`revert_builds_table`).  Reports of a
-wrong revert (a maintainer's ``/wrong-revert``: false-positive feedback) are
-kept in a table of their own (:mod:`.ledger_wrong`).
+PR are kept in a third table (:data:`revert_builds_table`).  A fourth keeps
+the patch of each suspect whose diff a decision read, as GitHub gave it
+(:mod:`.ledger_patches`), so it is fetched once.  Reports of a wrong revert
+(a maintainer's ``/wrong-revert``: false-positive feedback) are kept in a
+table of their own (:mod:`.ledger_wrong`).
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
@@ -56,6 +58,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from buildbot_revert.plugin.ledger_followed import FollowedRows
+from buildbot_revert.plugin.ledger_patches import PatchRows
 from buildbot_revert.plugin.ledger_qualified import QualifiedRows
 from buildbot_revert.plugin.ledger_tables import (
     QUALIFIED_TABLE,
@@ -122,7 +125,7 @@ def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
         raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
-class Ledger(QualifiedRows, FollowedRows, WrongRows):
+class Ledger(QualifiedRows, FollowedRows, PatchRows, WrongRows):
     """The ledger table, reached through ``run(callable) -> Deferred``."""
 
     def __init__(self, run: Runner) -> None:

@@ -1,12 +1,13 @@
 """The ledger's tables in the master's database, and the records their rows are read into.
 
-Three tables (:data:`ledger_table`: one row per revision the reporter ever
+Four tables (:data:`ledger_table`: one row per revision the reporter ever
 decided to revert; :data:`qualified_table`: every builder that qualified for
-one; :data:`revert_builds_table`: the builds of each revert PR), the states
-a ledger row moves through (:class:`LedgerState`, :data:`TRANSITIONS`), and
-creating the tables on every start, on every master at once
-(:func:`create_tables`, :class:`TableSet`).  :mod:`.ledger` reads and
-writes the rows.
+one; :data:`revert_builds_table`: the builds of each revert PR;
+:data:`patches_table`: the patch of each suspect whose diff a decision
+read), the states a ledger row moves through (:class:`LedgerState`,
+:data:`TRANSITIONS`), and creating the tables on every start, on every
+master at once (:func:`create_tables`, :class:`TableSet`).  :mod:`.ledger`
+reads and writes the rows.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 from sqlalchemy.exc import IntegrityError
 
 Runner = Callable[..., Any]
@@ -99,6 +101,20 @@ qualified_table = sa.Table(
     sa.UniqueConstraint("revision", "builder", "first_build", name=f"{QUALIFIED_TABLE}_key"),
 )
 sa.Index(f"{QUALIFIED_TABLE}_streak", qualified_table.c.builder, qualified_table.c.first_build)
+
+# Each suspect commit's files and patches as GitHub's commit endpoint gave
+# them, fetched once (.ledger_patches): the link to test cases reads them.
+PATCHES_TABLE = "buildbot_revert_patches"
+patches_table = sa.Table(
+    PATCHES_TABLE,
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("revision", sa.String(64), nullable=False, unique=True),
+    # A JSON document in the format .ledger_patches writes (its "format" says
+    # which); a large commit's patches outgrow MySQL's TEXT.
+    sa.Column("document", sa.Text().with_variant(mysql.LONGTEXT(), "mysql"), nullable=False),
+    sa.Column("fetched_at", sa.Float, nullable=False),
+)
 
 
 class LedgerState(StrEnum):

@@ -22,7 +22,8 @@ OPTION_DOCS: dict[str, str] = {
     "repo": "the GitHub repository, `owner/name` (required)",
     "token": (
         "the GitHub token: `util.Secret('github_token')`, a `util.Interpolate`, or a string "
-        "from the master's own settings file; never logged; needed by every mode but `dry-run`"
+        "from the master's own settings file; never logged; needed by every mode but `dry-run` "
+        "(where, given, it only reads suspect commits' diffs)"
     ),
     "api_url": "GitHub's API base URL (GitHub Enterprise: `https://HOST/api/v3`)",
     "mode": (

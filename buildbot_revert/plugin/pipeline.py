@@ -2,10 +2,12 @@
 
 :class:`Pipeline` takes one finished build at a time (the reporter calls
 it behind its lock, in completion order): it gathers the core's record of
-the build, feeds the tracker, keeps each watched builder's verdicts and
-streak ends for the dashboard (:mod:`.decisions`), and hands each verdict to
-the core's :class:`~buildbot_revert.core.post_verdict.PostVerdict`.  The
-machine decides what follows; the pipeline only carries its commands out:
+the build, makes ready the suspects' diffs its decisions may read
+(:mod:`.diffs`: fetched first, as the tracker cannot wait), feeds the
+tracker, keeps each watched builder's verdicts and streak ends for the
+dashboard (:mod:`.decisions`), and hands each verdict to the core's
+:class:`~buildbot_revert.core.post_verdict.PostVerdict`.  The machine
+decides what follows; the pipeline only carries its commands out:
 
 - :class:`~buildbot_revert.core.machine_io.RequestBuild`: a buildset at the
   key's revision on the key's builder (:mod:`.forced_builds`);
@@ -36,6 +38,7 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python import log
 
+from buildbot_revert.core.diffs import Diff
 from buildbot_revert.core.machine_io import (
     Command,
     Conclude,
@@ -51,6 +54,7 @@ from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.plugin.config import Settings, machine_settings
+from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
 from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
 
@@ -73,6 +77,8 @@ class Hands:
     follow_up: Any = None
     decisions: Any = None
     held: HeldStore | None = None
+    # The suspects' diffs (.diffs), fetched before a build whose decision reads them.
+    diffs: DiffSource | None = None
 
 
 class Pipeline:
@@ -166,19 +172,47 @@ class Pipeline:
             self.machine.built(build)
             if self.hands.follow_up is not None and act:
                 yield self._follow(build)
-        events = self.tracker.feed(build)
+        yield self._prefetch(build, act)
         to_file: list[str] = []
-        if ours:
-            if act:
-                yield self._carry_out(self.machine.finished(build), None, act, to_file)
-        else:
-            for event in events:
-                # Builders outside the selection only lend their evidence.
-                if event.builder in self.watched:
-                    yield self._take(event, act, to_file)
+        try:
+            events = self.tracker.feed(build)
+            if ours:
+                if act:
+                    yield self._carry_out(self.machine.finished(build), None, act, to_file)
+            else:
+                for event in events:
+                    # Builders outside the selection only lend their evidence.
+                    if event.builder in self.watched:
+                        yield self._take(event, act, to_file)
+        finally:
+            if self.hands.diffs is not None:
+                self.hands.diffs.forget()
         for revision in dict.fromkeys(to_file):
             self._file(revision)
         return build
+
+    @defer.inlineCallbacks
+    def _prefetch(self, build: Build, act: bool) -> Any:
+        """Make ready the diffs the decisions on ``build`` may read; never stops the feed."""
+        assert self.tracker is not None and self.hands is not None
+        diffs = self.hands.diffs
+        if diffs is None:
+            return
+        wanted = self.tracker.diffs_wanted(
+            build, bisection=self.machine.settings.bisection is not None
+        )
+        if not wanted:
+            return
+        try:
+            # A replay rebuilding the memory reads the ledger only.
+            yield diffs.prefetch(wanted, fetch=act)
+        except Exception as exc:
+            log.err(exc, "buildbot-revert: could not make the suspects' diffs ready")  # type: ignore[no-untyped-call]
+
+    def read_diff(self, change: Change) -> Diff | None:
+        """The tracker's diff reader: what :meth:`_prefetch` made ready for this build."""
+        diffs = self.hands.diffs if self.hands is not None else None
+        return None if diffs is None else diffs.read(change)
 
     @defer.inlineCallbacks
     def _gather(self, msg: dict[str, Any]) -> Any:

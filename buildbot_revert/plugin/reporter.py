@@ -265,7 +265,10 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
             snapshot = yield self._load_memory()
             if snapshot is not None:
                 self.tracker = snapshot.tracker
-                self.tracker.attach(self.pipeline.watched.__contains__, self.pipeline.builder_tags)
+                pipeline = self.pipeline
+                self.tracker.attach(
+                    pipeline.watched.__contains__, pipeline.builder_tags, pipeline.read_diff
+                )
                 self.tracker.also_proposed(proposed)
                 self._catch_up = CatchUp.of(snapshot)
                 since = snapshot.last_complete_at - OVERLAP
@@ -349,6 +352,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
             proposed=proposed,
             watched=self.pipeline.watched.__contains__,
             tags_of=self.pipeline.builder_tags,
+            diffs=self.pipeline.read_diff,
         )
 
     def _schedule_pending(self) -> None:
@@ -472,7 +476,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
 
 _HIDDEN = "<the GitHub token, hidden>"
 # The parts the pipeline acts through.
-_HANDS = ("gatherer", "filer", "follow_up", "decisions", "held")
+_HANDS = ("gatherer", "filer", "follow_up", "decisions", "held", "diffs")
 
 
 def _log_failure(failure: BaseException | Failure, why: str) -> None:

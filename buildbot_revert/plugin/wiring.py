@@ -4,7 +4,9 @@
 parts it hands each finished build to: the gatherer (kept across
 reconfigurations, its caches forgotten), the ledger, memory, dashboard and
 held-state tables (made once), the GitHub client (when the mode needs one
-and the token renders), the webhooks, the filer and the follow-up.  It
+and the token renders), the webhooks, the filer, the follow-up and the
+suspects' diffs (:mod:`.diffs`; read with the token in a dry run too, when
+one is given).  It
 owns the HTTP connection pool they share.
 
 The GitHub token is rendered here, on every (re)configuration, and only when
@@ -35,6 +37,7 @@ from buildbot_revert.plugin.config import (
     rendered_token,
 )
 from buildbot_revert.plugin.decisions import Decisions
+from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.follow_up import FollowUp
 from buildbot_revert.plugin.gather import Gatherer
@@ -57,6 +60,7 @@ class Parts:
     notifier: Notifier
     filer: Filer | None = None
     follow_up: FollowUp | None = None
+    diffs: DiffSource | None = None
 
 
 T = TypeVar("T")
@@ -93,6 +97,7 @@ class PartsByName:
     notifier = Part[Notifier](Notifier())
     filer = Part[Filer]()
     follow_up = Part[FollowUp]()
+    diffs = Part[DiffSource]()
 
 
 class Wiring:
@@ -142,7 +147,24 @@ class Wiring:
             parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
         if client is not None:
             parts.follow_up = FollowUp(settings, ledger, client, **common)
+        # The suspects' patches are read with the token even in a dry run.
+        reads = client if client is not None else (yield self._reads(settings))
+        parts.diffs = DiffSource(ledger, reads, self.reactor.seconds)
         return parts
+
+    @defer.inlineCallbacks
+    def _reads(self, settings: Settings) -> Any:
+        """A dry run's client for reading suspects' patches: only when a token is given."""
+        if settings.token is None:
+            return None
+        token = yield self.render_token(settings, reads=True)
+        if token is None:
+            return None
+        log.msg(
+            f"buildbot-revert: reading the diffs of suspect commits from GitHub with "
+            f"{describe_token(settings.token)} (nothing else is done on GitHub in a dry run)"
+        )
+        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
 
     @defer.inlineCallbacks
     def _github(self, settings: Settings) -> Any:
@@ -163,7 +185,7 @@ class Wiring:
         return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
 
     @defer.inlineCallbacks
-    def render_token(self, settings: Settings) -> Any:
+    def render_token(self, settings: Settings, reads: bool = False) -> Any:
         """The token as a string, or None after one line in the log saying why not.
 
         Neither the line nor anything else here ever holds the token's value.
@@ -178,9 +200,14 @@ class Wiring:
                 return rendered_token(value)
             except SettingsError as exc:
                 problem = f"is unusable: {exc}"
+        needs = (
+            "the suspects' diffs are not read from GitHub (the file names decide)"
+            if reads
+            else f"mode {settings.mode.value!r} needs it, so nothing is done on GitHub"
+        )
         log.msg(
-            f"buildbot-revert: {what} {problem}; mode {settings.mode.value!r} needs it, "
-            "so nothing is done on GitHub until it is supplied and the master restarted"
+            f"buildbot-revert: {what} {problem}; {needs} until it is supplied and the "
+            "master restarted"
         )
         return None
 

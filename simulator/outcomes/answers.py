@@ -1,6 +1,7 @@
 """GitHub's answers, cached in the history file: a second run of ``--github`` asks nothing.
 
-Each question (a pull request by number, a commit's pull requests, a search)
+Each question (a pull request by number, a commit's pull requests, a search,
+a commit's files and patches for ``--github-diffs``)
 has a key; its answer is kept as JSON in the history's ``github_answers``
 table (:meth:`~simulator.history.store.HistoryStore.add_github_answer`),
 under the API address and the repository, as soon as it comes, so that an
@@ -87,3 +88,10 @@ class Answers:
             f"search {query}", lambda c: [p.as_json() for p in c.search_pulls(query)]
         )
         return [PullRecord.of_json(d) for d in docs]
+
+    def commit_files(self, sha: str) -> list[tuple[str, str | None]] | None:
+        """Commit ``sha``'s files and their patches (None: GitHub knows no such commit)."""
+        doc = self._answer(f"commit-files {sha}", lambda c: c.commit_files(sha))
+        if doc is None:
+            return None
+        return [(str(name), patch if isinstance(patch, str) else None) for name, patch in doc]

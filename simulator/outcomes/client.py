@@ -193,6 +193,24 @@ class GitHubClient:
 
         return self._ask(ask, missing=[])
 
+    def commit_files(self, sha: str) -> list[list[str | None]] | None:
+        """Commit ``sha``'s files as ``[filename, patch or None]`` (None: no such commit).
+
+        GitHub's commit endpoint, as the plugin reads it: each file's
+        ``patch`` is None for a binary file or one too large to show.
+        """
+
+        def ask() -> list[list[str | None]] | None:
+            try:
+                files = self._repo.get_commit(sha).files
+                return [[str(f.filename), f.patch] for f in files]
+            except GithubException as exc:
+                if exc.status in (404, 422):  # no such repository, "No commit found for SHA"
+                    return None
+                raise
+
+        return self._ask(ask, missing=None)
+
     def search_pulls(self, query: str) -> list[PullRecord]:
         """Pull requests of the repository matching a search ``query`` (``repo:`` is added)."""
 

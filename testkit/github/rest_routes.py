@@ -102,6 +102,16 @@ def _commit_pulls(repo: Repository, params: Params, query: Query, body: Any) -> 
     return 200, [shapes.pull_request_simple(repo, pr) for pr in _page(found, query)]
 
 
+@_route("GET", R + "/commits/{ref}")
+def _get_commit(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """A commit with its files' patches; GitHub's 422 for a commit id it does not know."""
+    try:
+        sha = repo.resolve_commitish(params["ref"])
+    except StandInError:
+        raise StandInError(422, f"No commit found for SHA: {params['ref']}") from None
+    return 200, shapes.commit_with_files(repo, repo.commits[sha])
+
+
 @_route("GET", R + "/pulls")
 def _list_pulls(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
     state = _q(query, "state", "open")

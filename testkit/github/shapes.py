@@ -377,6 +377,19 @@ def commit(repo: Repository, c: Commit) -> dict[str, Any]:
     }
 
 
+def commit_with_files(repo: Repository, c: Commit) -> dict[str, Any]:
+    """A commit as ``GET /repos/{owner}/{repo}/commits/{ref}`` gives it: with its files."""
+    parent = repo.commits[c.parents[0]].tree if c.parents else repo.store_tree({})
+    files = diff_entries(repo, parent, c.tree)
+    adds = sum(f["additions"] for f in files)
+    dels = sum(f["deletions"] for f in files)
+    return {
+        **commit(repo, c),
+        "stats": {"additions": adds, "deletions": dels, "total": adds + dels},
+        "files": files,
+    }
+
+
 def git_ref(repo: Repository, ref: str) -> dict[str, Any]:
     sha = repo.refs[ref]
     return {
@@ -434,8 +447,11 @@ def diff_entries(repo: Repository, old_tree: str, new_tree: str) -> list[dict[st
         dels = sum(1 for line in diff if line.startswith("- "))
         status = "added" if before is None else "removed" if after is None else "modified"
         blob = (after or before)[1]  # type: ignore[index]
+        # GitHub's patch: the unified diff's hunks, three lines of context, no file header.
+        patch = "\n".join(list(difflib.unified_diff(a, b, lineterm="", n=3))[2:])
         out.append(
             {
+                "patch": patch,
                 "sha": blob,
                 "filename": path,
                 "status": status,

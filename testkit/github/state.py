@@ -158,10 +158,13 @@ class Repository:
         self.trees[sha] = dict(entries)
         return sha
 
-    def store_commit(self, tree: str, parents: list[str], message: str, author: str) -> str:
+    def store_commit(
+        self, tree: str, parents: list[str], message: str, author: str, sha: str | None = None
+    ) -> str:
+        """Store a commit; its sha hashes its content unless the test names one."""
         date = self.next_timestamp()
         payload = json.dumps([tree, parents, message, author, date, self.new_id()])
-        sha = sha1(b"commit\0" + payload.encode())
+        sha = sha or sha1(b"commit\0" + payload.encode())
         self.commits[sha] = Commit(sha, tree, list(parents), message, author, date)
         return sha
 
@@ -186,12 +189,16 @@ class Repository:
         files: dict[str, str | None],
         author: str = "someone",
         branch: str | None = None,
+        sha: str | None = None,
     ) -> str:
-        """Commit directly on a branch (default: the default branch); return the sha."""
+        """Commit directly on a branch (default: the default branch); return the sha.
+
+        ``sha``: the commit's id, when a test needs the one a master's change names.
+        """
         with self.lock:
             parent = self.head(branch)
             tree = self._tree_with(self.commits[parent].tree, files)
-            sha = self.store_commit(tree, [parent], message, author)
+            sha = self.store_commit(tree, [parent], message, author, sha)
             self.refs[f"refs/heads/{branch or self.default_branch}"] = sha
             return sha
 

@@ -126,6 +126,20 @@ def test_an_edited_case_and_the_code_a_case_is_named_after_link() -> None:
     ).linked
 
 
+def test_a_definition_in_githubs_leading_context_is_what_the_hunk_lies_in() -> None:
+    # GitHub's patch: three lines of context, the header naming the case above.
+    patch = (
+        "@@ -10,6 +10,6 @@ def test_dump():\n"
+        "     assert dump([]) == ''\n \n def test_parse():\n"
+        "-    assert parse('a') == 'a'\n+    assert parse('a') == ['a']\n \n \n"
+    )
+    [hunk] = parse_patch("tests/test_x.py", patch)
+    assert hunk.encloses("test_parse") and not hunk.encloses("test_dump")
+    diff = Diff("b", (hunk,))
+    assert link_cases(["tests/test_x.py::test_parse"], diff, ["tests/test_x.py"], {}).linked
+    assert not link_cases(["tests/test_x.py::test_dump"], diff, ["tests/test_x.py"], {}).linked
+
+
 def test_git_show_output_is_read_file_by_file() -> None:
     text = (
         ADDED_CASE

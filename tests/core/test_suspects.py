@@ -9,7 +9,7 @@ from buildbot_revert.core.diffs import Diff, Hunk
 from buildbot_revert.core.intersection import Blamelist
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.suspects import KEPT, RankInput, rank_suspects
+from buildbot_revert.core.suspects import DIFFS_UP_TO, KEPT, RankInput, rank_suspects
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason
 from tests.builds_dsl import change
@@ -114,3 +114,17 @@ def test_a_ranked_verdict_survives_a_snapshot() -> None:
     held = [s.verdict for s in back.__getstate__()["_streaks"].values() if s.verdict is not None]
     assert any(v.ranked for v in held)
     assert CHANGES["b"].revision in {r.revision for v in held for r in v.ranked}
+
+
+def test_a_long_range_is_ranked_by_its_files_without_reading_diffs() -> None:
+    suspects = tuple(touching(f"r{i:02}", f"Lib/m{i}.py") for i in range(DIFFS_UP_TO + 1))
+    asked: list[str] = []
+
+    def diff_of(c: Change) -> Diff:
+        asked.append(c.revision)
+        return Diff(c.revision, ())
+
+    ranked(suspects, cases=("test_os.T.test_x",), diff_of=diff_of)
+    assert asked == []
+    ranked(suspects[:DIFFS_UP_TO], cases=("test_os.T.test_x",), diff_of=diff_of)
+    assert len(asked) == DIFFS_UP_TO

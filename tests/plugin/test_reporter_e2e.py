@@ -170,7 +170,10 @@ def test_dry_run_touches_nothing_on_github_and_records_the_decision(github, mast
     _, bad = story(github, harness)
     rows = wait_for(lambda: ledger_rows(harness.db_url, harness.master_dir), what="the ledger")
     assert [(r["revision"], r["state"]) for r in rows] == [(bad, "recorded")]
-    assert github.requests == []
+    # Given a token, a dry run reads the suspect's diff (once, at its decision), nothing else.
+    assert [(r.method, r.path) for r in github.requests] == [
+        ("GET", f"/repos/{github.full_name}/commits/{bad}")
+    ]
     assert f"dry-run: would revert {bad[:12]}" in harness.master_log.read_text()
 
 

@@ -147,8 +147,11 @@ class Wiring:
             parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
         if client is not None:
             parts.follow_up = FollowUp(settings, ledger, client, **common)
-        # The suspects' patches are read with the token even in a dry run.
-        reads = client if client is not None else (yield self._reads(settings))
+        # The suspects' patches are read with the token even in a dry run; in
+        # another mode without a usable token, its one line was written already.
+        reads = client
+        if client is None and settings.mode is Mode.DRY_RUN:
+            reads = yield self._reads(settings)
         parts.diffs = DiffSource(ledger, reads, self.reactor.seconds)
         return parts
 
@@ -157,8 +160,15 @@ class Wiring:
         """A dry run's client for reading suspects' patches: only when a token is given."""
         if settings.token is None:
             return None
-        token = yield self.render_token(settings, reads=True)
-        if token is None:
+        try:
+            token = rendered_token((yield self.render(settings.token)))
+        except Exception:
+            # A dry run needs no token: without one it stays quiet, and the
+            # file names decide.
+            log.msg(
+                "buildbot-revert: a dry run without a usable GitHub token: the suspects' "
+                "diffs are not read from GitHub (the file names decide)"
+            )
             return None
         log.msg(
             f"buildbot-revert: reading the diffs of suspect commits from GitHub with "
@@ -185,7 +195,7 @@ class Wiring:
         return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
 
     @defer.inlineCallbacks
-    def render_token(self, settings: Settings, reads: bool = False) -> Any:
+    def render_token(self, settings: Settings) -> Any:
         """The token as a string, or None after one line in the log saying why not.
 
         Neither the line nor anything else here ever holds the token's value.
@@ -200,11 +210,7 @@ class Wiring:
                 return rendered_token(value)
             except SettingsError as exc:
                 problem = f"is unusable: {exc}"
-        needs = (
-            "the suspects' diffs are not read from GitHub (the file names decide)"
-            if reads
-            else f"mode {settings.mode.value!r} needs it, so nothing is done on GitHub"
-        )
+        needs = f"mode {settings.mode.value!r} needs it, so nothing is done on GitHub"
         log.msg(
             f"buildbot-revert: {what} {problem}; {needs} until it is supplied and the "
             "master restarted"

@@ -23,11 +23,15 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+import sqlalchemy as sa
+from twisted.python import log
 
 from testkit.buildbot.harness import BuildbotHarness, harnesses
+from testkit.databases import postgres_database
 from testkit.github import GitHubStandIn, running
 
 # The shipped history the tests generate goes into this clone's history/
@@ -146,6 +150,33 @@ def masters(tmp_path: Path) -> Iterator[Callable[..., BuildbotHarness]]:
     """A factory of started harnesses, all stopped at the end of the test."""
     with harnesses(tmp_path) as make:
         yield make
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """The lines Twisted's log receives while the test runs (the plugin logs through it)."""
+    lines: list[str] = []
+
+    def observe(event: dict) -> None:
+        lines.append(" ".join(str(m) for m in event.get("message", ())))
+
+    log.addObserver(observe)
+    yield lines
+    log.removeObserver(observe)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A master's database: SQLite, or a fresh PostgreSQL one (as several masters share)."""
+    if request.param == "sqlite":
+        eng = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
+        yield eng
+        eng.dispose()
+        return
+    with postgres_database("bbrevert", required=True) as url:
+        eng = sa.create_engine(url)
+        yield eng
+        eng.dispose()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -19,13 +19,12 @@ simulator agrees.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_twisted
-from twisted.python import log
 
 from buildbot_revert.core.verdicts import Reason, Verdict
 from simulator.analysis.replay import Selection
@@ -55,18 +54,6 @@ def history() -> list[tuple]:
         ("build", BUILDER, F, None, failing, "w-debian"),
         ("build", BUILDER, F, None, failing, "w-debian"),
     ]
-
-
-@pytest.fixture
-def logged() -> Iterator[list[str]]:
-    lines: list[str] = []
-
-    def observe(event: dict) -> None:
-        lines.append(" ".join(str(m) for m in event.get("message", ())))
-
-    log.addObserver(observe)
-    yield lines
-    log.removeObserver(observe)
 
 
 def seed(github: GitHubStandIn) -> None:

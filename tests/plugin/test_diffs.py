@@ -9,13 +9,9 @@ gets no diff, and the revision is not asked again in the same process.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import pytest_twisted
-import sqlalchemy as sa
 from twisted.internet import reactor
-from twisted.python import log
 
 from buildbot_revert.core.model import Change
 from buildbot_revert.github.responses import CommitFile
@@ -27,7 +23,7 @@ from buildbot_revert.plugin.ledger_patches import (
     encode_patch,
 )
 from buildbot_revert.plugin.ledger_tables import patches_table
-from testkit.databases import engine_runner, postgres_database
+from testkit.databases import engine_runner
 from testkit.github import FastClock, Fault, GitHubStandIn
 from tests.plugin.test_github_client import make_client
 
@@ -38,35 +34,9 @@ ADDED = BEFORE + "\n    def test_new(self):\n        self.assertEqual(1, 2)\n"
 COMMIT = "a1" * 20
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path) -> Iterator[sa.Engine]:
-    """The master's database: SQLite, or a fresh PostgreSQL one (as several masters share)."""
-    if request.param == "sqlite":
-        eng = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-        yield eng
-        eng.dispose()
-        return
-    with postgres_database("bbrevert", required=True) as url:
-        eng = sa.create_engine(url)
-        yield eng
-        eng.dispose()
-
-
 @pytest.fixture
 def clock():
     return FastClock(reactor)
-
-
-@pytest.fixture
-def logged() -> Iterator[list[str]]:
-    lines: list[str] = []
-
-    def observe(event: dict) -> None:
-        lines.append(" ".join(str(m) for m in event.get("message", ())))
-
-    log.addObserver(observe)
-    yield lines
-    log.removeObserver(observe)
 
 
 def seed(github: GitHubStandIn) -> Change:

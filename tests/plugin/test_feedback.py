@@ -8,13 +8,10 @@ computed by the core from the ledger's rows, say so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer, reactor
-from twisted.python import log
 
 from buildbot_revert.core import precision
 from buildbot_revert.core.feedback import WRONG_LABEL
@@ -41,19 +38,6 @@ def ledger(tmp_path):
 @pytest.fixture
 def clock():
     return FastClock(reactor)
-
-
-@pytest.fixture
-def logged() -> Iterator[list[str]]:
-    """The plugin's log lines while the test runs."""
-    lines: list[str] = []
-
-    def observe(event: dict) -> None:
-        lines.append(" ".join(str(m) for m in event.get("message", ())))
-
-    log.addObserver(observe)
-    yield lines
-    log.removeObserver(observe)
 
 
 @defer.inlineCallbacks

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 import pytest_twisted
 import sqlalchemy as sa
 
@@ -14,22 +11,9 @@ from buildbot_revert.plugin.ledger import (
     Ledger,
     ledger_table,
 )
-from testkit.databases import engine_runner, postgres_database
+from testkit.databases import engine_runner
 
 FOLLOW_UP_COLUMNS = {"outcome", "outcome_at", "reland", "summary_comment_id"}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def engine(request, tmp_path) -> Iterator[sa.Engine]:
-    if request.param == "sqlite":
-        eng = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-        yield eng
-        eng.dispose()
-        return
-    with postgres_database("bbrevert_follow", required=True) as url:
-        eng = sa.create_engine(url)
-        yield eng
-        eng.dispose()
 
 
 def filed(ledger: Ledger, rev: str, pr: int):

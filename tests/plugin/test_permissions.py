@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
-from twisted.python import log
 
 from buildbot_revert.core import actions
 from buildbot_revert.core.model import Change
@@ -35,18 +34,6 @@ def ledger(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
     yield Ledger(engine_runner(engine))
     engine.dispose()
-
-
-@pytest.fixture
-def logged():
-    lines: list[str] = []
-
-    def observe(event):
-        lines.append(" ".join(str(m) for m in event.get("message", ())))
-
-    log.addObserver(observe)
-    yield lines
-    log.removeObserver(observe)
 
 
 def permission_asks(github) -> list[str]:

@@ -160,11 +160,10 @@ class Wiring:
         """A dry run's client for reading suspects' patches: only when a token is given."""
         if settings.token is None:
             return None
-        try:
-            token = rendered_token((yield self.render(settings.token)))
-        except Exception:
-            # A dry run needs no token: without one it stays quiet, and the
-            # file names decide.
+        token, _ = yield self._token_or_problem(settings)
+        if token is None:
+            # A dry run needs no token: without one it says so without the
+            # token's error line, and the file names decide.
             log.msg(
                 "buildbot-revert: a dry run without a usable GitHub token: the suspects' "
                 "diffs are not read from GitHub (the file names decide)"
@@ -174,7 +173,7 @@ class Wiring:
             f"buildbot-revert: reading the diffs of suspect commits from GitHub with "
             f"{describe_token(settings.token)} (nothing else is done on GitHub in a dry run)"
         )
-        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
+        return self._client(settings, token)
 
     @defer.inlineCallbacks
     def _github(self, settings: Settings) -> Any:
@@ -192,6 +191,10 @@ class Wiring:
             f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
             f"acting on GitHub with {describe_token(settings.token)}"
         )
+        return self._client(settings, token)
+
+    def _client(self, settings: Settings, token: str) -> GitHubClient:
+        """The GitHub client of ``settings``' repository, on the master's HTTP client."""
         return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
 
     @defer.inlineCallbacks
@@ -200,22 +203,28 @@ class Wiring:
 
         Neither the line nor anything else here ever holds the token's value.
         """
+        token, problem = yield self._token_or_problem(settings)
+        if token is not None:
+            return token
         what = describe_token(settings.token)
-        try:
-            value = yield self.render(settings.token)
-        except Exception as exc:
-            problem = f"could not be rendered: {one_line(exc)}"
-        else:
-            try:
-                return rendered_token(value)
-            except SettingsError as exc:
-                problem = f"is unusable: {exc}"
         needs = f"mode {settings.mode.value!r} needs it, so nothing is done on GitHub"
         log.msg(
             f"buildbot-revert: {what} {problem}; {needs} until it is supplied and the "
             "master restarted"
         )
         return None
+
+    @defer.inlineCallbacks
+    def _token_or_problem(self, settings: Settings) -> Any:
+        """``(token, None)``, or ``(None, why it cannot be used)``: the why never holds it."""
+        try:
+            value = yield self.render(settings.token)
+        except Exception as exc:
+            return None, f"could not be rendered: {one_line(exc)}"
+        try:
+            return rendered_token(value), None
+        except SettingsError as exc:
+            return None, f"is unusable: {exc}"
 
     def http(self) -> HTTPClient:
         """The master's HTTP client (treq on its reactor), shared by GitHub and the webhooks."""

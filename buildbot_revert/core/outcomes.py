@@ -40,6 +40,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -168,8 +169,13 @@ def touched_by_human(
     return False
 
 
+@lru_cache(maxsize=4096)
 def pull_number_of_branch(branch: str | None) -> int | None:
-    """The PR number of a pull request's build branch (``refs/pull/N/merge``), if it is one."""
+    """The PR number of a pull request's build branch (``refs/pull/N/merge``), if it is one.
+
+    Cached: it is asked of every pull request's build the tracker is fed, and
+    a pull request's branch is built on dozens of builders.
+    """
     if not branch:
         return None
     m = _PULL_BRANCH.match(branch)

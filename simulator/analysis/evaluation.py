@@ -148,7 +148,6 @@ def _attributable(result: ReplayResult, labels: Labels, broke: Broken) -> dict[s
     """Each attributable breakage's revision, with the streaks that make it so."""
     attributable: dict[str, list[Streak]] = defaultdict(list)
     n = result.policy.failures
-    culprits = labels.build_culprits
     for streak in result.streaks:
         if (
             len(streak.blamelist) == 1
@@ -156,7 +155,7 @@ def _attributable(result: ReplayResult, labels: Labels, broke: Broken) -> dict[s
             and streak.verdict.reason is not Reason.ALWAYS_RED
         ):
             rev = streak.blamelist[0].revision
-            caused = all(culprits.get((b.builder, b.number)) == rev for b in streak.failing[:n])
+            caused = labels.sole_culprit(streak.failing[:n]) == rev
             if streak.builder in broke.get(rev, ()) and caused:
                 attributable[rev].append(streak)
     return attributable

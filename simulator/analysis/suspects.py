@@ -89,10 +89,7 @@ def _culprit(streak: Streak, labels: Labels, n: int) -> str | None:
     verdict = streak.verdict
     if verdict.reason is not Reason.MULTIPLE_CHANGES or not verdict.ranked or streak.builds < n:
         return None
-    culprits = {labels.build_culprits.get((b.builder, b.number)) for b in streak.failing[:n]}
-    if len(culprits) != 1:
-        return None
-    culprit = culprits.pop()
+    culprit = labels.sole_culprit(streak.failing[:n])
     if culprit is None or all(c.revision != culprit for c in streak.blamelist):
         return None
     return culprit

@@ -7,7 +7,10 @@ evaluation, which scores the policy's verdicts against it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from buildbot_revert.core.model import Build
 
 
 @dataclass(frozen=True)
@@ -31,3 +34,8 @@ class Labels:
     build_causes: dict[tuple[str, int], str]
     # (builder, build number) -> revision that broke it, for "breakage" builds.
     build_culprits: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def sole_culprit(self, builds: Iterable[Build]) -> str | None:
+        """The one change that broke every build of ``builds``, if one did (None otherwise)."""
+        culprits = {self.build_culprits.get((b.builder, b.number)) for b in builds}
+        return culprits.pop() if len(culprits) == 1 else None

@@ -37,6 +37,7 @@ from buildbot_revert.core.model import Change
 from buildbot_revert.github import GitHubError
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_patches import Patch
+from buildbot_revert.plugin.notify.notice import one_line
 
 # GitHub's answers that say the commit is not there (kept, not retried).
 _MISSING = frozenset({404, 422})
@@ -95,7 +96,7 @@ class DiffSource:
                 self._failed.add(revision)
                 log.msg(
                     f"buildbot-revert: could not fetch the diff of {revision[:12]} from GitHub "
-                    f"({_one_line(exc)}); deciding without it"
+                    f"({one_line(str(exc) or type(exc).__name__, 200)}); deciding without it"
                 )
                 return None
             files = None
@@ -106,11 +107,6 @@ class DiffSource:
             # The decision still has it; the next one will ask GitHub again.
             log.msg(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")
         return _diff(revision, files)
-
-
-def _one_line(exc: Exception) -> str:
-    """An error on one short line (GitHubError's text holds no secret)."""
-    return " ".join((str(exc) or type(exc).__name__).split())[:200]
 
 
 def _diff(revision: str, files: Patch) -> Diff | None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from buildbot_revert.core.verdicts import PullRequestEvidence
+from buildbot_revert.core.verdicts import PullRequestEvidence, Streak
+from simulator.analysis.replay import Proposal
 from simulator.formatting import iso, pct
 from simulator.reports import flaky, suspects
 from simulator.reports.model import (
@@ -52,48 +53,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
         "summary": _summary_json(ctx),
         # The follow-up's churn: reverts stood down because a fix landed first.
         "stood_down_by_fix": ctx.stand_downs.as_json(),
-        "reverts": [
-            {
-                "revision": p.request.revision,
-                "builder": p.request.builder,
-                "builders": list(p.builders),
-                "build_number": p.request.build_number,
-                "failing_builds": list(p.request.failing_builds),
-                "filed_at": iso(p.request.qualified_at),
-                "author": p.request.change.author,
-                "title": p.request.change.title,
-                "pr_number": p.request.change.pr_number,
-                "files": list(p.files),
-                "last_green_age_hours": age_hours(p.last_green_age),
-                # Only when the change's own pull request's builds showed something.
-                **(
-                    {"pull_request_builds": pull_request_json(p.pull_request)}
-                    if p.pull_request is not None
-                    else {}
-                ),
-            }
-            for p in result.proposals()
-        ],
-        "streaks": [
-            {
-                "builder": s.builder,
-                "first_failing_build": s.first_failing_build,
-                "started_at": iso(s.started_at),
-                "ended_at": iso(s.ended_at),
-                "builds": s.builds,
-                "blamelist_size": s.blamelist_size,
-                "verdict": s.verdict.decision.value,
-                "reason": s.verdict.reason.value,
-                "explanation": s.verdict.explanation,
-                **({"suspects": suspects.streak_suspects(s)} if s.verdict.ranked else {}),
-                **(
-                    {"pull_request_builds": pull_request_json(s.verdict.pull_request)}
-                    if s.verdict.pull_request is not None
-                    else {}
-                ),
-            }
-            for s in result.streaks
-        ],
+        "reverts": [_revert_json(p) for p in result.proposals()],
+        "streaks": [_streak_json(s) for s in result.streaks],
         "flaky_cases": flaky.as_json(ctx),
     }
     if ctx.guards:
@@ -107,6 +68,50 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
     if ctx.calibration is not None:
         doc["calibration"] = ctx.calibration.as_json()
     return doc
+
+
+def _revert_json(p: Proposal) -> dict[str, Any]:
+    """One proposed revert, as the report's ``reverts`` list holds it."""
+    return {
+        "revision": p.request.revision,
+        "builder": p.request.builder,
+        "builders": list(p.builders),
+        "build_number": p.request.build_number,
+        "failing_builds": list(p.request.failing_builds),
+        "filed_at": iso(p.request.qualified_at),
+        "author": p.request.change.author,
+        "title": p.request.change.title,
+        "pr_number": p.request.change.pr_number,
+        "files": list(p.files),
+        "last_green_age_hours": age_hours(p.last_green_age),
+        # Only when the change's own pull request's builds showed something.
+        **(
+            {"pull_request_builds": pull_request_json(p.pull_request)}
+            if p.pull_request is not None
+            else {}
+        ),
+    }
+
+
+def _streak_json(s: Streak) -> dict[str, Any]:
+    """One red streak and its verdict, as the report's ``streaks`` list holds it."""
+    return {
+        "builder": s.builder,
+        "first_failing_build": s.first_failing_build,
+        "started_at": iso(s.started_at),
+        "ended_at": iso(s.ended_at),
+        "builds": s.builds,
+        "blamelist_size": s.blamelist_size,
+        "verdict": s.verdict.decision.value,
+        "reason": s.verdict.reason.value,
+        "explanation": s.verdict.explanation,
+        **({"suspects": suspects.streak_suspects(s)} if s.verdict.ranked else {}),
+        **(
+            {"pull_request_builds": pull_request_json(s.verdict.pull_request)}
+            if s.verdict.pull_request is not None
+            else {}
+        ),
+    }
 
 
 def pull_request_json(pull: PullRequestEvidence) -> dict[str, object]:

@@ -35,6 +35,7 @@ from simulator.analysis.evaluation import (
     guard_table,
 )
 from simulator.analysis.follow_up import StandDowns, stand_downs
+from simulator.analysis.replay import Proposal as Proposal
 from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
 from simulator.history.store import HistoryStore

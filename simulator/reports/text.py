@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from buildbot_revert.core.verdicts import PullRequestEvidence, Streak
-from simulator.analysis.replay import Proposal
 from simulator.formatting import iso, pct
 from simulator.reports import flaky, suspects
 from simulator.reports.model import (
+    Proposal,
     ReportContext,
     SweepReport,
     age_hours,

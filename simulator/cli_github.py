@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
@@ -33,8 +34,11 @@ from simulator.analysis.replay import ReplayResult
 from simulator.cli_errors import CLIError, warn
 from simulator.history.store import HistoryError, HistoryStore
 from simulator.outcomes.answers import Answers
-from simulator.outcomes.client import DEFAULT_API_URL, GitHubClient, GitHubError, display_url
+from simulator.outcomes.github_api import DEFAULT_API_URL, GitHubError, display_url
 from simulator.outcomes.outcomes import GitHubOutcomes, github_outcomes
+
+if TYPE_CHECKING:
+    from simulator.outcomes.client import GitHubClient
 
 TOKEN_ENV = "GITHUB_TOKEN"
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -125,6 +129,9 @@ def _connect(options: GitHubOptions) -> Callable[[], GitHubClient]:
     """Makes the client when a question is first not cached (warning once without a token)."""
 
     def connect() -> GitHubClient:
+        # Imported here: PyGithub and requests load only when GitHub is asked.
+        from simulator.outcomes.client import GitHubClient
+
         token = find_token(options)
         if token is None:
             warn(

@@ -52,8 +52,9 @@ is no evidence either way.  Everything here is pure.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import NamedTuple
+from collections.abc import Callable, Collection
+from types import MethodType
+from typing import NamedTuple, TypeAlias, cast
 
 from buildbot_revert.core.evidence import EvidenceNotFetched, EvidenceReader
 from buildbot_revert.core.memory import failing_ids
@@ -91,6 +92,15 @@ class PullBuild(NamedTuple):
     unread: Build | None = None
 
 
+PullBuildFields: TypeAlias = tuple[
+    str, int, str | None, float, int, float | None, frozenset[str], Build | None
+]
+#: A :class:`PullBuild` from its fields in order (builder, number, worker,
+#: completed_at, result, green_before, failing, unread): the positional fast
+#: path, as :mod:`.model`'s, pinned by tests/core/test_fast_path.py.
+new_pull_build = cast(Callable[[PullBuildFields], PullBuild], MethodType(tuple.__new__, PullBuild))
+
+
 class PullRequestBuilds:
     """The recent builds of each pull request, and each builder's last result (see the module)."""
 
@@ -106,35 +116,47 @@ class PullRequestBuilds:
         self._horizon = horizon
 
     def note(self, build: Build, read: EvidenceReader, green: Collection[int]) -> None:
-        """Remember a pull request's build (one whose branch names none is not)."""
+        """Remember a pull request's build (one whose branch names none is not).
+
+        Written for speed (a replay notes every pull request's build of a
+        year, a quarter of its builds): the entry is made by its fast path,
+        and the pull request moves to the most recently built end only when
+        it is not there already.
+        """
         number = pull_number_of_branch(build.branch)
         if number is None:
             return
-        last = self._last.get(build.builder)
-        self._last[build.builder] = (build.completed_at, build.result in green)
-        entry = PullBuild(
-            builder=build.builder,
-            number=build.number,
-            worker=build.worker,
-            completed_at=build.completed_at,
-            result=build.result,
-            green_before=last[0] if last is not None and last[1] else None,
-            failing=_NOTHING,
-            unread=build if build.result == _FAILURE else None,
+        builder, at, result = build.builder, build.completed_at, build.result
+        last = self._last.get(builder)
+        self._last[builder] = (at, result in green)
+        entry = new_pull_build(
+            (
+                builder,
+                build.number,
+                build.worker,
+                at,
+                result,
+                last[0] if last is not None and last[1] else None,
+                _NOTHING,
+                build if result == _FAILURE else None,
+            )
         )
         if build.failed_steps:
             entry = _read(entry, read)
-        builds = self._builds.pop(number, None) or []
-        builds.append(entry)
-        if len(builds) > PER_PULL_REQUEST:
-            del builds[0]
-        self._builds[number] = builds
-        oldest = build.completed_at - self._horizon
-        while (
-            len(self._builds) > PULL_REQUESTS
-            or next(iter(self._builds.values()))[-1].completed_at < oldest
-        ):
-            del self._builds[next(iter(self._builds))]
+        pulls = self._builds
+        builds = pulls.get(number)
+        if builds is None:
+            pulls[number] = [entry]
+        else:
+            builds.append(entry)
+            if len(builds) > PER_PULL_REQUEST:
+                del builds[0]
+            if next(reversed(pulls)) != number:
+                del pulls[number]
+                pulls[number] = builds
+        oldest = at - self._horizon
+        while len(pulls) > PULL_REQUESTS or next(iter(pulls.values()))[-1].completed_at < oldest:
+            del pulls[next(iter(pulls))]
 
     def last_before(self, number: int, when: float, read: EvidenceReader) -> list[PullBuild]:
         """The pull request's last build on each builder completed before ``when``, read."""

@@ -124,23 +124,43 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     facts = given.facts or FileFacts()
     if len(given.suspects) > DIFFS_UP_TO:
         given = replace(given, diff_of=None)
-    ranked = [_score(given, facts, change, alike) for change in given.suspects if change.revision]
+    held = _held(given.suspects, alike)
+    ranked = [
+        _score(given, facts, change, held.get(change.revision, 0), len(alike))
+        for change in given.suspects
+        if change.revision
+    ]
     # sorted() is stable: equal scores keep the landing order.
     ranked.sort(key=lambda r: -r.score)
     return tuple(ranked[:KEPT])
 
 
+def _held(suspects: Sequence[Change], alike: Sequence[Blamelist]) -> dict[str, int]:
+    """How many of the builders failing alike hold each suspect, by revision.
+
+    Counted by intersecting each builder's revisions with the suspects'
+    once, not by asking every builder of every suspect: a builder back
+    after weeks brings hundreds of each.
+    """
+    held: dict[str, int] = {}
+    if not alike:
+        return held
+    revisions = {c.revision for c in suspects}
+    for blamelist in alike:
+        for revision in blamelist.revisions & revisions:
+            held[revision] = held.get(revision, 0) + 1
+    return held
+
+
 def _score(
-    given: RankInput, facts: FileFacts, change: Change, alike: Sequence[Blamelist]
+    given: RankInput, facts: FileFacts, change: Change, holding: int, alike: int
 ) -> RankedSuspect:
-    """One suspect's score and reasons."""
+    """One suspect's score and reasons; ``holding`` of the ``alike`` builders hold it."""
     score = 0.0
     reasons: list[str] = []
-    if alike:
-        holding = sum(1 for b in alike if change.revision in b.revisions)
-        if holding:
-            score += _AGREEMENT * holding / len(alike)
-            reasons.append(f"held by {holding} of {len(alike)} other builders failing alike")
+    if holding:
+        score += _AGREEMENT * holding / alike
+        reasons.append(f"held by {holding} of {alike} other builders failing alike")
     linked = _link(given, facts, change)
     if linked is not None:
         points, why = linked

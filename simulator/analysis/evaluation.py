@@ -30,6 +30,7 @@ from simulator.analysis.replay import ReplayResult
 from simulator.analysis.suspects import RankingScore, score_ranking
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
+from simulator.history.store import HistoryStore
 
 DEFAULT_MERGE_DELAY = 2 * 3600.0
 _HOUR = 3600.0
@@ -236,3 +237,14 @@ def guard_table(result: ReplayResult, labels: Labels | None) -> list[GuardRow]:
             GuardRow(guard.value, guard.value in result.policy.guards, len(declined), cost, saved)
         )
     return rows
+
+
+def scoring_labels(store: HistoryStore, result: ReplayResult) -> Labels | None:
+    """The labels a report scores ``result`` with (None: the history has none).
+
+    The causes only of the streaks' first failing builds, all the guard
+    table reads: the year's every other cause would be held for nothing.
+    """
+    if not store.has_labels():
+        return None
+    return store.labels(causes_of={(s.builder, s.first_failing_build) for s in result.streaks})

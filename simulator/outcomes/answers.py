@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simulator.history.store import HistoryStore
-from simulator.outcomes.client import GitHubClient
 from simulator.outcomes.pulls import PullRecord
+
+if TYPE_CHECKING:
+    from simulator.outcomes.client import GitHubClient
 
 
 class Answers:

@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import github
 import requests
@@ -38,9 +37,9 @@ from github.GithubException import (
 from urllib3 import Retry
 
 from buildbot_revert.core.markdown import strip_controls
+from simulator.outcomes.github_api import DEFAULT_API_URL, GitHubError, display_url
 from simulator.outcomes.pulls import PullRecord
 
-DEFAULT_API_URL = "https://api.github.com"
 # Per request; GitHub's search may take several seconds.
 TIMEOUT_S = 30
 # A secondary limit without retry-after: GitHub says to wait at least a minute.
@@ -51,19 +50,6 @@ PER_PAGE = 100
 T = TypeVar("T")
 # GithubRetry's words when it waits (a primary limit's reset, a retry-after).
 _WAIT = re.compile(r"(?:Setting next backoff to |Retrying after )([0-9.]+)\s*s")
-
-
-class GitHubError(Exception):
-    """GitHub cannot answer: one line for the user, never holding the token."""
-
-
-def display_url(url: str) -> str:
-    """``url`` without any user or password in it, for messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class _Retry(github.GithubRetry):

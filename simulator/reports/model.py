@@ -33,6 +33,7 @@ from simulator.analysis.evaluation import (
     GuardRow,
     evaluate,
     guard_table,
+    scoring_labels,
 )
 from simulator.analysis.follow_up import StandDowns, stand_downs
 from simulator.analysis.replay import Proposal as Proposal
@@ -362,7 +363,7 @@ def gather(
         builds = store.iter_builds(result.selection.since, result.selection.until, proposers)
         confirmation = confirm(result, store.changes_by_id().values(), builds)
     if guards is None:
-        labels = store.labels() if evaluation is not None and store.has_labels() else None
+        labels = scoring_labels(store, result) if evaluation is not None else None
         guards = guard_table(result, labels)
     return ReportContext(
         result,
@@ -391,7 +392,7 @@ def build_report(
     ``rich`` (the Markdown and HTML reports) also reads from the store what
     only those show: the confirmation estimates and where to link.
     """
-    labels = store.labels() if store.has_labels() else None
+    labels = scoring_labels(store, result)
     evaluation = evaluate(result, labels) if labels is not None else None
     guards = guard_table(result, labels)
     if rich:

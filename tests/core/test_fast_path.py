@@ -1,7 +1,7 @@
 """The positional fast paths make the record their keyword constructor makes.
 
 Each fast path (``new_build``, ``new_change``, ``new_failed_step``,
-``new_streak``) takes one tuple of its record's fields by position, skipping
+``new_streak``, ``new_pull_build``) takes one tuple of its record's fields by position, skipping
 the constructor: reordering, adding or renaming a field of the record must
 fail here rather than silently put a worker's name where a branch belongs.
 """
@@ -22,6 +22,7 @@ from buildbot_revert.core.model import (
     new_change,
     new_failed_step,
 )
+from buildbot_revert.core.pullbuilds import PullBuild, new_pull_build
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict, new_streak
 
 CHANGE = Change(
@@ -65,9 +66,20 @@ STREAK = Streak(
     failing=(BUILD,),
 )
 
+PULL_BUILD = PullBuild(
+    builder="x86 Gentoo PR",
+    number=9,
+    worker="gentoo-worker",
+    completed_at=1250.0,
+    result=int(Result.FAILURE),
+    green_before=1000.0,
+    failing=frozenset({"test_ast"}),
+    unread=BUILD,
+)
+
 
 # The order the fast paths' callers pass the fields in (simulator/history/
-# store.py and simulator/analysis/replay.py): a record reordered must have
+# store.py, simulator/analysis/replay.py and core/pullbuilds.py): a record reordered must have
 # its callers reviewed before this list is changed.
 FIELD_ORDER = {
     Change: (
@@ -81,6 +93,10 @@ FIELD_ORDER = {
     Streak: (
         "builder", "first_failing_build", "started_at", "ended_at", "builds", "blamelist",
         "verdict", "failing",
+    ),
+    PullBuild: (
+        "builder", "number", "worker", "completed_at", "result", "green_before", "failing",
+        "unread",
     ),
 }  # fmt: skip
 
@@ -97,8 +113,9 @@ def test_the_records_fields_are_in_the_order_their_callers_pass_them(record: typ
         (new_failed_step, STEP),
         (new_build, BUILD),
         (new_streak, STREAK),
+        (new_pull_build, PULL_BUILD),
     ],
-    ids=["change", "failed-step", "build", "streak"],
+    ids=["change", "failed-step", "build", "streak", "pull-build"],
 )
 def test_a_fast_path_makes_what_the_constructor_makes(
     fast: Callable[[tuple[Any, ...]], Any], record: tuple[Any, ...]

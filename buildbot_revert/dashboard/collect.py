@@ -29,6 +29,7 @@ from twisted.internet import defer
 
 from buildbot_revert.core import precision
 from buildbot_revert.core.blindspots import StreakGroup
+from buildbot_revert.core.human_reverts import HumanRevert
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.verdicts import RankedSuspect, RedStreak
@@ -123,6 +124,7 @@ class Collector:
             recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
             weeks_ago = now - METRIC_WEEKS * 7 * DAY
             filed: list[precision.FiledRevert] = await self._ledger.filed_reverts(weeks_ago)
+            missed: list[HumanRevert] = await self._ledger.human_reverts(weeks_ago)
             wrong: dict[str, WrongReport] = await self._ledger.wrong_of(
                 e.revision for e in finished
             )
@@ -130,7 +132,7 @@ class Collector:
             if not _missing_table(exc):
                 raise
             # The reporter has not created its tables yet (first start).
-            pending, finished, blind, recent, filed, wrong = [], [], [], [], [], {}
+            pending, finished, blind, recent, filed, missed, wrong = [], [], [], [], [], [], {}
         suspects = {_suspect(s) for s in shown} - {None}
         known = {e.revision: e for e in (*pending, *finished)}
         missing = [r for r in suspects if r is not None and r not in known]
@@ -157,7 +159,7 @@ class Collector:
             html_url=links.absolute(self.html_path),
             json_url=links.absolute(self.json_path),
             more_red=more_red,
-            metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed)),
+            metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed, missed)),
         )
 
     def _reactor(self) -> Any:

@@ -143,6 +143,8 @@ class WeekView:
     closed: int
     # Reported wrong by a maintainer, or merged and relanded unchanged.
     false_positives: int
+    # Human reverts this week of changes the bot saw red and did not revert.
+    false_negatives: int
 
 
 @dataclass(frozen=True)

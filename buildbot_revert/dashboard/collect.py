@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
-from buildbot_revert.core import precision
+from buildbot_revert.core import flaky_cases, precision
 from buildbot_revert.core.blindspots import StreakGroup
 from buildbot_revert.core.human_reverts import HumanRevert
 from buildbot_revert.core.model import Change
@@ -38,6 +38,7 @@ from buildbot_revert.dashboard.model import (
     METRIC_WEEKS,
     BlindSpotView,
     ChangeView,
+    FlakyCaseView,
     Page,
     ProposalView,
     QualifiedView,
@@ -160,6 +161,7 @@ class Collector:
             json_url=links.absolute(self.json_path),
             more_red=more_red,
             metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed, missed)),
+            flaky_cases=_flaky_cases(reporter),
         )
 
     def _reactor(self) -> Any:
@@ -277,6 +279,16 @@ def _red_streaks(
         )
     )
     return red[:MAX_RED], max(0, len(red) - MAX_RED)
+
+
+def _flaky_cases(reporter: RevertReporter | None) -> tuple[FlakyCaseView, ...]:
+    """The test cases that flaked most often, ranked by the core, from the reporter's memory."""
+    if reporter is None or reporter.tracker is None:
+        return ()
+    return tuple(
+        FlakyCaseView(case=f.case, runs=f.runs, last_builder=f.builder, last_at=f.at)
+        for f in reporter.tracker.flaky_cases(flaky_cases.TOP)
+    )
 
 
 def _suspect(streak: RedStreak) -> str | None:

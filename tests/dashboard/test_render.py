@@ -175,7 +175,7 @@ def test_the_metrics_view_shows_each_week_and_the_definitions():
 
 def test_the_page_has_every_section_and_the_mode_first():
     html = render_html(page())
-    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "recent"]
+    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "flaky-cases", "recent"]
     positions = [html.index(f'id="{i}"') for i in ids]
     assert positions == sorted(positions)
     assert "<b>comment</b>" in html

@@ -1,4 +1,4 @@
-"""The bot's own precision over time: per ISO week, what became of the revert PRs it filed.
+"""The bot's own precision over time: per ISO week, its revert PRs' ends and the reverts it missed.
 
 Each revert PR is counted in the ISO week (Monday to Sunday, UTC) it was
 filed, and the other columns say what became of the ones filed that week,

@@ -125,6 +125,7 @@ def human_rows(harness: BuildbotHarness) -> list[dict]:
 
 
 def table_rows(harness: BuildbotHarness, table: str) -> list[dict]:
+    """Every row of one of the plugin's tables in the master's database."""
     url = harness.db_url.replace("sqlite:///", f"sqlite:///{harness.master_dir}/")
     engine = sa.create_engine(url)
     try:

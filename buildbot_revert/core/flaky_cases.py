@@ -16,8 +16,10 @@ the builder's rate (:mod:`.guards`):
   failing alongside a flake proves as little as failing alone.
 
 The record is bounded (:data:`KEPT` cases; the case seen least recently
-goes first) and saved in the tracker's snapshot.  Pure: times come in with
-the builds.
+goes first) and saved in the tracker's snapshot.  The cases that flaked
+most often (:meth:`FlakyCases.top`, :data:`TOP` of them) are what the
+simulator's reports and the plugin's dashboard list, ranked here once.
+Pure: times come in with the builds.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import NamedTuple
 
 # How many test cases the record holds.
 KEPT = 4096
+# How many of the most often flaky cases the reports and the dashboard list.
+TOP = 10
 
 
 class CaseFlake(NamedTuple):

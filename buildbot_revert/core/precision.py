@@ -1,4 +1,4 @@
-"""The bot's own precision over time: per ISO week, what became of the revert PRs it filed.
+"""The bot's own precision over time: per ISO week, its revert PRs' ends and the reverts it missed.
 
 Each revert PR is counted in the ISO week (Monday to Sunday, UTC) it was
 filed, and the other columns say what became of the ones filed that week,
@@ -12,7 +12,11 @@ as far as is known now (a cohort, as PyTorch's autorevert metrics count):
 * **reported wrong (false positives)**: reported wrong by a maintainer
   (``/wrong-revert``, or the label; :mod:`.feedback`), or merged and then
   relanded unchanged: the change was fine after all.  A revert that is both
-  counts once.
+  counts once;
+* **human reverts (false negatives)**: changes the bot saw red and did not
+  revert, reverted by a person (:mod:`.human_reverts`), counted in the ISO
+  week of the human revert (they are not revert PRs the bot filed: a week
+  may have some and no filed revert).
 
 Pure: the dashboard reads the ledger's rows and hands them in.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from buildbot_revert.core.human_reverts import HumanRevert
 from buildbot_revert.core.outcomes import Outcome
 
 _DAY = 86400
@@ -49,6 +54,8 @@ class Week(NamedTuple):
     stood_down: int
     closed: int
     false_positives: int
+    # Human reverts of changes the bot saw red and did not revert, this week.
+    false_negatives: int
 
 
 def false_positive(revert: FiledRevert) -> bool:
@@ -92,13 +99,23 @@ def _first_day_of(year: int) -> int:
     return era * 146097 + doe - 719468
 
 
-def weekly(reverts: Iterable[FiledRevert]) -> tuple[Week, ...]:
-    """The metrics table: one row per ISO week that filed a revert PR, newest first."""
+def weekly(
+    reverts: Iterable[FiledRevert], human_reverts: Iterable[HumanRevert] = ()
+) -> tuple[Week, ...]:
+    """The metrics table: one row per ISO week that filed a revert PR or saw a human revert.
+
+    Newest first.  A human revert counts once however often it is handed in.
+    """
     rows: dict[str, list[FiledRevert]] = {}
+    missed: dict[str, set[str]] = {}
     starts: dict[str, float] = {}
     for revert in reverts:
         week, start = iso_week(revert.filed_at)
         rows.setdefault(week, []).append(revert)
+        starts[week] = start
+    for human in human_reverts:
+        week, start = iso_week(human.reverted_at)
+        missed.setdefault(week, set()).add(human.revert)
         starts[week] = start
     merged = {Outcome.MERGED.value, Outcome.RELANDED.value}
     return tuple(
@@ -110,6 +127,8 @@ def weekly(reverts: Iterable[FiledRevert]) -> tuple[Week, ...]:
             stood_down=sum(1 for r in filed if r.outcome == Outcome.SUPERSEDED),
             closed=sum(1 for r in filed if r.outcome == Outcome.CLOSED),
             false_positives=sum(1 for r in filed if false_positive(r)),
+            false_negatives=len(missed.get(week, ())),
         )
-        for week, filed in sorted(rows.items(), key=lambda item: -starts[item[0]])
+        for week in sorted(starts, key=lambda w: -starts[w])
+        for filed in (rows.get(week, []),)
     )

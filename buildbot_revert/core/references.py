@@ -74,6 +74,38 @@ def is_revert(change: Change) -> bool:
     return change.title.startswith(_REVERT_TITLE_PREFIX) or _REVERTS_COMMIT in change.message
 
 
+def reverted_title(change: Change) -> str | None:
+    """The title quoted by a ``Revert "<title>"`` change, its pull request's suffix dropped.
+
+    GitHub's revert button quotes the reverted pull request's title (without
+    its ``(#123)``), and the squash merge adds the revert's own number:
+    ``Revert "gh-1: Fix it" (#124)`` quotes ``gh-1: Fix it``.  None when the
+    title is not git's revert title.
+    """
+    title = strip_pull_suffix(change.title)
+    if not title.startswith(_REVERT_TITLE_PREFIX) or not title.endswith('"'):
+        return None
+    quoted = title[len(_REVERT_TITLE_PREFIX) : -1]
+    return quoted or None
+
+
+def reverted_shas(change: Change) -> tuple[str, ...]:
+    """The revisions (7 hex digits or more, lower case) the message says it reverts."""
+    found = (sha.lower() for sha in _REVERTED_SHA_RE.findall(change.message))
+    return tuple(dict.fromkeys(found))
+
+
+def strip_pull_suffix(title: str) -> str:
+    """``title`` without its pull request's suffix (``(#123)`` or ``(GH-123)``)."""
+    m = _PR_SUFFIX_RE.search(title) or _GH_SUFFIX_RE.search(title)
+    return (title[: m.start()] if m else title).rstrip()
+
+
+def by_the_bot(change: Change) -> bool:
+    """Whether ``change``'s message carries this tool's marker: its own revert, merged."""
+    return MARKER_PREFIX in change.message
+
+
 def reverts(candidate: Change, change: Change) -> bool:
     """Whether ``candidate`` reverts ``change``, by git's wording.
 

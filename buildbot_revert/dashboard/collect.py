@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
-from buildbot_revert.core import precision
+from buildbot_revert.core import flaky_cases, precision
 from buildbot_revert.core.blindspots import StreakGroup
+from buildbot_revert.core.human_reverts import HumanRevert
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.verdicts import RankedSuspect, RedStreak
@@ -37,6 +38,7 @@ from buildbot_revert.dashboard.model import (
     METRIC_WEEKS,
     BlindSpotView,
     ChangeView,
+    FlakyCaseView,
     Page,
     ProposalView,
     QualifiedView,
@@ -123,6 +125,7 @@ class Collector:
             recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
             weeks_ago = now - METRIC_WEEKS * 7 * DAY
             filed: list[precision.FiledRevert] = await self._ledger.filed_reverts(weeks_ago)
+            missed: list[HumanRevert] = await self._ledger.human_reverts(weeks_ago)
             wrong: dict[str, WrongReport] = await self._ledger.wrong_of(
                 e.revision for e in finished
             )
@@ -130,7 +133,7 @@ class Collector:
             if not _missing_table(exc):
                 raise
             # The reporter has not created its tables yet (first start).
-            pending, finished, blind, recent, filed, wrong = [], [], [], [], [], {}
+            pending, finished, blind, recent, filed, missed, wrong = [], [], [], [], [], [], {}
         suspects = {_suspect(s) for s in shown} - {None}
         known = {e.revision: e for e in (*pending, *finished)}
         missing = [r for r in suspects if r is not None and r not in known]
@@ -157,7 +160,8 @@ class Collector:
             html_url=links.absolute(self.html_path),
             json_url=links.absolute(self.json_path),
             more_red=more_red,
-            metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed)),
+            metrics=tuple(WeekView(**w._asdict()) for w in precision.weekly(filed, missed)),
+            flaky_cases=_flaky_cases(reporter),
         )
 
     def _reactor(self) -> Any:
@@ -275,6 +279,16 @@ def _red_streaks(
         )
     )
     return red[:MAX_RED], max(0, len(red) - MAX_RED)
+
+
+def _flaky_cases(reporter: RevertReporter | None) -> tuple[FlakyCaseView, ...]:
+    """The test cases that flaked most often, ranked by the core, from the reporter's memory."""
+    if reporter is None or reporter.tracker is None:
+        return ()
+    return tuple(
+        FlakyCaseView(case=f.case, runs=f.runs, last_builder=f.builder, last_at=f.at)
+        for f in reporter.tracker.flaky_cases(flaky_cases.TOP)
+    )
 
 
 def _suspect(streak: RedStreak) -> str | None:

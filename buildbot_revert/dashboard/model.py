@@ -36,6 +36,7 @@ _TIMES = frozenset(
         "window_start",
         "starts_at",
         "reported_at",
+        "last_at",
     }
 )
 
@@ -143,6 +144,22 @@ class WeekView:
     closed: int
     # Reported wrong by a maintainer, or merged and relanded unchanged.
     false_positives: int
+    # Human reverts this week of changes the bot saw red and did not revert.
+    false_negatives: int
+
+
+@dataclass(frozen=True)
+class FlakyCaseView:
+    """A test case that failed alone and passed on the next build (the core's record).
+
+    The name comes from a build's log: untrusted, escaped by the renderer.
+    """
+
+    case: str
+    # How many times it failed alone, and the last time's builder and when.
+    runs: int
+    last_builder: str
+    last_at: float
 
 
 @dataclass(frozen=True)
@@ -208,6 +225,9 @@ class Page:
     more_red: int = 0
     # The bot's precision, per ISO week, newest first (core.precision.weekly).
     metrics: tuple[WeekView, ...] = ()
+    # The test cases that flaked most often, as the reporter's memory holds
+    # them (core.flaky_cases.FlakyCases.top).
+    flaky_cases: tuple[FlakyCaseView, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         """The JSON endpoint's body: every field, times as ISO 8601 UTC."""

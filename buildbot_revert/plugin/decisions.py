@@ -19,7 +19,9 @@ the core (:mod:`buildbot_revert.core.suspects`, never acted on); they are
 kept in a second table, :data:`ranked_table` (added in 0.2.0: a table of its
 own, so an older database gains it by CREATE TABLE on the next start), one
 row per suspect with its rank, score and reasons, written in the verdict's
-transaction and deleted with it.  Like the ledger, this module
+transaction and deleted with it.  The follow-up asks both tables which
+changes a human revert names the bot saw red (:meth:`Decisions.seen_red`:
+false negatives, :mod:`buildbot_revert.core.human_reverts`).  Like the ledger, this module
 is handed ``run(callable) -> Deferred`` (the master's ``db.pool.do``).
 """
 
@@ -33,8 +35,10 @@ from twisted.internet import defer
 
 from buildbot_revert.core import blindspots, verdicts
 from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
+from buildbot_revert.core.human_reverts import RevertNames, SeenRed
 from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict
 from buildbot_revert.plugin.ledger import Runner, TableSet
+from buildbot_revert.plugin.ledger_human import named
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.
@@ -185,6 +189,30 @@ class Decisions(TableSet):
                 for r in rows
             )
             return blindspots.declined(records, now)
+
+        return self._run(thd)
+
+    def seen_red(self, names: RevertNames) -> Any:
+        """The verdicts and ranked suspects of the changes ``names`` may name (kept 40 days)."""
+
+        def thd(conn: sa.Connection) -> list[SeenRed]:
+            t, r = verdicts_table, ranked_table
+            found = []
+            single = named(t.c.revision, t.c.title, names)
+            if single is not None:
+                q = sa.select(t.c.revision, t.c.title, t.c.reason).where(single)
+                found += [
+                    SeenRed(v.revision, v.title, f"verdict: {v.reason}") for v in conn.execute(q)
+                ]
+            ranked = named(r.c.revision, None, names)
+            if ranked is not None:
+                q = (
+                    sa.select(r.c.revision, t.c.reason)
+                    .select_from(r.join(t, t.c.id == r.c.verdict_id))
+                    .where(ranked)
+                )
+                found += [SeenRed(v.revision, None, f"ranked: {v.reason}") for v in conn.execute(q)]
+            return found
 
         return self._run(thd)
 

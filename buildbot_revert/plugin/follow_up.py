@@ -23,6 +23,11 @@ are the core's (:mod:`buildbot_revert.core.outcomes`):
 * **Relands.**  A change on the branch that re-applies a merged revert's
   change (git's ``Reapply "..."``) is linked from its ledger row
   (:meth:`FollowUp.note_changes`): a false positive, as the metrics count it.
+* **Human reverts.**  A change on the branch that a person wrote as a
+  revert (git's ``Revert "..."``, ``This reverts commit <sha>``) of a
+  change the bot saw red and did not revert is recorded in the ledger
+  (:meth:`FollowUp.note_human_reverts`): a false negative, as the metrics
+  count it (:mod:`buildbot_revert.core.human_reverts` decides).
 * **Reports of a wrong revert.**  The periodic check also reads each revert
   PR of the last weeks for a maintainer's ``/wrong-revert`` comment or
   ``buildbot-revert: wrong`` label (:mod:`.feedback`), recorded in the ledger.
@@ -38,7 +43,7 @@ from typing import Any
 
 from twisted.python import log
 
-from buildbot_revert.core import outcomes
+from buildbot_revert.core import human_reverts, outcomes
 from buildbot_revert.core.follow_up_text import (
     NO_LONGER_NEEDED,
     STAND_DOWN_MARKER,
@@ -53,11 +58,15 @@ from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.plugin.config import Settings, machine_settings
+from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.feedback import INTERVALS, Feedback
 from buildbot_revert.plugin.ledger import Entry, Ledger
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
 Notify = Callable[[Notice], None]
+# How many revert commits the follow-up remembers having read (a revert is
+# built on every builder: read once, not once per build).
+_READ_KEPT = 1000
 
 
 class FollowUp:
@@ -73,9 +82,14 @@ class FollowUp:
         master_name: str = "",
         build_url: Callable[[str, int], str | None] = lambda builder, number: None,
         notify: Notify | None = None,
+        decisions: Decisions | None = None,
     ) -> None:
         self.settings = settings
         self.ledger = ledger
+        # The verdicts: which changes the bot saw red (for human reverts).
+        self.decisions = decisions
+        # Human revert commits already read, oldest first (a dict keeps the order).
+        self._reverts_read: dict[str, None] = {}
         self.client = client
         self.clock = clock
         self.master_name = master_name
@@ -287,3 +301,45 @@ class FollowUp:
             ):
                 log.msg(f"buildbot-revert: {revision[:12]} was relanded as {reland[:12]}")
             self._merged = [(r, t) for r, t in self._merged if r != revision]
+
+    # -- human reverts (false negatives) ------------------------------------------
+
+    def human_reverts(self, changes: Iterable[Change]) -> list[Change]:
+        """The changes worded as a human's revert that the follow-up has not read yet."""
+        return [
+            c
+            for c in changes
+            if c.revision not in self._reverts_read and human_reverts.named(c) is not None
+        ]
+
+    async def note_human_reverts(self, changes: Iterable[Change]) -> None:
+        """Record each human revert of a change the bot saw red and did not revert.
+
+        A database error is a log line; the next build of the change reads it again.
+        """
+        for change in self.human_reverts(changes):
+            try:
+                await self._note_human_revert(change)
+            except Exception as exc:
+                log.msg(f"buildbot-revert: {change.revision[:12]}: reading it as a revert: {exc}")
+                continue
+            self._reverts_read[change.revision] = None
+            while len(self._reverts_read) > _READ_KEPT:
+                del self._reverts_read[next(iter(self._reverts_read))]
+
+    async def _note_human_revert(self, change: Change) -> None:
+        """Ask the records what the revert names, the core whether it was missed; record it."""
+        names = human_reverts.named(change)
+        if names is None:
+            return
+        seen = list(await self.ledger.seen_red(names))
+        if self.decisions is not None:
+            seen += await self.decisions.seen_red(names)
+        found = human_reverts.missed(change, seen)
+        if found is None:
+            return
+        if await self.ledger.record_human_revert(found, self.clock.seconds()):
+            log.msg(
+                f"buildbot-revert: {found.revision[:12]} was reverted by a human "
+                f"({found.revert[:12]}) and not by the bot ({found.how}): a false negative"
+            )

@@ -40,7 +40,9 @@ PR are kept in a third table (:data:`revert_builds_table`).  A fourth keeps
 the patch of each suspect whose diff a decision read, as GitHub gave it
 (:mod:`.ledger_patches`), so it is fetched once.  Reports of a wrong revert
 (a maintainer's ``/wrong-revert``: false-positive feedback) are kept in a
-table of their own (:mod:`.ledger_wrong`).
+table of their own (:mod:`.ledger_wrong`), and so are the human reverts of
+changes the bot saw red and did not revert (false negatives:
+:mod:`.ledger_human`).
 
 State changes that decide who acts (``pending`` → ``filing``) are
 compare-and-set UPDATEs, so a grace period that ends on two masters at once
@@ -58,6 +60,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from buildbot_revert.plugin.ledger_followed import FollowedRows
+from buildbot_revert.plugin.ledger_human import HumanRevertRows
 from buildbot_revert.plugin.ledger_patches import PatchRows
 from buildbot_revert.plugin.ledger_qualified import QualifiedRows
 from buildbot_revert.plugin.ledger_tables import (
@@ -125,7 +128,7 @@ def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
         raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
-class Ledger(QualifiedRows, FollowedRows, PatchRows, WrongRows):
+class Ledger(QualifiedRows, FollowedRows, PatchRows, WrongRows, HumanRevertRows):
     """The ledger table, reached through ``run(callable) -> Deferred``."""
 
     def __init__(self, run: Runner) -> None:

@@ -366,7 +366,7 @@ class Pipeline:
 
     @defer.inlineCallbacks
     def _follow(self, build: Build) -> Any:
-        """A build of a revert PR updates its summary; a reland is linked."""
+        """A build of a revert PR updates its summary; a reland is linked, a human revert read."""
         assert self.hands is not None
         follow_up = self.hands.follow_up
         if pull_number_of_branch(build.branch) is not None:
@@ -376,8 +376,11 @@ class Pipeline:
                     defer.Deferred.fromCoroutine(follow_up.summarise(revision)),
                     f"summarising the builds of the revert of {revision[:12]}",
                 )
-        elif build.changes and follow_up.relands(build.changes):
-            yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
+        elif build.changes:
+            if follow_up.relands(build.changes):
+                yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
+            if follow_up.human_reverts(build.changes):
+                yield defer.Deferred.fromCoroutine(follow_up.note_human_reverts(build.changes))
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
         """Keep the verdict among the latest and write it to the log."""

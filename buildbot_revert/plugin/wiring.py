@@ -146,7 +146,7 @@ class Wiring:
         if settings.mode is Mode.DRY_RUN or client is not None:
             parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
         if client is not None:
-            parts.follow_up = FollowUp(settings, ledger, client, **common)
+            parts.follow_up = FollowUp(settings, ledger, client, decisions=decisions, **common)
         # The suspects' patches are read with the token even in a dry run; in
         # another mode without a usable token, its one line was written already.
         reads = client

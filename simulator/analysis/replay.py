@@ -15,6 +15,7 @@ from typing import NamedTuple, TypeAlias, TypeVar
 
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.flaky_cases import TOP as TOP_FLAKY_CASES
 from buildbot_revert.core.flaky_cases import CaseFlake
 from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Builder
@@ -107,10 +108,6 @@ class Proposal:
         if green is None or self.started_at is None:
             return None
         return max(0.0, self.started_at - green)
-
-
-# How many of the most often flaky test cases a replay reports.
-TOP_FLAKY_CASES = 10
 
 
 @dataclass

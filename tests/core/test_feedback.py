@@ -40,9 +40,9 @@ def test_each_revert_counts_in_the_iso_week_it_was_filed():
     ]
     assert precision.weekly(reverts) == (
         Week("2026-W49", ts("2026-11-30"), filed=5, merged=3, stood_down=1, closed=0,
-             false_positives=2),
+             false_positives=2, false_negatives=0),
         Week("2026-W48", ts("2026-11-23"), filed=2, merged=1, stood_down=0, closed=1,
-             false_positives=1),  # both reported and relanded: once
+             false_positives=1, false_negatives=0),  # both reported and relanded: once
     )  # fmt: skip
     assert precision.weekly([]) == ()
     # ISO weeks across a new year: 2026-12-31 is a Thursday of 2026-W53.

@@ -97,7 +97,7 @@ def page(revert_url: str = URL) -> Page:
         ),  # fmt: skip
         html_url="http://m/plugins/wsgi_dashboards/revert/index.html",
         json_url="http://m/plugins/wsgi_dashboards/revert/index.json",
-        metrics=(WeekView("2025-W48", NOW - 3 * 86400, 4, 2, 1, 0, 1),),
+        metrics=(WeekView("2025-W48", NOW - 3 * 86400, 4, 2, 1, 0, 1, 2),),
     )
 
 
@@ -158,21 +158,24 @@ def test_the_metrics_view_shows_each_week_and_the_definitions():
     assert "<b>grace</b>" not in html and "reported wrong by &lt;b&gt;grace&lt;/b&gt;" in html
     cells = [t.strip() for t in parse(html).text if t.strip()]
     at = cells.index("2025-W48")
-    assert cells[at : at + 7] == ["2025-W48", "from 2025-11-21 16:00 UTC", "4", "2", "1", "0", "1"]
+    assert cells[at : at + 8] == [
+        "2025-W48", "from 2025-11-21 16:00 UTC", "4", "2", "1", "0", "1", "2"
+    ]  # fmt: skip
     text = " ".join("".join(parse(html).text).split())
     assert "a revert reported wrong by a maintainer" in text
     assert "or merged and then relanded unchanged" in text
+    assert "then reverted by a person: a commit on the branch titled Revert" in text
     body = json.loads(render_json(page()))
     assert body["metrics"] == [
         {"week": "2025-W48", "starts_at": "2025-11-21T16:00:00Z", "filed": 4, "merged": 2,
-         "stood_down": 1, "closed": 0, "false_positives": 1}
+         "stood_down": 1, "closed": 0, "false_positives": 1, "false_negatives": 2}
     ]  # fmt: skip
     assert body["reverts"][0]["reported_wrong_by"] == "<b>grace</b>"
 
 
 def test_the_page_has_every_section_and_the_mode_first():
     html = render_html(page())
-    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "recent"]
+    ids = ["mode", "red", "pending", "reverts", "metrics", "blind-spots", "flaky-cases", "recent"]
     positions = [html.index(f'id="{i}"') for i in ids]
     assert positions == sorted(positions)
     assert "<b>comment</b>" in html

@@ -67,14 +67,21 @@ def reporter_config(github: GitHubStandIn, root: Path, mode: str, poller: str = 
 
 
 def merged_pr(
-    github: GitHubStandIn, harness: BuildbotHarness, title: str, files: dict, push: bool = True
+    github: GitHubStandIn,
+    harness: BuildbotHarness,
+    title: str,
+    files: dict,
+    push: bool = True,
+    body: str = "",
 ) -> tuple:
     """Push a change through the harness repo and register it on GitHub as a merged PR.
 
-    ``push=False`` commits it for the next push to carry (with others).
+    ``push=False`` commits it for the next push to carry (with others);
+    ``body`` is the commit message's after its title.
     """
     number, standin_sha = github.add_merged_pr(title, "ada", files)
-    sha = harness.commit(files, f"{title} (#{number})", author=AUTHOR, push=push)
+    message = f"{title} (#{number})" + (f"\n\n{body}" if body else "")
+    sha = harness.commit(files, message, author=AUTHOR, push=push)
     with github.lock:
         # The master builds the harness repository: make GitHub know its sha.
         github.commits[sha] = dataclasses.replace(github.commits[standin_sha], sha=sha)

@@ -72,8 +72,12 @@ class Decided(NamedTuple):
 class StreakDecisions(DecisionContext, DiffWants):
     """The checks that decide a streak at its N-th failure (see the module)."""
 
+    # The deciding builder and the other red builders' blamelists, within one decision.
+    _red_now: tuple[str, list[Blamelist]] | None = None
+
     def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
+        self._red_now = None
         decided = self._check(streak, last)
         sigs = [
             s
@@ -310,17 +314,26 @@ class StreakDecisions(DecisionContext, DiffWants):
         return blamelist
 
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
-        """Every other builder that may take part in an intersection, as it stands now."""
+        """Every other builder that may take part in an intersection, as it stands now.
+
+        Made once per decision (:meth:`_decide`), for the intersection and
+        the ranking alike: nothing but the deciding builder's own entry
+        changes in between, and it is not among them.
+        """
+        if self._red_now is not None and self._red_now[0] == deciding:
+            return self._red_now[1]
         watched = self._watched
         # The red builders past their evidence (a few dozen of a fleet's
         # hundreds), in the order the builders were first seen (the first
         # item: no two builders share it): the intersection's explanation
         # names them in it.
-        return [
+        red = [
             self._blamelist(streak)
             for _, name, streak in sorted(self._intersectable.values())
             if name != deciding and (watched is None or watched(name))
         ]
+        self._red_now = (deciding, red)
+        return red
 
     def _structural(self, streak: OpenStreak, last: Build) -> Decline | None:
         """The structural rule: green before, exactly one suspect, not a revert, not too old."""

@@ -100,6 +100,15 @@ class FileFacts:
         return self._ties[key]
 
 
+def same_file_rules(one: Policy, other: Policy) -> bool:
+    """Whether two policies read a change's files alike, so may share their :class:`FileFacts`."""
+    return (
+        one.doc_patterns == other.doc_patterns
+        and one.code_patterns == other.code_patterns
+        and one.environment_tests == other.environment_tests
+    )
+
+
 @dataclass(frozen=True)
 class RankInput:
     """What the ranking reads of a streak the policy declined for lack of one culprit."""

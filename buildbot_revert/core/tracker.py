@@ -101,7 +101,7 @@ from buildbot_revert.core.pullbuilds import PullRequestBuilds
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
 from buildbot_revert.core.streaks import UNKNOWN, BuilderState, OpenStreak
-from buildbot_revert.core.suspects import FileFacts
+from buildbot_revert.core.suspects import FileFacts, same_file_rules
 from buildbot_revert.core.verdicts import Reason, RedStreak, RevertRequest, Streak, Verdict
 
 Event = Verdict | Streak
@@ -341,9 +341,8 @@ class StreakTracker(StreakDecisions):
     def share_books(self, lead: StreakTracker) -> None:
         """Keep ``lead``'s bookkeeping of every build instead of this tracker's own.
 
-        For a :class:`~.group.TrackerGroup`: ``lead`` books each build
-        (:meth:`book`) and this tracker only judges it (:meth:`judge`).
-        Only before either is fed.
+        For a :class:`~.group.TrackerGroup`: ``lead`` books each build (:meth:`book`) and
+        this tracker only judges it (:meth:`judge`), before either is fed.
         """
         if self._builders or self._streaks:
             raise ValueError("a tracker joins a group before it is fed")
@@ -352,6 +351,7 @@ class StreakTracker(StreakDecisions):
         self._branches = lead._branches
         self._steps = lead._steps
         self._pulls = lead._pulls
+        self._facts = lead._facts if same_file_rules(self.policy, lead.policy) else self._facts
 
     # -- memory across restarts ---------------------------------------------
 

@@ -53,7 +53,8 @@ _PR_PLATFORMS = ("linux", "windows", "macos", "freebsd", "wasi", "ios", "android
 _PR_TESTS = ("test_os", "test_sys", "test_capi", "test_typing", "test_re", "test_socket")
 
 
-@dataclass
+# Slots: a year holds half a million of them until they are written.
+@dataclass(slots=True)
 class BuildRecord:
     """One build as the writer stores it."""
 

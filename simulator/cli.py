@@ -126,7 +126,7 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "--history",
     type=click.Path(path_type=Path, dir_okay=False),
     help="History file. Default: the shipped 2024 CPython-shaped history, generated on "
-    f"first use (about 20 s) into the directory ${paths.DATA_ENV} names, else into the "
+    f"first use (about 12 s) into the directory ${paths.DATA_ENV} names, else into the "
     "per-user data directory (~/.local/share/buildbot-revert on Linux).",
 )
 @builder_selection_options

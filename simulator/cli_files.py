@@ -58,14 +58,14 @@ def default_history() -> Path:
             f"set {paths.DATA_ENV} to a writable directory, or pass --history FILE"
         )
 
-    # Find out before twenty seconds of generating, not after.
+    # Find out before a dozen seconds of generating, not after.
     try:
         check_writable(path.parent)
     except OSError as exc:
         raise cannot(exc) from None
-    # Twenty silent seconds look like a hang; say what is happening.
+    # A dozen silent seconds look like a hang; say what is happening.
     click.echo(
-        f"simulate: generating the shipped 2024 history into {path} (once, about 20 s)...",
+        f"simulate: generating the shipped 2024 history into {path} (once, about 12 s)...",
         err=True,
     )
     try:

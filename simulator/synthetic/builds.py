@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from buildbot_revert.core.model import FailedStep, Result
@@ -52,7 +53,8 @@ _PR_PLATFORMS = ("linux", "windows", "macos", "freebsd", "wasi", "ios", "android
 _PR_TESTS = ("test_os", "test_sys", "test_capi", "test_typing", "test_re", "test_socket")
 
 
-@dataclass
+# Slots: a year holds half a million of them until they are written.
+@dataclass(slots=True)
 class BuildRecord:
     """One build as the writer stores it."""
 
@@ -388,17 +390,27 @@ class PullRequestRun(BuilderRun):
         outcome = self._outcome(start, -1)
         if outcome.result not in (Result.SUCCESS, Result.WARNINGS):
             return outcome
-        # Whether the pull request breaks this platform is the pull
-        # request's: every builder draws it alike from its number.
-        pr_rng = random.Random(f"{self.seed}:pr:{number}")
-        if pr_rng.random() >= _PR_BROKEN:
+        breakage = _pr_breakage(self.seed, number)
+        if breakage is None or self.spec.os not in breakage[0]:
             return outcome
-        broken = pr_rng.sample(_PR_PLATFORMS, pr_rng.randint(1, 3))
-        if self.spec.os not in broken:
-            return outcome
-        failure = broken_test(pr_rng, pr_rng.choice(_PR_TESTS), "fail")
+        failure = breakage[1]
         d = outcome.duration * 1.08
         tail = regrtest_tail(
             [failure], self.plat, self.rng, elapsed=d, makefile_line=self._makefile_line(start)
         )
         return _Outcome(Result.FAILURE, (FailedStep("Test", 2, tail),), "pull-request", None, d)
+
+
+@cache
+def _pr_breakage(seed: int, number: int) -> tuple[tuple[str, ...], TestFailure] | None:
+    """The platforms pull request ``number`` breaks and how, or ``None``: it breaks none.
+
+    It is the pull request's: every builder draws it alike from its number,
+    from a generator of its own, so it is drawn once per pull request
+    rather than once per build of it.
+    """
+    pr_rng = random.Random(f"{seed}:pr:{number}")
+    if pr_rng.random() >= _PR_BROKEN:
+        return None
+    broken = tuple(pr_rng.sample(_PR_PLATFORMS, pr_rng.randint(1, 3)))
+    return broken, broken_test(pr_rng, pr_rng.choice(_PR_TESTS), "fail")

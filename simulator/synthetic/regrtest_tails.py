@@ -9,7 +9,9 @@ formatting and the other steps' tails are :mod:`simulator.synthetic.log_tails`'.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from simulator.synthetic.log_tails import (
     TAIL_LINES,
@@ -43,6 +45,7 @@ def _method(test_id: str) -> str:
     return test_id.rsplit(".", 1)[1]
 
 
+@cache
 def _test_path(test_id: str, windows: bool, worker: str) -> str:
     # test.test_asyncio.test_tasks.TaskTests.test_x -> Lib/test/test_asyncio/test_tasks.py
     module_parts = test_id.split(".")[:-2]
@@ -52,12 +55,17 @@ def _test_path(test_id: str, windows: bool, worker: str) -> str:
     return f"/home/buildbot/buildarea/3.x.{worker}/build/{rel}"
 
 
-def _unittest_block(failure: TestFailure, plat: Platform) -> list[str]:
-    """The ``FAIL:``/``ERROR:`` block unittest prints for one failing test."""
+@cache
+def _unittest_block(failure: TestFailure, plat: Platform) -> tuple[str, ...]:
+    """The ``FAIL:``/``ERROR:`` block unittest prints for one failing test.
+
+    Cached, as every block of a tail that draws nothing at random: a year's
+    hundred thousand tails repeat the same few hundred failures.
+    """
     label = "FAIL" if failure.kind in ("fail", "leak") else "ERROR"
     method = _method(failure.test_id)
     path = _test_path(failure.test_id, plat.windows, plat.worker)
-    return [
+    return (
         "=" * 70,
         f"{label}: {method} ({failure.test_id})",
         "-" * 70,
@@ -66,7 +74,7 @@ def _unittest_block(failure: TestFailure, plat: Platform) -> list[str]:
         f"    {failure.source_line}",
         failure.exception,
         "",
-    ]
+    )
 
 
 def _faulthandler_dump(failure: TestFailure, plat: Platform, rng: random.Random) -> list[str]:
@@ -105,7 +113,7 @@ def _state(failure: TestFailure, elapsed: float) -> str:
     return f"{failure.module} failed ({what}) ({format_duration(elapsed)})"
 
 
-def _module_list(modules: list[str]) -> list[str]:
+def _module_list(modules: Sequence[str]) -> list[str]:
     lines, line = [], "   "
     for name in modules:
         if len(line) + len(name) + 1 > 70:
@@ -116,14 +124,15 @@ def _module_list(modules: list[str]) -> list[str]:
     return lines
 
 
+@cache
 def _summary(
-    failed: list[str],
-    rerun: list[str],
+    failed: tuple[str, ...],
+    rerun: tuple[str, ...],
     skipped: int,
     total: int,
     then: str | None,
     windows: bool,
-) -> list[str]:
+) -> tuple[str, ...]:
     result = "FAILURE" if then is None else f"FAILURE then {then}"
     n = len(failed)
     lines = [f"== Tests result: {result} ==", ""]
@@ -136,7 +145,7 @@ def _summary(
         r = len(rerun)
         lines += [f"{r} re-run test{'s' if r != 1 else ''}:", *_module_list(rerun), ""]
     lines += [f"{total - n - skipped} tests OK.", ""]
-    return lines
+    return tuple(lines)
 
 
 SKIPPED_LINUX = [
@@ -185,10 +194,10 @@ def regrtest_tail(
     """
     total = rng.choice((478, 479, 481, 483, 486))
     skipped = rng.randint(3, len(SKIPPED_LINUX))
-    modules = sorted({f.module for f in failures})
+    modules = tuple(sorted({f.module for f in failures}))
     lines, clock = _first_run(failures, plat, rng, total, elapsed * 0.8)
     lines.append("")
-    lines += _summary(modules, [], skipped, total, None, plat.windows)
+    lines += _summary(modules, (), skipped, total, None, plat.windows)
     lines.append(
         f"{format_clock(clock)} {load_avg(rng)} Re-running {len(modules)} failed tests in"
         " verbose mode in subprocesses"
@@ -249,16 +258,24 @@ def _verbose_reruns(
         if failure.kind in ("crash", "timeout"):
             lines += [*_faulthandler_dump(failure, plat, rng), ""]
             continue
-        method = _method(failure.test_id)
-        lines.append(f"Re-running {failure.module} in verbose mode (matching: {method})")
-        verdict = "FAIL" if failure.kind == "fail" else "ERROR"
-        lines.append(f"{method} ({failure.test_id}) ... {verdict}")
-        lines.append("")
-        lines += _unittest_block(failure, plat)
-        lines += ["-" * 70, f"Ran 1 test in {rng.uniform(0.001, 3):.3f}s", ""]
-        which = "failures" if failure.kind == "fail" else "errors"
-        lines += [f"FAILED ({which}=1)", ""]
+        lines += _verbose_rerun(failure, plat)
+        lines += [f"Ran 1 test in {rng.uniform(0.001, 3):.3f}s", ""]
+        lines += ["FAILED (failures=1)" if failure.kind == "fail" else "FAILED (errors=1)", ""]
     return lines
+
+
+@cache
+def _verbose_rerun(failure: TestFailure, plat: Platform) -> tuple[str, ...]:
+    """A failing module's verbose re-run, up to its random test time (cached)."""
+    method = _method(failure.test_id)
+    verdict = "FAIL" if failure.kind == "fail" else "ERROR"
+    return (
+        f"Re-running {failure.module} in verbose mode (matching: {method})",
+        f"{method} ({failure.test_id}) ... {verdict}",
+        "",
+        *_unittest_block(failure, plat),
+        "-" * 70,
+    )
 
 
 def _buildbot_timeout(plat: Platform, elapsed: float) -> list[str]:

@@ -96,6 +96,9 @@ def run_worker(
     n_arrivals = len(arrivals)
     ai = oi = 0
     running: list[float] = []  # completion times of the builds holding a slot
+    # The lanes still taking builds: a lane the window closed on never
+    # starts again, and the choice below is the same without it.
+    open_lanes = list(lanes)
     now = arrivals[0][0] if arrivals else end
     while now < end:
         while ai < n_arrivals and arrivals[ai][0] <= now:
@@ -111,17 +114,11 @@ def run_worker(
             continue
         wake = math.inf
         if len(running) < max_builds:
-            best: Lane | None = None
-            for lane in lanes:
-                if lane.pending_at is None or lane.done:
-                    continue
-                if lane.free_at > now:
-                    wake = min(wake, lane.free_at)
-                    continue
-                if best is None or (lane.pending_at, lane.name) < (best.pending_at, best.name):
-                    best = lane
+            best, wake = _next_lane(open_lanes, now)
             if best is not None:
                 _start(best, now + rng.uniform(*_DISPATCH_S), running, rng)
+                if best.done:
+                    open_lanes.remove(best)
                 continue
         elif running:
             wake = running[0]
@@ -132,6 +129,29 @@ def run_worker(
         if wake == math.inf:
             return
         now = wake
+
+
+def _next_lane(lanes: list[Lane], now: float) -> tuple[Lane | None, float]:
+    """The lane to start at ``now`` (the oldest request, then the name), and when a
+    busy lane with a request frees up (``inf``: none does).
+
+    The lowest (request time, name) is the same whatever order the lanes
+    are looked at in: the names are unique.
+    """
+    best: Lane | None = None
+    best_at = wake = math.inf
+    for lane in lanes:
+        at = lane.pending_at
+        if at is None:
+            continue
+        free_at = lane.free_at
+        if free_at > now:
+            if free_at < wake:
+                wake = free_at
+            continue
+        if at < best_at or (at == best_at and best is not None and lane.name < best.name):
+            best, best_at = lane, at
+    return best, wake
 
 
 def _start(lane: Lane, start: float, running: list[float], rng: random.Random) -> None:

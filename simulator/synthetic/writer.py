@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from buildbot_revert.core.model import Builder, Change, Result
-from simulator.history.store import BulkBuildRow, HistoryStore, blamelist_column
+from simulator.history.store import BulkBuildRow, HistoryStore
 from simulator.synthetic.branches import BranchBuilder
 from simulator.synthetic.breakages import Breakage
 from simulator.synthetic.builds import BuildRecord
@@ -85,7 +85,7 @@ def write_atomically(
         builds=len(history.builds),
         breaking_changes=len({breakage_id for breakage_id, _ in tally.broken_at}),
         breakages=len(tally.broken_at),
-        results=dict(sorted(tally.results.items())),
+        results=tally.result_names(),
         causes=dict(sorted(tally.causes.items())),
     )
 
@@ -94,18 +94,25 @@ def write_atomically(
 class _Tally:
     """What the writer counts as it goes."""
 
-    results: Counter[str] = field(default_factory=Counter)  # builds per result name
+    results: Counter[int] = field(default_factory=Counter)  # builds per result
     causes: Counter[str] = field(default_factory=Counter)  # builds per label cause
     # Per (breakage id, builder index): when its first red build completed,
     # and its first build with the fix after that.
     broken_at: dict[tuple[int, int], float] = field(default_factory=dict)
     fixed_at: dict[tuple[int, int], float] = field(default_factory=dict)
 
-    def count(self, record: BuildRecord, ranges: list[tuple[Breakage, int, int]]) -> None:
-        """Count ``record``; ``ranges`` are its builder's breakages with their revisions."""
-        self.results[RESULT_NAMES[record.result]] += 1
-        if record.cause is not None:
-            self.causes[record.cause] += 1
+    def count(
+        self, records: list[BuildRecord], ranges: dict[int, list[tuple[Breakage, int, int]]]
+    ) -> None:
+        """Count ``records``; ``ranges`` are each builder's breakages with their revisions."""
+        self.results.update(record.result for record in records)
+        self.causes.update(record.cause for record in records if record.cause is not None)
+        for record in records:
+            if record.builder in ranges:
+                self._label(record, ranges[record.builder])
+
+    def _label(self, record: BuildRecord, ranges: list[tuple[Breakage, int, int]]) -> None:
+        """Note when ``record`` is its builder's first red or fixed build of each breakage."""
         rev = record.last - 1
         for breakage, lo, hi in ranges:
             key = (breakage.id, record.builder)
@@ -113,6 +120,10 @@ class _Tally:
                 self.broken_at.setdefault(key, record.completed)
             elif rev >= hi and key in self.broken_at:
                 self.fixed_at.setdefault(key, record.completed)
+
+    def result_names(self) -> dict[str, int]:
+        """Builds per result name, by name."""
+        return dict(sorted((RESULT_NAMES[r], n) for r, n in self.results.items()))
 
 
 @dataclass
@@ -182,44 +193,75 @@ def _add_builds(
         for name in breakage.builders:
             if name in index_of:
                 ranges.setdefault(index_of[name], []).append((breakage, *breakage.revisions))
-    tally, rows, total = _Tally(), _Rows(), len(history.builds)
-    for build_id, record in enumerate(history.builds, start=1):
+    columns = _BuilderColumns(history.builders, builder_ids, change_ids)
+    tally, total = _Tally(), len(history.builds)
+    for done in range(0, total, PROGRESS_EVERY):
+        batch = history.builds[done : done + PROGRESS_EVERY]
         # A fresh file: build ids are simply the completion order.
-        builder = history.builders[record.builder]
-        ids = change_ids.get(builder.branch, [])
-        # A scrubbed builder's builds hold no change.
-        blamed = None if builder.scrubbed else blamelist_column(ids[record.first : record.last])
-        rows.builds.append(
-            (
-                build_id,
-                builder_ids[record.builder],
-                record.number,
-                record.result,
-                record.started,
-                record.completed,
-                builder.spec.worker,
-                # The sourcestamp's branch: main, 3.13..., refs/pull/N/merge.
-                record.branch or builder.branch,
-                blamed,
-            )
-        )
-        # Two builds in three have no failed step: no generator made for them.
-        if record.steps:
-            keep_logs = horizon is None or record.completed >= horizon
-            rows.steps.extend(
-                (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
-                for i, step in enumerate(record.steps)
-            )
-        if record.cause is not None:
-            culprit_id = ids[record.cause_change] if record.cause_change is not None else None
-            rows.labels.append((build_id, record.cause, culprit_id))
-        tally.count(record, ranges.get(record.builder, []))
-        if build_id % PROGRESS_EVERY == 0 or build_id == total:
-            rows.flush(store)
-            rows = _Rows()
-            if progress is not None:
-                progress(build_id, total)
+        columns.rows(batch, done + 1, horizon).flush(store)
+        tally.count(batch, ranges)
+        if progress is not None:
+            progress(done + len(batch), total)
     return tally
+
+
+class _BuilderColumns:
+    """What a build's rows take from its builder, looked up once per builder."""
+
+    def __init__(
+        self,
+        builders: list[BranchBuilder],
+        builder_ids: list[int],
+        change_ids: dict[str, list[int]],
+    ) -> None:
+        # Each branch's change ids as the blamelist column writes them.
+        ids_text = {branch: [str(i) for i in ids] for branch, ids in change_ids.items()}
+        self.ids = [change_ids.get(b.branch, []) for b in builders]
+        # (builder id, worker, branch, change ids as text: None when scrubbed)
+        self.fixed = [
+            (
+                builder_ids[i],
+                b.spec.worker,
+                b.branch,
+                # A scrubbed builder's builds hold no change.
+                None if b.scrubbed else ids_text.get(b.branch, []),
+            )
+            for i, b in enumerate(builders)
+        ]
+
+    def rows(self, records: list[BuildRecord], first_id: int, horizon: float | None) -> _Rows:
+        """The rows of ``records``, whose build ids count from ``first_id``."""
+        rows, fixed = _Rows(), self.fixed
+        for build_id, record in enumerate(records, start=first_id):
+            builder_id, worker, branch, ids_text = fixed[record.builder]
+            # Same as blamelist_column: the ids comma-separated, None for none.
+            blamed = None if ids_text is None else ",".join(ids_text[record.first : record.last])
+            rows.builds.append(
+                (
+                    build_id,
+                    builder_id,
+                    record.number,
+                    record.result,
+                    record.started,
+                    record.completed,
+                    worker,
+                    # The sourcestamp's branch: main, 3.13..., refs/pull/N/merge.
+                    record.branch or branch,
+                    blamed or None,
+                )
+            )
+            # Two builds in three have no failed step: no generator made for them.
+            if record.steps:
+                keep_logs = horizon is None or record.completed >= horizon
+                rows.steps.extend(
+                    (build_id, i, step.name, step.result, step.log_tail if keep_logs else None)
+                    for i, step in enumerate(record.steps)
+                )
+            if record.cause is not None:
+                ids = self.ids[record.builder]
+                culprit_id = ids[record.cause_change] if record.cause_change is not None else None
+                rows.labels.append((build_id, record.cause, culprit_id))
+        return rows
 
 
 def _as_change(c: ChangeRec) -> Change:

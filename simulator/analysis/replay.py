@@ -30,10 +30,10 @@ from buildbot_revert.core.verdicts import (
     Streak,
     Verdict,
 )
-from simulator.analysis.collector import fewer_collections
 from simulator.analysis.evidence import StoredEvidence
 from simulator.analysis.keeper import Keeper
 from simulator.analysis.play import Play
+from simulator.collector import fewer_collections
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
 

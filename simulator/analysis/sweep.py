@@ -30,12 +30,12 @@ from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
-from simulator.analysis.collector import fewer_collections
 from simulator.analysis.culprit_methods import MethodCosts, Methods
 from simulator.analysis.evaluation import evaluate
 from simulator.analysis.executor import Executor, methods_play
 from simulator.analysis.grace import apply_grace, qualifications
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
+from simulator.collector import fewer_collections
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
 

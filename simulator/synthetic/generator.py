@@ -8,17 +8,16 @@
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import math
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from simulator.collector import fewer_collections
 from simulator.formatting import iso
 from simulator.history import paths
 from simulator.history.schema import META_SCHEMA_VERSION, SCHEMA_VERSION
@@ -100,27 +99,10 @@ def generate(
         "window_end": iso(window.end),
         "log_horizon_applied": "true" if log_horizon else "false",
     }
-    with _no_cycle_collection():
+    with fewer_collections():
         history = _simulate(seed, window, builders, meta)
         horizon = window.end + EXPORT_DELAY_S - LOG_HORIZON_S if log_horizon else None
         return write_atomically(Path(path), history, horizon=horizon, progress=progress)
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector off meanwhile (as it was after).
-
-    A year's generation makes millions of objects that live until it ends
-    and almost no cycles: the collector's passes over them found nothing
-    and cost a tenth of the generation's time.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _simulate(seed: int, window: _Window, n_builders: int | None, meta: dict[str, str]) -> History:

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from simulator.analysis import replay as replay_module
-from simulator.analysis.collector import YOUNG_THRESHOLD
 from simulator.analysis.replay import Selection, replay, replay_builds
 from simulator.cli import main
+from simulator.collector import YOUNG_THRESHOLD
 from simulator.history.store import HistoryStore
 from tests.builds_dsl import builds
 

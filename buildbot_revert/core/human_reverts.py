@@ -63,8 +63,13 @@ class HumanRevert(NamedTuple):
 
 
 def named(change: Change) -> RevertNames | None:
-    """What ``change`` reverts, when it is a human revert; None for any other change."""
-    if references.by_the_bot(change):
+    """What ``change`` reverts, when it is a human revert; None for any other change.
+
+    Asked of every change of every build the reporter sees: git's wording
+    (:func:`~.references.is_revert`, two string tests) rules out all but
+    the few reverts before any pattern is searched.
+    """
+    if not references.is_revert(change) or references.by_the_bot(change):
         return None
     names = RevertNames(
         title=references.reverted_title(change), shas=references.reverted_shas(change)

@@ -202,7 +202,8 @@ class Decisions(TableSet):
             if single is not None:
                 q = sa.select(t.c.revision, t.c.title, t.c.reason).where(single)
                 found += [
-                    SeenRed(v.revision, v.title, f"verdict: {v.reason}") for v in conn.execute(q)
+                    SeenRed(revision=v.revision, title=v.title, how=f"verdict: {v.reason}")
+                    for v in conn.execute(q)
                 ]
             ranked = named(r.c.revision, None, names)
             if ranked is not None:
@@ -211,7 +212,10 @@ class Decisions(TableSet):
                     .select_from(r.join(t, t.c.id == r.c.verdict_id))
                     .where(ranked)
                 )
-                found += [SeenRed(v.revision, None, f"ranked: {v.reason}") for v in conn.execute(q)]
+                found += [
+                    SeenRed(revision=v.revision, title=None, how=f"ranked: {v.reason}")
+                    for v in conn.execute(q)
+                ]
             return found
 
         return self._run(thd)

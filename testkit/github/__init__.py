@@ -31,12 +31,14 @@ validator itself).
 The modules, from the bottom up: ``state`` (the repository), ``openapi``
 (the REST description: operations and validation), ``shapes`` (the JSON of
 each REST schema), ``rest_routes`` and ``graphql_api`` (answering), ``faults``,
-``server`` (HTTP), ``standin`` (what tests use, re-exported here).
+``server`` (HTTP), ``standin`` (what tests use, re-exported here), and
+``token_file`` (the token as a master's secret).
 """
 
 from testkit.github.faults import SECONDARY_RATE_LIMIT_MESSAGE, Fault
 from testkit.github.standin import DEFAULT_TOKEN, FastClock, GitHubStandIn, running
 from testkit.github.state import Comment
+from testkit.github.token_file import token_secret_config
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -46,4 +48,5 @@ __all__ = [
     "Fault",
     "GitHubStandIn",
     "running",
+    "token_secret_config",
 ]

@@ -25,7 +25,6 @@ import json
 import os
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ import pytest
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.chromium import CHROMIUM, Browser
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn
+from testkit.github import GitHubStandIn, token_secret_config
 from tests.plugin.test_reporter_e2e import ledger_rows, merged_pr, wait_for
 
 # A real master; and CI installs Chromium (.ci/run): there a missing browser fails.
@@ -70,24 +69,11 @@ READ = """
 """
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    b = Browser(tmp_path / "profile")
-    yield b
-    b.close()
-
-
 def config(github: GitHubStandIn, root: Path) -> str:
     """The plugin in mode revert (no grace period yet), and the dashboard's one line."""
-    secrets = root / "secrets"
-    secrets.mkdir(parents=True, exist_ok=True)
-    (secrets / "github_token").write_text(DEFAULT_TOKEN)
-    (secrets / "github_token").chmod(0o600)
-    secrets.chmod(0o700)
+    secrets = token_secret_config(root)
     return (
-        "from buildbot.plugins import reporters, secrets as bb_secrets\n"
-        f"c['secretsProviders'] = [bb_secrets.SecretInAFile(dirname={str(secrets)!r})]\n"
-        "c['services'] = [reporters.RevertReporter(\n"
+        secrets + "c['services'] = [reporters.RevertReporter(\n"
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),\n"
         f"    api_url={github.base_url!r}, mode='revert', tags=['stable'], failures=3,\n"
         "    grace_period=0)]\n"

@@ -24,7 +24,6 @@ here by hand from the database.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from buildbot_revert.core.references import revert_marker, reverts_commit
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.chromium import CHROMIUM, Browser
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn
+from testkit.github import GitHubStandIn, token_secret_config
 from tests.dashboard.test_dashboard_live import PAGE, get_json, red_on
 from tests.dashboard.test_ranked_live import one_push_of_three
 from tests.plugin.test_reporter_e2e import ledger_rows, merged_pr, wait_for
@@ -59,24 +58,11 @@ READ = """
 """
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    b = Browser(tmp_path / "profile")
-    yield b
-    b.close()
-
-
 def config(github: GitHubStandIn, root: Path) -> str:
     """The plugin in mode revert, following its PRs every second, and the dashboard."""
-    secrets = root / "secrets"
-    secrets.mkdir(parents=True, exist_ok=True)
-    (secrets / "github_token").write_text(DEFAULT_TOKEN)
-    (secrets / "github_token").chmod(0o600)
-    secrets.chmod(0o700)
+    secrets = token_secret_config(root)
     return (
-        "from buildbot.plugins import reporters, secrets as bb_secrets\n"
-        f"c['secretsProviders'] = [bb_secrets.SecretInAFile(dirname={str(secrets)!r})]\n"
-        "c['services'] = [reporters.RevertReporter(\n"
+        secrets + "c['services'] = [reporters.RevertReporter(\n"
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),\n"
         f"    api_url={github.base_url!r}, mode='revert', tags=['stable'], failures=3,\n"
         "    follow_interval=1.0)]\n"

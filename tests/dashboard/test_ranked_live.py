@@ -15,13 +15,12 @@ the master's database, carry the same ranking.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testkit.buildbot.master_config import BuilderSpec
-from testkit.chromium import CHROMIUM, Browser
+from testkit.chromium import CHROMIUM
 from testkit.github import GitHubStandIn
 from tests.dashboard.test_dashboard_live import (
     PAGE,
@@ -48,13 +47,6 @@ READ = """
   recent: [...document.querySelectorAll('table.recent li.suspect')].map(li => li.innerText),
 }))()
 """
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Browser]:
-    b = Browser(tmp_path / "profile")
-    yield b
-    b.close()
 
 
 def one_push_of_three(github: GitHubStandIn, harness) -> dict[str, str]:

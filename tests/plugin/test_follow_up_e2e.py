@@ -24,7 +24,7 @@ from buildbot_revert.core.follow_up_text import (
 )
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn, token_secret_config
 from testkit.webhooks import WebhookReceiver, receiving
 from tests.plugin.test_reporter_e2e import LABEL, ledger_rows, merged_pr, wait_for
 
@@ -51,11 +51,7 @@ def webhooks() -> Iterator[WebhookReceiver]:
 
 def config(github: GitHubStandIn, receiver: WebhookReceiver, root: Path, **extra: object) -> str:
     """master.cfg lines: the plugin, following its PRs every second, and four webhooks."""
-    secrets = root / "secrets"
-    secrets.mkdir(parents=True, exist_ok=True)
-    (secrets / "github_token").write_text(DEFAULT_TOKEN)
-    (secrets / "github_token").chmod(0o600)
-    secrets.chmod(0o700)
+    secrets = token_secret_config(root)
     hooks = [
         {"format": "discord", "url": f"{receiver.url}/discord/{SECRET}"},
         {"format": "slack", "url": f"{receiver.url}/slack/{SECRET}"},
@@ -71,9 +67,7 @@ def config(github: GitHubStandIn, receiver: WebhookReceiver, root: Path, **extra
     ]
     options = {"follow_interval": 1.0, **extra}
     return (
-        "from buildbot.plugins import reporters, secrets as bb_secrets\n"
-        f"c['secretsProviders'] = [bb_secrets.SecretInAFile(dirname={str(secrets)!r})]\n"
-        "c['services'] = [reporters.RevertReporter(\n"
+        secrets + "c['services'] = [reporters.RevertReporter(\n"
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),\n"
         f"    api_url={github.base_url!r}, mode='revert', tags=['stable'], failures=3,\n"
         f"    revert_labels=[{LABEL!r}], webhooks={hooks!r},\n"

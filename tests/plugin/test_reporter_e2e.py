@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
 from testkit.databases import postgres_database
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn, token_secret_config
 
 # Starts real Buildbot masters: skipped by the quick loop, run by CI.
 pytestmark = pytest.mark.live
@@ -41,14 +41,9 @@ def pg_url() -> Iterator[str]:
 
 def reporter_config(github: GitHubStandIn, root: Path, mode: str, poller: str = "") -> str:
     """The master.cfg lines that load the plugin (and, for a second master, its poller)."""
-    secrets = root / "secrets"
-    secrets.mkdir(parents=True, exist_ok=True)
-    (secrets / "github_token").write_text(DEFAULT_TOKEN)
-    (secrets / "github_token").chmod(0o600)
-    secrets.chmod(0o700)
+    secrets = token_secret_config(root)
     lines = [
-        "from buildbot.plugins import reporters, secrets as bb_secrets",
-        f"c['secretsProviders'] = [bb_secrets.SecretInAFile(dirname={str(secrets)!r})]",
+        *secrets.splitlines(),
         "c['services'] = [reporters.RevertReporter(",
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),",
         f"    api_url={github.base_url!r}, mode={mode!r}, tags=['stable'], failures=3,",

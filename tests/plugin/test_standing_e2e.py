@@ -30,7 +30,7 @@ import pytest
 
 from testkit.buildbot.harness import BuildbotHarness
 from testkit.buildbot.master_config import BuilderSpec
-from testkit.github import DEFAULT_TOKEN, GitHubStandIn
+from testkit.github import DEFAULT_TOKEN, GitHubStandIn, token_secret_config
 from testkit.github.state import BOT_LOGIN
 from tests.plugin.test_reporter_e2e import ledger_rows, merged_pr, wait_for
 
@@ -52,15 +52,9 @@ BUILDERS = tuple(BuilderSpec(name, ("stable",)) for name in SCENARIOS)
 
 
 def config(github: GitHubStandIn, root: Path) -> str:
-    secrets = root / "secrets"
-    secrets.mkdir(parents=True, exist_ok=True)
-    (secrets / "github_token").write_text(DEFAULT_TOKEN)
-    (secrets / "github_token").chmod(0o600)
-    secrets.chmod(0o700)
+    secrets = token_secret_config(root)
     return (
-        "from buildbot.plugins import reporters, secrets as bb_secrets\n"
-        f"c['secretsProviders'] = [bb_secrets.SecretInAFile(dirname={str(secrets)!r})]\n"
-        "c['services'] = [reporters.RevertReporter(\n"
+        secrets + "c['services'] = [reporters.RevertReporter(\n"
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),\n"
         f"    api_url={github.base_url!r}, mode='revert', tags=['stable'], failures=3,\n"
         f"    grace_period={GRACE!r}, daily_cap=None, opt_out_label={OPT_OUT!r})]\n"

@@ -19,6 +19,7 @@ processes are cleaned up.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import subprocess
@@ -33,6 +34,9 @@ from typing import Any
 from testkit.buildbot.git_repository import DEFAULT_AUTHOR, GitRepository
 from testkit.buildbot.master_config import CHECK_PY, DEFAULT_BUILDERS, BuilderSpec, master_cfg
 from testkit.processes import create_master, free_port, kill_process_group, venv_script
+
+# How often a GET whose answer was cut short is asked (see BuildbotHarness.get).
+_GET_ATTEMPTS = 3
 
 
 class BuildbotHarness:
@@ -246,16 +250,28 @@ class BuildbotHarness:
     # -- the REST API -------------------------------------------------------------
 
     def get(self, path: str, **params: Any) -> Any:
-        """GET ``/api/v2{path}``; ``None`` on 404.  Lists become repeated params."""
+        """GET ``/api/v2{path}``; ``None`` on 404.  Lists become repeated params.
+
+        A GET is asked again when its answer arrives cut short: on a loaded
+        machine Buildbot's web server now and then closes a connection
+        before the body it announced (``IncompleteRead``), which says
+        nothing about the master's state that a test observes.
+        """
         query = urllib.parse.urlencode(params, doseq=True)
         url = f"{self.api_url}{path}" + (f"?{query}" if query else "")
-        try:
-            with urllib.request.urlopen(url, timeout=10) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise
+        for attempt in range(_GET_ATTEMPTS):
+            try:
+                with urllib.request.urlopen(url, timeout=10) as resp:
+                    return json.loads(resp.read())
+            except urllib.error.HTTPError as exc:
+                if exc.code == 404:
+                    return None
+                raise
+            except (http.client.IncompleteRead, ConnectionResetError):
+                if attempt == _GET_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
 
     def control(self, path: str, method: str, **params: Any) -> Any:
         """POST a data API control (JSON-RPC) to ``/api/v2{path}``, e.g. a worker's ``pause``."""

@@ -2,16 +2,20 @@
 
 A real master holds two pull requests' failing builds: pull request 201
 merges (a change titled ``(#201)`` lands on main, in a later page of the
-pull than its build), pull request 202 does not.  The pull fetches the
-logs of the first and stores the second without them, waiting in
-``import_deferred``; then 202 merges on the master, and the next
+pull than its build) and breaks main, pull request 202 does not merge.
+The pull fetches the logs of the first and stores the second without
+them, waiting in ``import_deferred``, and the history replays to the
+verdicts of a pull of every failing build's logs (the one on 201's change
+naming its failed build); then 202 merges on the master, and the next
 (incremental) pull fetches its build's logs.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,9 @@ import sqlalchemy as sa
 
 from buildbot_revert.core.evidence import NOT_FETCHED
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.verdicts import BuildRef
+from simulator.analysis.replay import ReplayResult, Selection, replay
 from simulator.history.importer import PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
@@ -39,12 +46,25 @@ def change(n: int, title: str) -> Change:
     return Change(f"{n:040x}", "Ada <ada@example.org>", title, float(T0 + 100 * n), branch="main")
 
 
+# A regrtest run failing ``{test}``: the tail a failing build's stdio log ends with.
+TAIL = """0:00:01 load avg: 0.5 [1/2] {test}
+test {test} failed -- Traceback (most recent call last):
+AssertionError: 1 != 2
+0:00:02 load avg: 0.5 [2/2] test_os
+== Tests result: FAILURE ==
+
+1 test failed:
+    {test}
+
+Total tests: run=10 failures=1
+Result: FAILURE"""
+
+
 def build(builder: str, number: int, at: int, *, fails: str | None = None, **kw: object) -> Build:
     """A build completed at ``T0 + at``; ``fails``: its failing test (a FAILURE with a tail)."""
     steps = ()
     if fails is not None:
-        tail = f"test {fails} failed -- Traceback\nAssertionError\n== Tests result: FAILURE =="
-        steps = (FailedStep("test", int(Result.FAILURE), tail),)
+        steps = (FailedStep("test", int(Result.FAILURE), TAIL.format(test=fails)),)
     return Build(
         builder,
         number,
@@ -52,20 +72,25 @@ def build(builder: str, number: int, at: int, *, fails: str | None = None, **kw:
         float(T0 + at - 50),
         float(T0 + at),
         failed_steps=steps,
+        worker="debian",
         **kw,  # type: ignore[arg-type]
     )
 
 
 C1 = change(1, "gh-1: Add a helper (#100)")
 C2 = change(3, "gh-2: Fix the parser (#201)")
-C3 = change(6, "gh-3: Speed up the REPL (#202)")
+C3 = change(9, "gh-3: Speed up the REPL (#202)")
+# Pull request 201 fails test_parser, merges, and main fails test_parser
+# three times: the verdict on its change names the pull request's build.
 FIRST = [
     build(MAIN, 1, 150, changes=(C1,), branch="main"),
     build(PR, 1, 200, fails="test_parser", branch="refs/pull/201/merge"),
     build(PR, 2, 250, fails="test_repl", branch="refs/pull/202/merge"),
-    build(MAIN, 2, 400, changes=(C2,), branch="main"),
+    build(MAIN, 2, 400, fails="test_parser", changes=(C2,), branch="main"),
+    build(MAIN, 3, 500, fails="test_parser", branch="main"),
+    build(MAIN, 4, 600, fails="test_parser", branch="main"),
 ]
-LATER = [build(MAIN, 3, 700, changes=(C3,), branch="main")]
+LATER = [build(MAIN, 5, 1000, changes=(C3,), branch="main")]
 
 
 class Master:
@@ -86,19 +111,36 @@ class Master:
         self.harness.start()
 
 
+@dataclass
+class Pulled:
+    """The master, and its history pulled twice before pull request 202 merged."""
+
+    master: Master
+    lazy: Path
+    full: Path
+    stats: PullStats
+    asked: dict[str, int]
+    full_stats: PullStats
+    full_asked: dict[str, int]
+
+
 @pytest.fixture(scope="module")
-def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Master]:
-    changes = {1: C1, 2: C2}
-    harness, expected = master_holding(
-        tmp_path_factory.mktemp("deferred") / "bb", BUILDERS, changes, FIRST
-    )
+def pulled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pulled]:
+    tmp = tmp_path_factory.mktemp("deferred")
+    harness, expected = master_holding(tmp / "bb", BUILDERS, {1: C1, 2: C2}, FIRST)
     try:
-        yield Master(harness, int(expected[(MAIN, 1)].completed_at) - (T0 + 150))
+        master = Master(harness, int(expected[(MAIN, 1)].completed_at) - (T0 + 150))
+        # A page a build: pull request 201's build is read two pages before its merge.
+        stats, asked = pull_into(harness.url, tmp / "lazy.sqlite", page_size=1)
+        full_stats, full_asked = pull_into(harness.url, tmp / "full.sqlite", evidence_depth=None)
+        yield Pulled(
+            master, tmp / "lazy.sqlite", tmp / "full.sqlite", stats, asked, full_stats, full_asked
+        )
     finally:
         harness.close()
 
 
-def pulled(url: str, path: Path, **options: object) -> tuple[PullStats, dict[str, int]]:
+def pull_into(url: str, path: Path, **options: object) -> tuple[PullStats, dict[str, int]]:
     store = HistoryStore(path, create=not path.exists())
     try:
         with BuildbotAPI(url) as api:
@@ -115,9 +157,8 @@ def stored(path: Path) -> tuple[dict[tuple[str, int], Build], list[tuple[int, in
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        waiting = conn.execute(
-            "SELECT master_buildid, pull_request FROM import_deferred"
-        ).fetchall()
+        rows = conn.execute("SELECT master_buildid, pull_request FROM import_deferred")
+        waiting = rows.fetchall()
     return builds, waiting
 
 
@@ -125,40 +166,60 @@ def tail_of(b: Build) -> str:
     return b.failed_steps[0].log_tail or ""
 
 
+def replayed(path: Path) -> ReplayResult:
+    store = HistoryStore(path)
+    try:
+        return replay(store, Policy(), Selection())
+    finally:
+        store.close()
+
+
 def test_a_merged_pull_requests_build_is_fetched_and_an_unmerged_ones_waits(
-    master: Master, tmp_path: Path
+    pulled: Pulled,
 ) -> None:
-    history = tmp_path / "h.sqlite"
-    # A page a build: pull request 201's build is read two pages before its merge.
-    stats, asked = pulled(master.harness.url, history, page_size=1)
-    builds, waiting = stored(history)
-    assert stats.builds == 4 and stats.failing_builds == 2
+    stats = pulled.stats
+    builds, waiting = stored(pulled.lazy)
+    assert stats.builds == 6 and stats.failing_builds == 5
     assert (stats.unfetched_builds, stats.deferred_builds, stats.fetched_on_merge) == (1, 1, 0)
-    assert asked[STEPS] == 1
-    assert "test_parser failed" in tail_of(builds[(PR, 1)])
+    assert pulled.asked[STEPS] == 4
+    assert "test test_parser failed" in tail_of(builds[(PR, 1)])
     assert builds[(PR, 2)].failed_steps == NOT_FETCHED
     assert [n for _, n in waiting] == [202]
+    # Asked for every failing build's logs, a pull defers none.
+    full = pulled.full_stats
+    assert full.unfetched_builds == full.deferred_builds == 0
+    assert pulled.full_asked[STEPS] == full.failing_builds == 5
+    assert stored(pulled.full)[1] == []
 
+
+def test_the_history_replays_as_one_with_every_failing_builds_logs(pulled: Pulled) -> None:
+    lazy, full = replayed(pulled.lazy), replayed(pulled.full)
+    assert (lazy.verdicts, lazy.streaks, lazy.proposals()) == (
+        full.verdicts,
+        full.streaks,
+        full.proposals(),
+    )
+    # The verdict on pull request 201's change reads its failing build.
+    (verdict,) = full.verdicts
+    assert verdict.pull_request is not None
+    assert verdict.pull_request.failed == (BuildRef(builder=PR, number=1),)
+
+
+def test_a_later_pull_fetches_a_build_once_its_pull_request_merged(
+    pulled: Pulled, tmp_path: Path
+) -> None:
+    history = tmp_path / "h.sqlite"
+    shutil.copy(pulled.lazy, history)
     # Nothing new: the waiting build still waits, and costs nothing.
-    stats, asked = pulled(master.harness.url, history)
+    stats, asked = pull_into(pulled.master.harness.url, history)
     assert (stats.builds, stats.fetched_on_merge, asked.get(STEPS, 0)) == (0, 0, 0)
     assert stored(history)[0][(PR, 2)].failed_steps == NOT_FETCHED
 
-    master.merge_202()
-    stats, asked = pulled(master.harness.url, history)
+    pulled.master.merge_202()
+    stats, asked = pull_into(pulled.master.harness.url, history)
     builds, waiting = stored(history)
     assert stats.builds == 1
     assert (stats.unfetched_builds, stats.deferred_builds, stats.fetched_on_merge) == (0, 0, 1)
     assert asked[STEPS] == 1
-    assert "test_repl failed" in tail_of(builds[(PR, 2)])
-    assert waiting == []
-
-
-def test_a_pull_of_every_failing_builds_logs_defers_none(master: Master, tmp_path: Path) -> None:
-    history = tmp_path / "all.sqlite"
-    stats, asked = pulled(master.harness.url, history, evidence_depth=None)
-    builds, waiting = stored(history)
-    assert stats.unfetched_builds == stats.deferred_builds == 0
-    assert asked[STEPS] == stats.failing_builds
-    assert all(b.failed_steps != NOT_FETCHED for b in builds.values())
+    assert "test test_repl failed" in tail_of(builds[(PR, 2)])
     assert waiting == []

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -27,7 +29,7 @@ from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.verdicts import BuildRef
 from simulator.analysis.replay import ReplayResult, Selection, replay
 from simulator.history.importer import PullStats, pull
-from simulator.history.rest_client import BuildbotAPI
+from simulator.history.rest_client import BuildbotAPI, BuildbotAPIError
 from simulator.history.store import HistoryStore
 from testkit.buildbot.bulk_history import master_holding, write_history
 from testkit.buildbot.harness import BuildbotHarness
@@ -203,6 +205,46 @@ def test_the_history_replays_as_one_with_every_failing_builds_logs(pulled: Pulle
     (verdict,) = full.verdicts
     assert verdict.pull_request is not None
     assert verdict.pull_request.failed == (BuildRef(builder=PR, number=1),)
+
+
+class DyingAPI(BuildbotAPI):
+    """A client whose master stops answering after ``budget`` requests."""
+
+    def __init__(self, url: str, budget: int) -> None:
+        super().__init__(url)
+        self.budget = budget
+        self.lock = threading.Lock()
+
+    def get(self, path: str, params: Iterable[tuple[str, Any]] = ()) -> Any:
+        with self.lock:
+            self.budget -= 1
+            if self.budget < 0:
+                raise BuildbotAPIError("cannot reach the master (the test cut it off)")
+        return super().get(path, params)
+
+
+def waiting_and_steps(path: Path) -> tuple[list[tuple[int, int]], dict[tuple[str, int], object]]:
+    builds, waiting = stored(path)
+    return sorted(waiting), {k: b.failed_steps for k, b in builds.items()}
+
+
+def test_a_pull_interrupted_anywhere_then_resumed_leaves_what_one_pull_leaves(
+    pulled: Pulled, tmp_path: Path
+) -> None:
+    url = pulled.master.harness.url
+    reference = tmp_path / "reference.sqlite"
+    _, asked = pull_into(url, reference, page_size=1)
+    expected = waiting_and_steps(reference)
+    for budget in range(1, sum(asked.values())):
+        history = tmp_path / f"cut-{budget}.sqlite"
+        store = HistoryStore(history, create=True)
+        try:
+            with DyingAPI(url, budget) as api, pytest.raises(BuildbotAPIError):
+                pull(api, store, page_size=1)
+        finally:
+            store.close()
+        pull_into(url, history, page_size=1)
+        assert waiting_and_steps(history) == expected, budget
 
 
 def test_a_later_pull_fetches_a_build_once_its_pull_request_merged(

@@ -14,7 +14,11 @@ written straight into the stopped master's database
 (:mod:`testkit.buildbot.bulk_history`, in seconds).  The pull must give
 each build the blamelist, result and failed steps the history has (the
 documented differences aside: whole seconds, a builder's first build
-blaming its newest change), and the logs of every failing build it fetched.
+blaming its newest change), and the logs of every failing build it fetched;
+a pull request's failing build whose pull request has not merged by the
+end of the history waits without its logs (``import_deferred``: see
+:mod:`simulator.history.deferred`), and the check counts those and finds
+none whose pull request a stored change landed from.
 
 ``random`` is the earlier mix: ``--changes`` changes, written while the
 master runs through Buildbot's own db API (``master.db.changes.addChange``,
@@ -54,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import tempfile
 import time
@@ -66,6 +71,8 @@ from benchmarks.shipped_year import min_median
 from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, NOT_FETCHED, StreakDepth
 from buildbot_revert.core.model import Build, Result
+from buildbot_revert.core.outcomes import pull_number_of_branch
+from simulator.history.deferred import landed_from
 from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import DEFAULT_CONCURRENCY, BuildbotAPI
 from simulator.history.store import HistoryStore
@@ -243,6 +250,10 @@ class Checked:
     failing: int
     with_tails: int
     unfetched: int
+    # Pull requests' failing builds waiting for their merge, and those of
+    # them whose pull request a stored change landed from (must be none).
+    waiting: int
+    merged_waiting: int
 
 
 def key(build: Build) -> str:
@@ -309,9 +320,14 @@ def structure(builds: list[Build], tags: dict[str, tuple[str, ...]]) -> str:
     lengths: list[int] = []
     open_: dict[str, int] = {}
     wanted = StreakDepth(EVIDENCE_DEPTH)
-    readable = 0
+    merged = {n for b in builds for c in b.changes if (n := landed_from(c)) is not None}
+    readable = of_pulls = of_merged = 0
     for b in builds:
-        readable += wanted.feed(b.builder, b.result, b.branch, tags.get(b.builder, ()))
+        if wanted.feed(b.builder, b.result, b.branch, tags.get(b.builder, ())):
+            readable += 1
+            number = pull_number_of_branch(b.branch)
+            of_pulls += number is not None
+            of_merged += number in merged
         if b.result == FAILURE:
             open_[b.builder] = open_.get(b.builder, 0) + 1
         elif b.builder in open_:
@@ -324,8 +340,9 @@ def structure(builds: list[Build], tags: dict[str, tuple[str, ...]]) -> str:
         f"{len(builds)} builds, {failing} failing ({failing / total:.1%}) in "
         f"{len(lengths)} red streaks (longest {max(lengths, default=0)}); "
         f"{early} ({early / total:.1%} of builds) among the first "
-        f"{EVIDENCE_DEPTH} of their streak, {readable} ({readable / total:.1%}) of them "
-        "not pull requests' (what a tracker reads)"
+        f"{EVIDENCE_DEPTH} of their streak; {readable} ({readable / total:.1%}) failing "
+        f"builds a tracker could read: {readable - of_pulls} of streaks, {of_pulls} of pull "
+        f"requests, of which {of_merged} of pull requests merged (what a tracker reads)"
     )
 
 
@@ -368,18 +385,29 @@ def check_store(path: Path, truth: Truth) -> Checked:
     if truth.builds is not None:
         for k, want in truth.builds.items():
             have = got.get(k)
-            if have is None or have.result != want.result:
+            if have is None or (have.result, have.branch) != (want.result, want.branch):
                 wrong_builds += 1
             elif have.failed_steps != NOT_FETCHED and have.failed_steps != want.failed_steps:
                 wrong_builds += 1
     failing = [b for b in got.values() if b.result == FAILURE]
     unfetched = sum(1 for b in failing if b.failed_steps == NOT_FETCHED)
+    merged = {n for b in got.values() for c in b.changes if (n := landed_from(c)) is not None}
+    with sqlite3.connect(path) as conn:
+        waiting = [n for (n,) in conn.execute("SELECT pull_request FROM import_deferred")]
     with_tails = sum(
         1
         for b in failing
         if b.failed_steps != NOT_FETCHED and any(s.log_tail for s in b.failed_steps)
     )
-    return Checked(wrong, wrong_builds, len(failing), with_tails, unfetched)
+    return Checked(
+        wrong_blamelists=wrong,
+        wrong_builds=wrong_builds,
+        failing=len(failing),
+        with_tails=with_tails,
+        unfetched=unfetched,
+        waiting=len(waiting),
+        merged_waiting=sum(1 for n in waiting if n in merged),
+    )
 
 
 def print_run(n: int, concurrency: int, run: Run) -> None:
@@ -389,7 +417,8 @@ def print_run(n: int, concurrency: int, run: Run) -> None:
         f"in {run.seconds:.2f} s = "
         f"{run.builds_per_second:.0f} builds/s; {stats.requests} requests = "
         f"{run.per_build:.3f} requests/build; {stats.failing_builds} failing, "
-        f"{stats.unfetched_builds} without logs fetched"
+        f"{stats.unfetched_builds} without logs fetched ({stats.deferred_builds} waiting "
+        "for their pull request's merge)"
     )
     print(
         f"  requests per failing build read: {run.per_read:.2f} ({run.read} read); "
@@ -497,7 +526,8 @@ def benchmark(args: argparse.Namespace) -> int:
         )
     print(
         f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}, "
-        f"without logs fetched: {checked.unfetched}"
+        f"without logs fetched: {checked.unfetched}, of them pull requests' waiting for "
+        f"their merge: {checked.waiting} ({checked.merged_waiting} of pull requests merged)"
     )
     print(
         f"second pull (nothing new): {again.stats.builds} builds, {again.stats.requests} "
@@ -505,12 +535,12 @@ def benchmark(args: argparse.Namespace) -> int:
     )
     print(
         f"blamelists differing from the truth: {checked.wrong_blamelists} of "
-        f"{len(truth.blamelists)}; builds whose result or fetched steps differ: "
+        f"{len(truth.blamelists)}; builds whose result, branch or fetched steps differ: "
         f"{checked.wrong_builds}"
     )
     print(f"benchmark took {time.monotonic() - started:.0f} s")
     every = [r for level in runs.values() for r in level]
-    wrong = checked.wrong_blamelists or checked.wrong_builds
+    wrong = checked.wrong_blamelists or checked.wrong_builds or checked.merged_waiting
     if wrong or any(r.stats.builds != len(truth.blamelists) for r in every):
         return 1
     return 0

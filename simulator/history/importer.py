@@ -59,23 +59,22 @@ changes.  A builder's build before
 the pull's window (the start of its blamelist) costs one request per builder
 and pull, and none when the pull starts from the master's first build.
 
-**Evidence.**  Only failing builds cost requests of their own, and the
-REST API has no collection to batch them in (Buildbot 4.3: steps are a
-collection under one build only, logs under one step only, and the tail of
-a log is an offset from its ``num_lines``, a negative offset being refused):
-each costs its steps, and for each failed step its logs and its stdio tail,
-about three requests.  A tracker reads the evidence of the first
-``Policy.failures`` failing builds of a red streak only, and none of a pull
-request's builds, so by default a pull fetches the logs of the first
+**Evidence.**  Only failing builds cost requests of their own, about
+three each (its steps, each failed step's logs and stdio tail: the REST
+API has no collection to batch them in, see docs/simulator.md).  A tracker
+reads the first ``Policy.failures`` failing builds of a red streak only,
+and a pull request's failing builds only for a change merged from it, so
+by default a pull fetches the logs of the first
 :data:`~buildbot_revert.core.evidence.EVIDENCE_DEPTH` failing builds of
-each streak that are not a pull request's, by the core's rule
+each streak and of a pull request's failing builds, by the core's rule
 (:class:`~buildbot_revert.core.evidence.StreakDepth`, told each builder's
-tags), and stores the others with
+tags), the latter once the pull request merged
+(:mod:`simulator.history.deferred`); it stores the others with
 :data:`~buildbot_revert.core.evidence.NOT_FETCHED` as their failed steps,
 which a replay refuses to read instead of taking for "no failed step".
 The history remembers the smallest depth it was pulled with
 (``import.evidence_depth``); ``evidence_depth=None`` (``pull --all-evidence``)
-fetches every failing build's logs, pull requests' too.
+fetches every failing build's logs at once.
 """
 
 from __future__ import annotations
@@ -94,6 +93,7 @@ from buildbot_revert.core.model import Build, Builder, FailedStep, Result
 from buildbot_revert.core.records import change_from_dict, failed_steps, is_failed_step, stdio_log
 from buildbot_revert.core.selection import BuilderSelection
 from simulator.history.change_index import ChangeIndex, blamed_ranges
+from simulator.history.deferred import DeferredEvidence, write_deferred
 from simulator.history.entities import (
     BUILD_FIELDS,
     BuildInfo,
@@ -132,8 +132,12 @@ class PullStats:
     builds: int = 0
     changes: int = 0
     failing_builds: int = 0
-    # Failing builds stored without their logs (past their streak's evidence).
+    # Failing builds stored without their logs (past their streak's evidence,
+    # or waiting for their pull request's merge: ``deferred_builds`` of them).
     unfetched_builds: int = 0
+    deferred_builds: int = 0
+    # Failing builds of earlier pulls fetched now that their pull request merged.
+    fetched_on_merge: int = 0
     missing_logs: int = 0
     requests: int = 0
     seconds: float = 0.0
@@ -197,6 +201,7 @@ class Importer:
         self.tips = self.store.import_builder_tips()
         self.looked_back: set[str] = set()
         self.depth = self._streak_depth()
+        self.deferred = DeferredEvidence(self.store, defer=self.evidence_depth is not None)
         synced: dict[str, float] = json.loads(self.store.get_meta(META_IMPORT_SYNCED) or "{}")
         self._pull_builds(self._lower_bound(synced), synced)
         self.stats.requests = self.api.requests - first_request
@@ -330,7 +335,7 @@ class Importer:
             name = self.builder_ids[b.builderid]
             if name not in self.tips and name not in self.looked_back and self._lower > 0:
                 first_seen.setdefault(b.builderid, b)
-        previous = self.api.map(self._previous_build, list(first_seen.values()))
+        previous = self.api.map(self.api.previous_build, list(first_seen.values()))
         lookback = [p for p in previous if p is not None]
         stamps = self._sourcestamps(builds + lookback)
         # Builds buildbot-revert requested at chosen revisions are no part of
@@ -346,9 +351,30 @@ class Importer:
         for b in builds:
             blamelists[b.buildid] = self._blame(b, tips[b.buildid])
         branches = {b.buildid: build_branch(stamps.get(b.buildid, ())) for b in builds}
-        # Every build, in completion order, tells the streaks' depth; only the
-        # failing builds a tracker could read get their logs fetched.
-        wanted = [
+        # The changes learnt so far are written with this page (before any
+        # build of a later page blames them), as a pull page by page would.
+        new_changes = sorted(self.changes.new.values())
+        self.changes.new.clear()
+        due = self.deferred.learn(new_changes)
+        now, deferred = self.deferred.split(self._wanted(builds, branches), branches)
+        fetch = self.api.submit_behind
+        return PageRead(
+            builds=builds,
+            tips=tips,
+            blamelists=blamelists,
+            branches=branches,
+            failing=[b.buildid for b in builds if b.results == int(Result.FAILURE)],
+            evidence={b.buildid: fetch(self._failed_steps, b.buildid) for b in now},
+            deferred=deferred,
+            resolved={bid: fetch(self._failed_steps, bid) for bid in due},
+            changes=new_changes,
+            fetched_range=self.changes.fetched_range,
+            position=position,
+        )
+
+    def _wanted(self, builds: list[BuildInfo], branches: dict[int, str | None]) -> list[BuildInfo]:
+        """The failing builds a tracker could read, telling every build to the streaks' depth."""
+        return [
             b
             for b in builds
             if self.depth.feed(
@@ -358,36 +384,6 @@ class Importer:
                 self.all_builders[b.builderid].tags,
             )
         ]
-        # The changes learnt so far are written with this page (before any
-        # build of a later page blames them), as a pull page by page would.
-        new_changes = sorted(self.changes.new.values())
-        self.changes.new.clear()
-        return PageRead(
-            builds=builds,
-            tips=tips,
-            blamelists=blamelists,
-            branches=branches,
-            failing=[b.buildid for b in builds if b.results == int(Result.FAILURE)],
-            evidence={b.buildid: self.api.submit_behind(self._failed_steps, b) for b in wanted},
-            changes=new_changes,
-            fetched_range=self.changes.fetched_range,
-            position=position,
-        )
-
-    def _previous_build(self, b: BuildInfo) -> BuildInfo | None:
-        """The builder's last build completed before ``b`` (not imported: before the window)."""
-        rows, _ = self.api.collection(
-            "/builds",
-            fields=BUILD_FIELDS,
-            filters=[
-                ("builderid", b.builderid),
-                ("complete", True),
-                ("complete_at__lt", b.complete_at),
-            ],
-            order=("-complete_at", "-buildid"),
-            limit=1,
-        )
-        return parse_build(rows[0]) if rows else None
 
     def _sourcestamps(self, builds: list[BuildInfo]) -> dict[int, list[SourceStampInfo]]:
         """Each build's sourcestamps; notes requested builds, learns unknown revisions' changes."""
@@ -429,9 +425,9 @@ class Importer:
         )
         return blamed
 
-    def _failed_steps(self, b: BuildInfo) -> tuple[FailedStep, ...]:
+    def _failed_steps(self, buildid: int) -> tuple[FailedStep, ...]:
         """The build's failed steps, each with its stdio tail."""
-        steps = [s._asdict() for s in self.api.build_steps(b.buildid)]
+        steps = [s._asdict() for s in self.api.build_steps(buildid)]
         failed = [s for s in steps if is_failed_step(s)]
         return failed_steps(failed, {s["stepid"]: self._stdio_tail(s["stepid"]) for s in failed})
 
@@ -472,6 +468,7 @@ class Importer:
                     self.stats.unfetched_builds += 1
                 else:
                     self.stats.missing_logs += sum(1 for s in steps if s.log_tail is None)
+            write_deferred(store, page.deferred, page.resolved)
             if page.fetched_range is not None:
                 store.set_meta(META_IMPORT_CHANGES_RANGE, json.dumps(list(page.fetched_range)))
             if self.evidence_depth is not None:
@@ -486,6 +483,10 @@ class Importer:
         self.stats.builds += len(builds)
         self.stats.changes += len(new_changes)
         self.stats.failing_builds += len(steps_by_build)
+        earlier = sum(1 for bid in page.resolved if bid in self.deferred.earlier)
+        self.stats.fetched_on_merge += earlier
+        self.stats.unfetched_builds -= len(page.resolved) - earlier
+        self.stats.deferred_builds += len(page.deferred) - len(page.resolved) + earlier
 
 
 def pull(api: BuildbotAPI, store: HistoryStore, **options: Any) -> PullStats:

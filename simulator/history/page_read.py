@@ -36,6 +36,11 @@ class PageRead:
     # The page's failing builds, and the failed steps of those whose logs are read.
     failing: list[int]
     evidence: dict[int, Future[tuple[FailedStep, ...]]]
+    # The page's pull requests' failing builds whose logs wait for their
+    # merge (-> pull request), and the failed steps of earlier pages' waiting
+    # builds whose merge this page learnt (simulator.history.deferred).
+    deferred: dict[int, int]
+    resolved: dict[int, Future[tuple[FailedStep, ...]]]
     # The changes first learnt with this page, and the range fetched by then.
     changes: list[ChangeInfo]
     fetched_range: tuple[int, int] | None
@@ -44,7 +49,9 @@ class PageRead:
 
     def arrived(self) -> bool:
         """Whether every evidence request of the page has ended."""
-        return all(f.done() for f in self.evidence.values())
+        return all(f.done() for f in self.evidence.values()) and all(
+            f.done() for f in self.resolved.values()
+        )
 
     def failed_steps(self) -> dict[int, tuple[FailedStep, ...]]:
         """Each failing build's failed steps (waiting for them), NOT_FETCHED if not read."""

@@ -18,15 +18,18 @@ from typing import Any
 from buildbot_revert.core.records import log_text, tail_window
 from buildbot_revert.core.verification import is_requested
 from simulator.history.entities import (
+    BUILD_FIELDS,
     BUILDER_FIELDS,
     CHANGE_FIELDS,
     LOG_FIELDS,
     STEP_FIELDS,
     BuilderInfo,
+    BuildInfo,
     ChangeInfo,
     LogInfo,
     SourceStampInfo,
     StepInfo,
+    parse_build,
     parse_builder,
     parse_change,
     parse_log,
@@ -154,6 +157,21 @@ class BuildbotAPI(RestTransport):
             "/buildrequests", "buildrequestid", brids, ("buildrequestid", "buildsetid")
         )
         return {int(d["buildrequestid"]): int(d["buildsetid"]) for d in rows}
+
+    def previous_build(self, b: BuildInfo) -> BuildInfo | None:
+        """The builder's last build completed before ``b`` (for a pull: before its window)."""
+        rows, _ = self.collection(
+            "/builds",
+            fields=BUILD_FIELDS,
+            filters=[
+                ("builderid", b.builderid),
+                ("complete", True),
+                ("complete_at__lt", b.complete_at),
+            ],
+            order=("-complete_at", "-buildid"),
+            limit=1,
+        )
+        return parse_build(rows[0]) if rows else None
 
     def build_steps(self, buildid: int) -> list[StepInfo]:
         """The steps of one build."""

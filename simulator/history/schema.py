@@ -163,6 +163,10 @@ IMPORT_TABLES = (
     "CREATE TABLE IF NOT EXISTS import_builds (master_buildid INTEGER PRIMARY KEY,"
     " build_id INTEGER NOT NULL REFERENCES builds(id), tips TEXT NOT NULL,"
     " complete_at REAL NOT NULL)",
+    # A pull request's failing build stored without its logs until the pull
+    # learns a change merged from it (simulator.history.deferred).
+    "CREATE TABLE IF NOT EXISTS import_deferred (master_buildid INTEGER PRIMARY KEY"
+    " REFERENCES import_builds(master_buildid), pull_request INTEGER NOT NULL)",
 )
 
 # What ``simulate --github`` asked GitHub and what it answered (JSON), per API

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 import sqlite_utils
 
-from buildbot_revert.core.model import Result
-from simulator.history import schema
+from buildbot_revert.core.model import Change, FailedStep, Result
+from simulator.history import schema, tails
 from simulator.history.schema import HistoryError
 
 
@@ -81,6 +82,48 @@ class PullBookkeeping:
             " VALUES (?, ?, ?, ?)",
             (master_buildid, build_id, json.dumps(tips, sort_keys=True), complete_at),
         )
+
+    def import_stored_changes(self) -> list[Change]:
+        """The pulled changes, with their title, pull request and branch only."""
+        return [
+            Change(revision="", author="", title=title, when=0.0, pr_number=pr, branch=branch)
+            for title, pr, branch in self.conn.execute(
+                "SELECT c.title, c.pr_number, c.branch FROM changes c"
+                " JOIN import_changes i ON i.change_id = c.id"
+            )
+        ]
+
+    def import_deferred(self) -> dict[int, list[int]]:
+        """Pull request -> the master ids of its failing builds whose logs wait for its merge."""
+        out: dict[int, list[int]] = {}
+        for buildid, number in self.conn.execute(
+            "SELECT master_buildid, pull_request FROM import_deferred ORDER BY master_buildid"
+        ):
+            out.setdefault(int(number), []).append(int(buildid))
+        return out
+
+    def add_import_deferred(self, master_buildid: int, pull_request: int) -> None:
+        """Remember that a stored failing build's logs wait for its pull request's merge."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO import_deferred(master_buildid, pull_request) VALUES (?, ?)",
+            (master_buildid, pull_request),
+        )
+
+    def resolve_import_deferred(self, master_buildid: int, steps: Iterable[FailedStep]) -> None:
+        """Store a waiting build's failed steps, fetched once its pull request merged."""
+        (build_id,) = self.conn.execute(
+            "SELECT build_id FROM import_builds WHERE master_buildid = ?", (master_buildid,)
+        ).fetchone()
+        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
+        self.conn.executemany(
+            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
+                for i, step in enumerate(steps)
+            ],
+        )
+        self.conn.execute("DELETE FROM import_deferred WHERE master_buildid = ?", (master_buildid,))
 
     def trailing_failures(self, builder_id: int) -> list[tuple[int, str | None]]:
         """(result, branch) of the builder's last builds from its last non-FAILURE one, in order.

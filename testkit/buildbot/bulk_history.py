@@ -19,7 +19,8 @@ The rows are the ones a master fed by a ``GitPoller`` would hold:
 * each build gets a buildset of one sourcestamp, a complete build request
   claimed by the master, and the build: its sourcestamp is the one of the
   newest change of its blamelist; a build with no change reuses its
-  builder's previous sourcestamp (or a revision-less one of its branch);
+  builder's previous sourcestamp when of the same branch, else a
+  revision-less one of its branch (a pull request's ``refs/pull/N/merge``);
 * a FAILURE build gets its failed steps, each with a ``stdio`` log (type
   ``s``, every line prefixed with the ``o`` stream letter, one uncompressed
   chunk per 64 KiB as ``logs.appendLog`` splits them); no stdio log when the
@@ -267,7 +268,8 @@ def write_history(
                 "logchunks",
             )
         }
-        builder_ss: dict[str, int] = {}
+        # Builder -> its previous build's sourcestamp, and that sourcestamp's branch.
+        builder_ss: dict[str, tuple[int, str | None]] = {}
         branch_ss: dict[str | None, int] = {}
         for build in builds:
             bid = builder_ids.get(build.builder)
@@ -281,8 +283,8 @@ def write_history(
                 build_ss = newest[1]
                 if build.branch is not None and newest[2] != build.branch:
                     written.branch_mismatches += 1
-            elif build.builder in builder_ss:
-                build_ss = builder_ss[build.builder]
+            elif build.builder in builder_ss and builder_ss[build.builder][1] == build.branch:
+                build_ss = builder_ss[build.builder][0]
             else:
                 # A forced build of nothing new: the branch's revision-less sourcestamp.
                 if build.branch not in branch_ss:
@@ -304,7 +306,7 @@ def write_history(
                     )
                     ssid += 1
                 build_ss = branch_ss[build.branch]
-            builder_ss[build.builder] = build_ss
+            builder_ss[build.builder] = (build_ss, build.branch)
             wid: int | None = None
             if build.worker is not None:
                 if build.worker not in workers:

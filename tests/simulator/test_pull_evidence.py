@@ -24,6 +24,7 @@ from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import ReplayResult, Selection, replay, replay_builds
 from simulator.cli import main
+from simulator.history.deferred import landed_from
 from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import BuildbotAPI
 from simulator.history.store import HistoryStore
@@ -111,26 +112,28 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
         assert store.get_meta("import.evidence_depth") == str(EVIDENCE_DEPTH)
         pull_request_builders = {b.name for b in store.builders() if "PullRequest" in b.tags}
         assert pull_request_builders
+        merged = {landed_from(c) for c in store.import_stored_changes()} - {None}
         run: dict[str, int] = {}
-        fetched = {"pull requests": 0, "branches": 0}
+        fetched = {"pull requests": 0, "branches": 0, "waiting": 0}
         for b in store.iter_builds():
             want = pulled.expected[(b.builder, b.number)]
             assert b.result == want.result
-            names_its_pr = pull_number_of_branch(b.branch) is not None
+            # A pull request's failing builds are read for their own pull
+            # request's sake (.pullbuilds), when their branch names it, and
+            # only once a change merged from it landed (.deferred).
+            read = pull_number_of_branch(b.branch) in merged
             if b.builder in pull_request_builders:
-                # A pull request builder's failing builds are read for their
-                # own pull request's sake (.pullbuilds), when their branch names it.
                 if b.result == FAILURE:
-                    wanted = want.failed_steps if names_its_pr else NOT_FETCHED
-                    assert b.failed_steps == wanted
-                    fetched["pull requests"] += names_its_pr
+                    assert b.failed_steps == (want.failed_steps if read else NOT_FETCHED)
+                    fetched["pull requests"] += read
+                    fetched["waiting"] += pull_number_of_branch(b.branch) is not None and not read
                 continue
             if b.result != FAILURE:
                 run.pop(b.builder, None)
                 continue
             if (b.branch or "").startswith("refs/pull/"):
                 # A pull request's merge ref likewise: fetched, never counted.
-                assert b.failed_steps == (want.failed_steps if names_its_pr else NOT_FETCHED)
+                assert b.failed_steps == (want.failed_steps if read else NOT_FETCHED)
                 continue
             # Each builder's consecutive failures: the first few have their logs.
             before = run.get(b.builder, 0)
@@ -141,6 +144,8 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
             else:
                 assert b.failed_steps == NOT_FETCHED
         assert fetched["pull requests"] and fetched["branches"]
+        # Unmerged pull requests' failing builds wait for their merge.
+        assert fetched["waiting"] and lazy.deferred_builds >= fetched["waiting"]
     finally:
         store.close()
 

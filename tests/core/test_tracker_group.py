@@ -45,19 +45,27 @@ POLICIES = [
 ]
 
 
+@pytest.mark.parametrize(
+    "policies",
+    # Every tracker keeping one set of books (a sweep of N), and two sets.
+    [POLICIES[:4], POLICIES],
+    ids=["one-book", "two-books"],
+)
 @pytest.mark.parametrize("finish", [False, True])
-def test_a_group_answers_what_each_tracker_answers_alone(finish: bool) -> None:
+def test_a_group_answers_what_each_tracker_answers_alone(
+    finish: bool, policies: list[Policy]
+) -> None:
     builds = history()
     alone = []
-    for policy in POLICIES:
+    for policy in policies:
         tracker = StreakTracker(policy)
         events = tracker.feed_all(builds)
         if finish:
             events.extend(tracker.finish(builds[-1].completed_at + 1))
         alone.append(events)
-    trackers = [StreakTracker(p) for p in POLICIES]
+    trackers = [StreakTracker(p) for p in policies]
     group = TrackerGroup(trackers)
-    together: list[list[object]] = [[] for _ in POLICIES]
+    together: list[list[object]] = [[] for _ in policies]
     judged = 0
     for build in builds:
         answers = group.feed(build)

@@ -58,12 +58,14 @@ def test_a_group_answers_what_each_tracker_answers_alone(
 ) -> None:
     builds = history()
     alone = []
+    flakes_alone = []
     for policy in policies:
         tracker = StreakTracker(policy)
         events = tracker.feed_all(builds)
         if finish:
             events.extend(tracker.finish(builds[-1].completed_at + 1))
         alone.append(events)
+        flakes_alone.append(tracker.flaky_cases(10))
     trackers = [StreakTracker(p) for p in policies]
     group = TrackerGroup(trackers)
     together: list[list[object]] = [[] for _ in policies]
@@ -80,6 +82,10 @@ def test_a_group_answers_what_each_tracker_answers_alone(
             out.extend(tracker.finish(builds[-1].completed_at + 1))
     assert together == alone
     assert any(alone), "the history must give the trackers something to decide"
+    # The trackers that share a flake memory (all but the one without
+    # guards) each remember the isolated failures once, as alone.
+    assert [t.flaky_cases(10) for t in trackers] == flakes_alone
+    assert flakes_alone[0] and not flakes_alone[3]
     # Green builds on green builders and neutral builds were judged by none.
     assert judged < len(builds)
 

@@ -18,6 +18,7 @@ that state is what a shell saves and restores, and what a
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import NamedTuple
 
 from buildbot_revert.core.decision_context import DecisionContext
@@ -46,6 +47,8 @@ from buildbot_revert.core.verdicts import (
 )
 
 _HOUR = 3600.0
+# An intersectable streak's builder's place among the builders.
+_FIRST_SEEN = itemgetter(0)
 _DOUBTS = frozenset(Guard(g) for g in CORROBORABLE)
 # Verdicts decided before the evidence is weighed: the suspect's own pull
 # request's builds are not named in their sentences.
@@ -322,14 +325,16 @@ class StreakDecisions(DecisionContext, DiffWants):
         """
         if self._red_now is not None and self._red_now[0] == deciding:
             return self._red_now[1]
-        watched = self._watched
-        # The red builders past their evidence (a few dozen of a fleet's
-        # hundreds), in the order the builders were first seen (the first
-        # item: no two builders share it): the intersection's explanation
-        # names them in it.
+        watched, blamelist = self._watched, self._blamelist
+        # The red builders past their evidence (a few dozen to a couple of
+        # hundred of a fleet's), in the order the builders were first seen
+        # (the first item, sorted by alone: no two builders share it, and
+        # ints sort faster than tuples): the intersection's explanation
+        # names them in it.  Each one's blamelist is made once, at its first
+        # intersection (see _blamelist).
         red = [
-            self._blamelist(streak)
-            for _, name, streak in sorted(self._intersectable.values())
+            streak.blamelist or blamelist(streak)
+            for _, name, streak in sorted(self._intersectable.values(), key=_FIRST_SEEN)
             if name != deciding and (watched is None or watched(name))
         ]
         self._red_now = (deciding, red)

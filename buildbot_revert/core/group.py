@@ -46,7 +46,7 @@ class TrackerGroup:
     what it answers fed alone (tests/core/test_tracker_group.py).
     """
 
-    __slots__ = ("_books", "_size")
+    __slots__ = ("_books", "_size", "feed")
 
     def __init__(self, trackers: Sequence[StreakTracker]) -> None:
         by_key: dict[tuple[object, ...], list[int]] = {}
@@ -69,8 +69,13 @@ class TrackerGroup:
             deepest = max(trackers[i].policy.failures for i in members)
             self._books.append((lead.book, deepest, [(i, trackers[i].judge) for i in members]))
         self._size = len(trackers)
+        # Each tracker's events for a build, in the trackers' order; None if
+        # none judged it.  A sweep's trackers usually keep one set of books.
+        self.feed: Callable[[Build], list[tuple[Event, ...]] | None] = (
+            _one_book(*self._books[0]) if len(self._books) == 1 else self._feed
+        )
 
-    def feed(self, build: Build) -> list[tuple[Event, ...]] | None:
+    def _feed(self, build: Build) -> list[tuple[Event, ...]] | None:
         """Each tracker's events for ``build``, in the trackers' order; None if none judged it."""
         out: list[tuple[Event, ...]] | None = None
         for book, deepest, judges in self._books:
@@ -87,3 +92,29 @@ class TrackerGroup:
             for i, judge in judges:
                 out[i] = judge(build, state)
         return out
+
+
+def _one_book(
+    book: Callable[[Build], BuilderState | None],
+    deepest: int,
+    judges: list[tuple[int, Callable[[Build, BuilderState], tuple[Event, ...]]]],
+) -> Callable[[Build], list[tuple[Event, ...]] | None]:
+    """:meth:`TrackerGroup.feed` when every tracker keeps the same books.
+
+    The judges are then every tracker, in order.  A closure over locals:
+    it runs for every build of the history.
+    """
+    each = [judge for _, judge in judges]
+
+    def feed(build: Build) -> list[tuple[Event, ...]] | None:
+        state = book(build)
+        if state is None:
+            return None
+        if build.result == _FAILURE:
+            if state.run.end > deepest:
+                return None
+        elif not state.ended:
+            return None
+        return [judge(build, state) for judge in each]
+
+    return feed

@@ -342,13 +342,21 @@ class FlakeMemory:
         # Compile and link errors are deterministic: never a flaky test case.
         self.cases.record((c for c in named if " " not in c), builder, at)
 
-    def record(self, builder: str, position: int, keep: int) -> None:
-        """Remember an isolated failure at ``position``; forget those ``keep`` builds older."""
+    def record(self, builder: str, position: int, keep: int) -> bool:
+        """Remember an isolated failure at ``position``; forget those ``keep`` builds older.
+
+        False when it is remembered already: the trackers of a group that
+        share this memory (:func:`~.policy.same_flake_notes`) each close the
+        streak of one at the same build, and the first notes it for all.
+        """
         positions = self._at.setdefault(builder, deque())
+        if positions and positions[-1] == position:
+            return False
         positions.append(position)
         # Forget what no window will look at again.
         while positions and positions[0] <= position - keep:
             positions.popleft()
+        return True
 
     def count_since(self, builder: str, position: int) -> int:
         """Isolated failures at or after ``position`` in the builder's builds."""

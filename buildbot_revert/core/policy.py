@@ -200,3 +200,12 @@ class Policy:
     def with_changes(self, **changes: Any) -> Policy:
         """A copy with some settings changed (for sweeps and CLI flags)."""
         return replace(self, **changes)
+
+
+def same_flake_notes(one: Policy, other: Policy) -> bool:
+    """Whether trackers of these policies note the same isolated failures, so may share them.
+
+    They keep as many builds, and both read the failing builds' signatures
+    (any guard) or neither does.
+    """
+    return one.flaky_builds == other.flaky_builds and bool(one.guards) == bool(other.guards)

@@ -59,6 +59,9 @@ KEPT = 5
 DIFFS_UP_TO = 8
 # How many changes' file facts a FileFacts holds before it starts afresh.
 _REMEMBERED = 65536
+# How many rankings it holds: a sweep's trackers rank a streak one after
+# the other, within the same few builds.
+_RANKINGS_REMEMBERED = 1024
 _AGREEMENT = 3.0
 _CASE_LINK = 3.0
 _FILE_LINK = 2.0
@@ -72,11 +75,17 @@ class FileFacts:
     A change lands in the blamelist of every builder that builds it, so the
     same change is ranked in many streaks; its code files, whether it is
     documentation only, and what failure its files tie it to do not change.
+    Also the newest rankings made with them: the trackers of a sweep that
+    share one (:func:`same_file_rules`) rank the same streak, each at its
+    own N, and mostly on the same evidence (:func:`rank_suspects`).
     """
 
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple[str, ...], bool]] = {}
         self._ties: dict[tuple[str, frozenset[str]], str | None] = {}
+        # What a ranking reads (its suspects by identity) -> (the suspects,
+        # held so that their identity is not reused; the ranking).
+        self._ranked: dict[_RankKey, tuple[tuple[Change, ...], tuple[RankedSuspect, ...]]] = {}
 
     def files(self, policy: Policy, change: Change) -> tuple[tuple[str, ...], bool]:
         """The change's files that are not documentation, and whether it is documentation only."""
@@ -99,6 +108,21 @@ class FileFacts:
             self._ties[key] = ties(failing, code, policy.environment_tests)
         return self._ties[key]
 
+    def ranking(
+        self, key: _RankKey, suspects: tuple[Change, ...]
+    ) -> tuple[RankedSuspect, ...] | None:
+        """The ranking made of ``key`` for these very ``suspects``, if it is still held."""
+        known = self._ranked.get(key)
+        return known[1] if known is not None and known[0] is suspects else None
+
+    def ranked(
+        self, key: _RankKey, suspects: tuple[Change, ...], ranking: tuple[RankedSuspect, ...]
+    ) -> None:
+        """Hold the ``ranking`` made of ``key`` for ``suspects`` among the newest."""
+        if len(self._ranked) >= _RANKINGS_REMEMBERED:
+            self._ranked.clear()
+        self._ranked[key] = (suspects, ranking)
+
 
 def same_file_rules(one: Policy, other: Policy) -> bool:
     """Whether two policies read a change's files alike, so may share their :class:`FileFacts`."""
@@ -107,6 +131,11 @@ def same_file_rules(one: Policy, other: Policy) -> bool:
         and one.code_patterns == other.code_patterns
         and one.environment_tests == other.environment_tests
     )
+
+
+# A ranking's suspects (by identity), what fails, the failing cases, how
+# many of the builders failing alike hold each suspect, and how many there are.
+_RankKey = tuple[int, frozenset[str], tuple[str, ...], frozenset[tuple[str, int]], int]
 
 
 @dataclass(frozen=True)
@@ -134,6 +163,14 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     if len(given.suspects) > DIFFS_UP_TO:
         given = replace(given, diff_of=None)
     held = _held(given.suspects, alike)
+    # Without a diff to read, the ranking is all in these (the policy's file
+    # rules are the facts'): a ranking made of the same is the same.
+    key: _RankKey | None = None
+    if given.diff_of is None:
+        key = (id(given.suspects), given.failing, given.cases, frozenset(held.items()), len(alike))
+        known = facts.ranking(key, given.suspects)
+        if known is not None:
+            return known
     ranked = [
         _score(given, facts, change, held.get(change.revision, 0), len(alike))
         for change in given.suspects
@@ -141,7 +178,10 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     ]
     # sorted() is stable: equal scores keep the landing order.
     ranked.sort(key=lambda r: -r.score)
-    return tuple(ranked[:KEPT])
+    kept = tuple(ranked[:KEPT])
+    if key is not None:
+        facts.ranked(key, given.suspects, kept)
+    return kept
 
 
 def _held(suspects: Sequence[Change], alike: Sequence[Blamelist]) -> dict[str, int]:

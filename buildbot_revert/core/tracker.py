@@ -96,7 +96,7 @@ from buildbot_revert.core.memory import (
     failing_ids,
 )
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.policy import Guard, Policy
+from buildbot_revert.core.policy import Guard, Policy, same_flake_notes
 from buildbot_revert.core.pullbuilds import PullRequestBuilds
 from buildbot_revert.core.selection import is_pull_request_branch
 from buildbot_revert.core.signatures import Signature
@@ -352,6 +352,7 @@ class StreakTracker(StreakDecisions):
         self._steps = lead._steps
         self._pulls = lead._pulls
         self._facts = lead._facts if same_file_rules(self.policy, lead.policy) else self._facts
+        self._flakes = lead._flakes if same_flake_notes(self.policy, lead.policy) else self._flakes
 
     # -- memory across restarts ---------------------------------------------
 
@@ -449,15 +450,14 @@ class StreakTracker(StreakDecisions):
         self, streak: OpenStreak, ended_at: float | None, now: float | None = None
     ) -> tuple[Event, ...]:
         """A streak ended (``ended_at``) or the history did (``now``): its verdict and its end."""
-        first = streak.first
-        count = streak.count
+        first, count = streak.first, streak.count
         if ended_at is not None and count == 1:
             # Red once, then green: what a flaky builder does.
             builder = first.builder
             # The green build that closes the streak was counted already.
             position = self._builders[builder].builds - 2
-            self._flakes.record(builder, position, self.policy.flaky_builds)
-            if not streak.infra[0]:
+            noted = self._flakes.record(builder, position, self.policy.flaky_builds)
+            if noted and not streak.infra[0]:
                 self._flakes.record_cases(streak.signatures[0], builder, first.completed_at)
         verdict = streak.verdict
         decided = verdict is not None

@@ -22,6 +22,7 @@ Definitions (also in docs/report-schema.md, where users read them):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from buildbot_revert.core.policy import Guard
@@ -99,28 +100,64 @@ class Evaluation:
 Broken = dict[str, dict[str, float | None]]
 
 
+@dataclass(frozen=True)
+class Headline:
+    """An evaluation's figures a sweep's row shows, as :func:`evaluate` counts them."""
+
+    true_positives: int
+    false_positives: int
+    precision: float | None
+    recall: float | None
+    red_hours_saved: float
+
+
+def headline(
+    requests: list[RevertRequest],
+    broke: Broken,
+    attributable: Collection[str],
+    window_end: float,
+    merge_delay: float = DEFAULT_MERGE_DELAY,
+) -> Headline:
+    """The headline figures of the proposed ``requests``, against what broke in the window.
+
+    ``broke`` is :func:`broken_in_window`'s, ``attributable`` the revisions
+    :func:`attributable_breakages` finds: what a sweep works out once for
+    the rows that share them (the one window, the one replay of each
+    policy), where :func:`evaluate` works them out for one report.
+    """
+    right = [r for r in requests if r.revision in broke]
+    proposed = {r.revision for r in requests}
+    caught = sum(1 for rev in attributable if rev in proposed)
+    saved = _red_seconds_saved(right, broke, window_end, merge_delay)
+    return Headline(
+        true_positives=len(right),
+        false_positives=len(requests) - len(right),
+        precision=len(right) / len(requests) if requests else None,
+        recall=caught / len(attributable) if attributable else None,
+        red_hours_saved=saved / _HOUR,
+    )
+
+
 def evaluate(
     result: ReplayResult, labels: Labels, merge_delay: float = DEFAULT_MERGE_DELAY
 ) -> Evaluation:
     """Compare what the replay proposed with what really broke."""
-    broke = _broken_in_window(result, labels)
-    attributable = _attributable(result, labels, broke)
+    broke = broken_in_window(result, labels)
+    attributable = attributable_breakages(result, labels, broke)
     requests = [p.request for p in result.proposals()]
-    right = [r for r in requests if r.revision in broke]
     wrong = [r.revision for r in requests if r.revision not in broke]
     proposed = {r.revision for r in requests}
     missed = sorted(attributable.keys() - proposed)
-    caught = len(attributable.keys() & proposed)
-    saved = _red_seconds_saved(right, broke, result.window_end or 0.0, merge_delay)
+    head = headline(requests, broke, attributable, result.window_end or 0.0, merge_delay)
     return Evaluation(
-        true_positives=len(right),
-        false_positives=len(wrong),
+        true_positives=head.true_positives,
+        false_positives=head.false_positives,
         attributable=len(attributable),
         missed=len(missed),
-        precision=len(right) / len(requests) if requests else None,
-        recall=caught / len(attributable) if attributable else None,
+        precision=head.precision,
+        recall=head.recall,
         breakages=len(broke),
-        red_hours_saved=saved / _HOUR,
+        red_hours_saved=head.red_hours_saved,
         merge_delay_hours=merge_delay / _HOUR,
         false_positive_revisions=tuple(wrong),
         missed_revisions=tuple(missed),
@@ -131,7 +168,7 @@ def evaluate(
     )
 
 
-def _broken_in_window(result: ReplayResult, labels: Labels) -> Broken:
+def broken_in_window(result: ReplayResult, labels: Labels) -> Broken:
     """The labelled breakages of the reported builders that began in the window."""
     broke: Broken = defaultdict(dict)
     lo, hi = result.selection.since, result.selection.until
@@ -145,7 +182,9 @@ def _broken_in_window(result: ReplayResult, labels: Labels) -> Broken:
     return broke
 
 
-def _attributable(result: ReplayResult, labels: Labels, broke: Broken) -> dict[str, list[Streak]]:
+def attributable_breakages(
+    result: ReplayResult, labels: Labels, broke: Broken
+) -> dict[str, list[Streak]]:
     """Each attributable breakage's revision, with the streaks that make it so."""
     attributable: dict[str, list[Streak]] = defaultdict(list)
     n = result.policy.failures

@@ -31,7 +31,12 @@ from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods
-from simulator.analysis.evaluation import evaluate
+from simulator.analysis.evaluation import (
+    Broken,
+    attributable_breakages,
+    broken_in_window,
+    headline,
+)
 from simulator.analysis.executor import Executor, methods_play
 from simulator.analysis.grace import apply_grace, qualifications
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
@@ -231,6 +236,33 @@ def window_years(result: ReplayResult) -> float:
     return (end - start) / _YEAR
 
 
+@dataclass(frozen=True)
+class Truth:
+    """What the labels say of one replay whatever the grace period: its rows share it."""
+
+    # The breakages of the reported builders that began in the window
+    # (the same for every replay of a sweep: one window, one selection).
+    broke: Broken
+    # The revisions the replay's streaks make attributable (see evaluation.py).
+    attributable: frozenset[str]
+    # Every labelled breaking revision, in the window or not.
+    breaking: frozenset[str]
+
+
+def truth(result: ReplayResult, labels: Labels, window: Truth | None = None) -> Truth:
+    """The labels' :class:`Truth` of ``result``; ``window``: another replay of the window's."""
+    if window is None:
+        broke = broken_in_window(result, labels)
+        breaking = frozenset(b.revision for b in labels.breakages)
+    else:
+        broke, breaking = window.broke, window.breaking
+    return Truth(
+        broke=broke,
+        attributable=frozenset(attributable_breakages(result, labels, broke)),
+        breaking=breaking,
+    )
+
+
 def score(
     result: ReplayResult,
     grace: float,
@@ -238,10 +270,16 @@ def score(
     settings: tuple[tuple[str, str], ...] = (),
     costs: MethodCosts | None = None,
     qualified: dict[str, list[Qualified]] | None = None,
+    known: Truth | None = None,
 ) -> SweepRow:
-    """One sweep row from a replay and a grace period (``qualified``: see ``apply_grace``)."""
+    """One sweep row from a replay and a grace period.
+
+    ``qualified`` (see ``apply_grace``) and ``known`` (the labels' :func:`truth`
+    of ``result``) when the caller scores several grace periods of one replay.
+    """
     graced = apply_grace(result, grace, qualified)
-    reverts = len(graced.proposals())
+    proposals = graced.proposals()
+    reverts = len(proposals)
     years = window_years(result)
     row = SweepRow(
         settings,
@@ -255,17 +293,22 @@ def score(
     )
     if labels is None:
         return row
-    ev = evaluate(graced, labels)
-    broken = {b.revision for b in labels.breakages}
-    stood_down_breakages = len(graced.stood_down & broken)
+    if known is None:
+        known = truth(result, labels)
+    head = headline(
+        [p.request for p in proposals],
+        known.broke,
+        known.attributable,
+        graced.window_end or 0.0,
+    )
     return replace(
         row,
-        precision=ev.precision,
-        recall=ev.recall,
-        true_positives=ev.true_positives,
-        false_positives=ev.false_positives,
-        red_hours_saved=ev.red_hours_saved,
-        stood_down_breakages=stood_down_breakages,
+        precision=head.precision,
+        recall=head.recall,
+        true_positives=head.true_positives,
+        false_positives=head.false_positives,
+        red_hours_saved=head.red_hours_saved,
+        stood_down_breakages=len(graced.stood_down & known.breaking),
     )
 
 
@@ -299,20 +342,12 @@ def run_sweep(
         results = [replayer.finish() for replayer in replays.replayers]
     for result, made in zip(results, replays.executors, strict=True):
         result.commented = frozenset(r for e in made for r in e.commented)
-    rows: list[SweepRow | None] = [None] * len(combos)
-    first: ReplayResult | None = None
-    for result, costs, settled in zip(results, replays.costs, by_policy.values(), strict=True):
-        first = first or result
-        # Who qualified for what does not depend on the grace period.
-        qualified = qualifications(result)
-        for i, combo in settled:
-            rows[i] = score(result, combo.grace, labels, combo.settings, costs, qualified)
-        if on_done is not None:
-            on_done(len(settled))
+    rows = _rows(results, replays.costs, by_policy, labels, on_done)
+    first = results[0] if results else None
     keys = tuple(k for k, _ in combos[0].settings) if combos else ()
     return SweepResult(
         keys,
-        tuple(r for r in rows if r is not None),
+        rows,
         # Counted by a replay, as a single run counts them: every replay
         # of the pass counts the same builds.
         first.builds if first is not None else 0,
@@ -323,6 +358,30 @@ def run_sweep(
         labels is not None,
         len(replays.replayers),
     )
+
+
+def _rows(
+    results: list[ReplayResult],
+    costs: list[MethodCosts | None],
+    by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]],
+    labels: Labels | None,
+    on_done: Callable[[int], None] | None,
+) -> tuple[SweepRow, ...]:
+    """Every combination's row, in the combinations' order, from the replays of its policy."""
+    rows: list[SweepRow | None] = [None] * sum(map(len, by_policy.values()))
+    known: Truth | None = None
+    for result, cost, settled in zip(results, costs, by_policy.values(), strict=True):
+        # Who qualified for what, and what the labels say of the replay,
+        # do not depend on the grace period; what broke in the window, not
+        # on the policy either.
+        qualified = qualifications(result)
+        if labels is not None:
+            known = truth(result, labels, known)
+        for i, combo in settled:
+            rows[i] = score(result, combo.grace, labels, combo.settings, cost, qualified, known)
+        if on_done is not None:
+            on_done(len(settled))
+    return tuple(r for r in rows if r is not None)
 
 
 def _by_policy(

@@ -7,7 +7,8 @@ import pytest
 from buildbot_revert.core.group import TrackerGroup
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.tracker import Event, StreakTracker
+from buildbot_revert.core.verdicts import Verdict
 from tests.core.test_guards import COMPILE, DISK_FULL, GENERIC, regrtest_failure, steps_of
 
 FAILURE, SUCCESS, EXCEPTION = int(Result.FAILURE), int(Result.SUCCESS), int(Result.EXCEPTION)
@@ -45,19 +46,29 @@ POLICIES = [
 ]
 
 
+@pytest.mark.parametrize(
+    "policies",
+    # Every tracker keeping one set of books (a sweep of N), and two sets.
+    [POLICIES[:4], POLICIES],
+    ids=["one-book", "two-books"],
+)
 @pytest.mark.parametrize("finish", [False, True])
-def test_a_group_answers_what_each_tracker_answers_alone(finish: bool) -> None:
+def test_a_group_answers_what_each_tracker_answers_alone(
+    finish: bool, policies: list[Policy]
+) -> None:
     builds = history()
     alone = []
-    for policy in POLICIES:
+    flakes_alone = []
+    for policy in policies:
         tracker = StreakTracker(policy)
         events = tracker.feed_all(builds)
         if finish:
             events.extend(tracker.finish(builds[-1].completed_at + 1))
         alone.append(events)
-    trackers = [StreakTracker(p) for p in POLICIES]
+        flakes_alone.append(tracker.flaky_cases(10))
+    trackers = [StreakTracker(p) for p in policies]
     group = TrackerGroup(trackers)
-    together: list[list[object]] = [[] for _ in POLICIES]
+    together: list[list[object]] = [[] for _ in policies]
     judged = 0
     for build in builds:
         answers = group.feed(build)
@@ -71,6 +82,10 @@ def test_a_group_answers_what_each_tracker_answers_alone(finish: bool) -> None:
             out.extend(tracker.finish(builds[-1].completed_at + 1))
     assert together == alone
     assert any(alone), "the history must give the trackers something to decide"
+    # The trackers that share a flake memory (all but the one without
+    # guards) each remember the isolated failures once, as alone.
+    assert [t.flaky_cases(10) for t in trackers] == flakes_alone
+    assert flakes_alone[0] and not flakes_alone[3]
     # Green builds on green builders and neutral builds were judged by none.
     assert judged < len(builds)
 
@@ -80,3 +95,31 @@ def test_a_tracker_joins_a_group_before_it_is_fed() -> None:
     tracker.feed_all(history()[:3])
     with pytest.raises(ValueError, match="before it is fed"):
         TrackerGroup([tracker])
+
+
+def test_trackers_of_a_group_share_a_ranking_made_of_the_same_evidence() -> None:
+    # A builder's first failing build holds three changes, one touching the
+    # failing test's code; it fails the same test five times in a row.
+    at = 1_700_000_000.0
+    log = steps_of(regrtest_failure("test_os", "chmod"))
+    files = [("Doc/whatsnew.rst",), ("Lib/os.py",), ("Lib/json/__init__.py",)]
+    changes = tuple(
+        Change(f"{i:040x}", "a", f"change {i}", at + i, files=files[i - 2]) for i in range(2, 5)
+    )
+    builds = [Build("linux", 1, SUCCESS, at, at + 10, (Change(f"{1:040x}", "a", "c", at),))]
+    for n in range(2, 7):
+        blamelist = changes if n == 2 else ()
+        builds.append(Build("linux", n, FAILURE, at + 100 * n, at + 100 * n + 10, blamelist, log))
+    policies = [Policy(failures=2), Policy(failures=3), Policy(failures=5)]
+    alone = [StreakTracker(p).feed_all(builds) for p in policies]
+    trackers = [StreakTracker(p) for p in policies]
+    group = TrackerGroup(trackers)
+    together: list[list[Event]] = [[] for _ in policies]
+    for build in builds:
+        for out, events in zip(together, group.feed(build) or (), strict=False):
+            out.extend(events)
+    assert together == alone
+    ranked = [e.ranked for out in together for e in out if isinstance(e, Verdict)]
+    assert len(ranked) == 3 and ranked[0][0].revision == changes[1].revision
+    # Made once: the same evidence at N = 2, 3 and 5 ranks alike.
+    assert ranked[1] is ranked[0] and ranked[2] is ranked[0]

@@ -9,6 +9,8 @@ import pytest
 
 from buildbot_revert.core.grace import GraceDecision, GraceError, Qualified, decide, outcome
 from buildbot_revert.core.policy import Policy
+from simulator.analysis.evaluation import evaluate
+from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection, replay, select_builds
 from simulator.analysis.sweep import (
     Axis,
@@ -18,6 +20,7 @@ from simulator.analysis.sweep import (
     parse_duration,
     run_sweep,
     score,
+    truth,
 )
 from simulator.history.store import HistoryStore
 from simulator.progress import sweep_with_progress
@@ -159,6 +162,35 @@ def test_one_pass_sweep_equals_one_replay_per_combination(
     assert [dict(r.settings) for r in sweep.rows] == [
         {"failures": f, "grace": g} for f in "1234" for g in ("0h", "48h")
     ]
+
+
+@pytest.mark.parametrize("grace", ["0h", "24h", "48h", "30d"])
+def test_a_row_scores_its_replay_as_the_report_evaluates_it(
+    store: HistoryStore, grace: str
+) -> None:
+    labels = store.labels()
+    result = replay(store, Policy(), Selection())
+    seconds = parse_duration(grace)
+    # What the labels say of the replay, worked out once for a sweep's rows
+    # (what broke in the window taken from another policy's replay).
+    other = truth(replay(store, Policy(failures=2), Selection()), labels)
+    known = truth(result, labels, other)
+    assert known == truth(result, labels)
+    row = score(result, seconds, labels, known=known)
+    graced = apply_grace(result, seconds)
+    ev = evaluate(graced, labels)
+    assert (
+        row.true_positives,
+        row.false_positives,
+        row.precision,
+        row.recall,
+        row.red_hours_saved,
+    ) == (ev.true_positives, ev.false_positives, ev.precision, ev.recall, ev.red_hours_saved)
+    assert row.reverts == len(graced.proposals())
+    broken = {b.revision for b in labels.breakages}
+    assert row.stood_down_breakages == len(graced.stood_down & broken)
+    if grace == "0h":  # the history scores both ways
+        assert ev.true_positives and ev.false_positives
 
 
 def test_reverts_per_year_scale_with_the_window(store: HistoryStore) -> None:

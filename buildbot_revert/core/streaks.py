@@ -118,8 +118,8 @@ class BuilderState:
         self.line = ""
         # Changes since the last green build that only neutral builds saw.
         self.untested: list[Change] = []
-        # The suspects of the streak the last FAILURE opened; whether the
-        # last build ended a streak.
+        # The suspects of the streak under way (none once a green build
+        # ends it: the streak holds them); whether the last build ended one.
         self.opening: tuple[Change, ...] = ()
         self.ended = False
         # Its FAILURE builds since it last turned red, which the failure

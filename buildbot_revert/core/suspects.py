@@ -58,7 +58,10 @@ KEPT = 5
 # GitHub before the decision, and a builder back after weeks blames hundreds.
 DIFFS_UP_TO = 8
 # How many changes' file facts a FileFacts holds before it starts afresh.
-_REMEMBERED = 65536
+# A change is ranked while it is in the blamelists of streaks under way,
+# within days of landing: a few thousand recent changes find nearly every
+# repeat, where holding a year's would grow with the history.
+_REMEMBERED = 2048
 # How many rankings it holds: a sweep's trackers rank a streak one after
 # the other, within the same few builds.
 _RANKINGS_REMEMBERED = 1024

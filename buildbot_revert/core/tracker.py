@@ -224,7 +224,10 @@ class StreakTracker(StreakDecisions):
             if state.untested:
                 state.untested = []
             state.ended = run.open
-            run.open = False
+            if run.open:
+                # Its streak holds its own suspects: the builder's state need
+                # not (a builder back after weeks blames hundreds).
+                state.opening, run.open = (), False
         elif result == _FAILURE:
             state.ended = False
             if not run.open:
@@ -313,10 +316,7 @@ class StreakTracker(StreakDecisions):
 
     def feed_all(self, builds: Iterable[Build]) -> list[Event]:
         """Feed each build in turn; every event they caused, in order."""
-        out: list[Event] = []
-        for build in builds:
-            out.extend(self.feed(build))
-        return out
+        return [event for build in builds for event in self.feed(build)]
 
     def finish(self, at: float) -> tuple[Event, ...]:
         """End of history at time ``at``: report the streaks still open."""

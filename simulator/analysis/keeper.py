@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from buildbot_revert.core.model import Build, Change, new_build, new_change
-from buildbot_revert.core.verdicts import Streak, Verdict, new_streak
+from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict, new_streak
 
 
 class Keeper:
@@ -25,9 +25,11 @@ class Keeper:
     time and branch alone (the reports and the evaluation count them; one
     record per revision), and each distinct explanation, worker and branch
     name once (a year's thousands of streaks have about a hundred
-    explanations).  Verdicts are kept as the tracker gave them (the parity
-    tests compare them with the plugin's), and so is a blamelist of one
-    change: the verdict's suspect, kept whole with it.
+    explanations), and so each distinct ranking's reasons and score and
+    each distinct evidence (a year's thousands have a few hundred).
+    Verdicts are kept equal to the tracker's (the parity tests compare them
+    with the plugin's), and so is a blamelist of one change: the verdict's
+    suspect, kept whole with it.
 
     The keepers of a sweep's replays share what they make (:meth:`share`):
     their trackers report a streak's end together, with the same blamelist
@@ -35,12 +37,14 @@ class Keeper:
     evidence reader's answer), which are then copied once for all.
     """
 
-    __slots__ = ("_verdicts", "_streaks", "_texts", "_revisions", "_open", "_made")
+    __slots__ = ("_verdicts", "_streaks", "_texts", "_values", "_revisions", "_open", "_made")
 
     def __init__(self, verdicts: list[Verdict], streaks: list[Streak]) -> None:
         self._verdicts = verdicts
         self._streaks = streaks
         self._texts: dict[str, str] = {}
+        # Each distinct evidence, reasons and score, held once.
+        self._values: dict[Any, Any] = {}
         self._revisions: dict[str, Change] = {}
         # The verdicts kept, by the identity of the tracker's own, until
         # their streak is reported with the same verdict: the tracker holds
@@ -55,7 +59,8 @@ class Keeper:
         """Keep with ``other``'s names, revisions and copies (a sweep's replays, fed together)."""
         if other._made is None:
             other._made = {}
-        self._texts, self._revisions, self._made = other._texts, other._revisions, other._made
+        self._texts, self._values = other._texts, other._values
+        self._revisions, self._made = other._revisions, other._made
 
     def __call__(self, event: Verdict | Streak) -> None:
         if isinstance(event, Verdict):
@@ -101,10 +106,29 @@ class Keeper:
         return new_build((*head, (), (), worker, branch, b.verification))
 
     def _verdict(self, verdict: Verdict) -> Verdict:
-        # The verdict as the tracker gave it (the parity tests compare it
-        # with the plugin's), its explanation held once.
+        # A verdict equal to the tracker's (the parity tests compare it with
+        # the plugin's), what it says held once.
         text = self._texts.setdefault(verdict.explanation, verdict.explanation)
-        return verdict if text is verdict.explanation else verdict._replace(explanation=text)
+        evidence, ranked = verdict.evidence, verdict.ranked
+        if evidence:
+            evidence = self._values.setdefault(evidence, evidence)
+        if ranked:
+            ranked = self._ranked(ranked)
+        if text is verdict.explanation and evidence is verdict.evidence and not ranked:
+            return verdict
+        return verdict._replace(explanation=text, evidence=evidence, ranked=ranked)
+
+    def _ranked(self, ranked: tuple[RankedSuspect, ...]) -> tuple[RankedSuspect, ...]:
+        """``ranked`` with each score and each list of reasons held once."""
+        values, texts = self._values, self._texts
+        shared = []
+        for suspect in ranked:
+            reasons = tuple([texts.setdefault(r, r) for r in suspect.reasons])
+            score = values.setdefault(suspect.score, suspect.score)
+            suspect = RankedSuspect(suspect.revision, score, values.setdefault(reasons, reasons))
+            shared.append(suspect)
+        kept: tuple[RankedSuspect, ...] = values.setdefault(tuple(shared), tuple(shared))
+        return kept
 
     def _revision(self, change: Change) -> Change:
         kept = self._revisions.get(change.revision)

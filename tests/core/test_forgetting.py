@@ -1,4 +1,4 @@
-"""Landings and the failure memory: what they remember, and forget past their horizon."""
+"""Landings, the failure memory and the builders' state: what they remember, and forget."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from hypothesis import strategies as st
 
 from buildbot_revert.core.memory import FailureMemory, FailureRun, Landings
 from buildbot_revert.core.model import Change
+from buildbot_revert.core.policy import Policy
+from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import Streak
+from tests.builds_dsl import builds
 
 DAY = 86400.0
 
@@ -108,3 +112,18 @@ def test_a_followed_run_is_trimmed_but_read_from_where_it_was_followed() -> None
     run.open = False
     memory._forget(45 * DAY)
     assert not memory._runs
+
+
+def test_a_builder_green_again_holds_none_of_its_last_streaks_suspects() -> None:
+    # A builder back after weeks blames hundreds of changes: once its streak
+    # is over, what the tracker keeps (and a shell saves) of the builder
+    # must not still hold them, while the next streak still has its own.
+    tracker = StreakTracker(Policy(guards=frozenset()))
+    feeds = builds("S:a F:b,c,d F S:e X:f F:g F")
+    events = tracker.feed_all(feeds[:4])
+    (closed,) = [e for e in events if isinstance(e, Streak)]
+    assert [c.revision for c in closed.blamelist] == ["b", "c", "d"]
+    state = tracker.__getstate__()["_builders"]["B"]
+    assert state.opening == () and not state.red
+    tracker.feed_all(feeds[4:])
+    assert [c.revision for c in tracker.suspects_of("B")] == ["f", "g"]

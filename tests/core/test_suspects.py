@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 from buildbot_revert.core import snapshot
+from buildbot_revert.core import suspects as suspects_module
 from buildbot_revert.core.diffs import Diff, Hunk
 from buildbot_revert.core.intersection import Blamelist
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.policy import Policy
-from buildbot_revert.core.suspects import DIFFS_UP_TO, KEPT, RankInput, rank_suspects
+from buildbot_revert.core.suspects import DIFFS_UP_TO, KEPT, FileFacts, RankInput, rank_suspects
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason
 from tests.builds_dsl import change
@@ -128,3 +129,18 @@ def test_a_long_range_is_ranked_by_its_files_without_reading_diffs() -> None:
     assert asked == []
     ranked(suspects[:DIFFS_UP_TO], cases=("test_os.T.test_x",), diff_of=diff_of)
     assert len(asked) == DIFFS_UP_TO
+
+
+def test_the_file_facts_hold_a_bounded_number_of_changes() -> None:
+    # A tracker runs for months: what it derives of each change's files must
+    # not grow with the changes it has seen, and must not change meanwhile.
+    facts, policy = FileFacts(), Policy()
+    bound = suspects_module._REMEMBERED
+    for i in range(3 * bound):
+        change_i = touching(f"r{i}", "Doc/a.rst" if i % 2 else "Lib/ssl.py")
+        code, docs = facts.files(policy, change_i)
+        assert (code, docs) == (((), True) if i % 2 else (("Lib/ssl.py",), False))
+        assert facts.tie(policy, change_i, frozenset({"test_ssl"})) == (
+            None if i % 2 else "test_ssl"
+        )
+        assert len(facts._files) <= bound and len(facts._ties) <= bound

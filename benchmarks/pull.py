@@ -57,7 +57,6 @@ that master scaled down, its rates per build.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import tempfile
 import time
@@ -203,6 +202,7 @@ def check_store(path: Path, truth: Truth) -> Checked:
     store = HistoryStore(path)
     try:
         got = {key(b): b for b in store.iter_builds()}
+        waiting = [n for n, ids in store.import_deferred().items() for _ in ids]
     finally:
         store.close()
     wrong = sum(
@@ -219,8 +219,6 @@ def check_store(path: Path, truth: Truth) -> Checked:
     failing = [b for b in got.values() if b.result == FAILURE]
     unfetched = sum(1 for b in failing if b.failed_steps == NOT_FETCHED)
     merged = {n for b in got.values() for c in b.changes if (n := landed_from(c)) is not None}
-    with sqlite3.connect(path) as conn:
-        waiting = [n for (n,) in conn.execute("SELECT pull_request FROM import_deferred")]
     with_tails = sum(
         1
         for b in failing

@@ -41,10 +41,11 @@ def test_the_floor_reads_the_failing_builds_the_tracker_reads(tmp_path: Path) ->
     # The tracker reads the first N failing builds of a streak, not the rest.
     assert len(wanted) < len(failing)
     # Every streak decided at its N-th failure had each of those builds read.
+    read = set(wanted)
     for streak in result.streaks:
         if streak.builds >= Policy().failures:
             for build in streak.failing[: Policy().failures]:
-                assert (build.builder, build.number) in set(wanted)
+                assert (build.builder, build.number) in read
 
 
 def test_the_benchmark_prints_its_figures_against_the_floor(tmp_path: Path) -> None:

@@ -53,6 +53,9 @@ class Schema:
     index).  ``make`` builds an instance from the decoded fields (by
     keyword); None: an empty instance whose attributes are set one by one
     (slotted and plain classes, whose constructors compute more).
+    ``derived`` are a slotted class's attributes that are not saved (a
+    cache, a bound worked out again), each with what makes it anew on
+    restore; they are no part of the format.
     """
 
     name: str
@@ -60,6 +63,7 @@ class Schema:
     fields: tuple[tuple[str, Any], ...]
     shared: bool = False
     make: Callable[..., Any] | None = None
+    derived: tuple[tuple[str, Callable[[], Any]], ...] = ()
 
 
 class Codec:
@@ -150,6 +154,8 @@ class Codec:
         obj: Any = object.__new__(schema.cls)
         for name, value in values.items():
             object.__setattr__(obj, name, value)
+        for name, anew in schema.derived:
+            object.__setattr__(obj, name, anew())
         return obj
 
     def _decode_shared(self, entry: Any, decoding: _Decoding) -> Any:

@@ -28,6 +28,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from operator import attrgetter
 
 from buildbot_revert.core.flaky_cases import FlakyCases
 from buildbot_revert.core.model import Change
@@ -82,6 +83,9 @@ def origin_of(change: Change) -> str:
 # builder records with every build: four times as often).
 _FORGET_EVERY = 1024
 _FORGET_RECORDS_EVERY = 4 * _FORGET_EVERY
+# How many blamelists Landings knows by identity (see note_blamelist).
+_BLAMELISTS_KEPT = 64
+_WHEN = attrgetter("when")
 
 
 class Landings:
@@ -95,7 +99,7 @@ class Landings:
     anything remembered, as one whose original was never seen.
     """
 
-    __slots__ = ("seen", "_by_origin", "_horizon", "_newest", "_noted")
+    __slots__ = ("seen", "_by_origin", "_horizon", "_newest", "_noted", "_blamelists")
 
     def __init__(self, horizon: float = float("inf")) -> None:
         # The revisions noted, with when they landed: a caller may skip
@@ -106,6 +110,24 @@ class Landings:
         self._newest = float("-inf")
         # Revisions noted since the last time old ones were forgotten.
         self._noted = 0
+        # id -> (a blamelist of several changes noted since the last time
+        # old commits were forgotten, its newest landing): a shell that
+        # hands builders the same tuple for the same blamelist (a
+        # replay's store) has each noted once; the tuple is held, so its
+        # id is not reused while here.
+        self._blamelists: dict[int, tuple[Sequence[Change], float]] = {}
+
+    def note_blamelist(self, changes: Sequence[Change]) -> float:
+        """Note a blamelist of several changes (in any order); when its newest landed."""
+        known = self._blamelists.get(id(changes))
+        if known is not None and known[0] is changes:
+            return known[1]
+        self.note(changes)
+        newest: float = max(map(_WHEN, changes))
+        if len(self._blamelists) >= _BLAMELISTS_KEPT:
+            self._blamelists.clear()
+        self._blamelists[id(changes)] = (changes, newest)
+        return newest
 
     def note(self, changes: Sequence[Change]) -> None:
         """Remember when each of ``changes`` landed on its branch."""
@@ -128,6 +150,9 @@ class Landings:
     def _forget(self) -> None:
         """Drop the commits that landed more than the horizon before the newest."""
         self._noted = 0
+        # A blamelist noted before may hold a commit about to be forgotten:
+        # noted again, it is remembered again.
+        self._blamelists.clear()
         cut = self._newest - self._horizon
         if cut == float("-inf"):
             return

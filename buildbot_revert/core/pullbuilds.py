@@ -104,7 +104,7 @@ new_pull_build = cast(Callable[[PullBuildFields], PullBuild], MethodType(tuple._
 class PullRequestBuilds:
     """The recent builds of each pull request, and each builder's last result (see the module)."""
 
-    __slots__ = ("_builds", "_last", "_horizon")
+    __slots__ = ("_builds", "_last", "_horizon", "_due")
 
     def __init__(self, horizon: float = float("inf")) -> None:
         # PR number -> its builds, oldest first; the least recently built first.
@@ -114,6 +114,13 @@ class PullRequestBuilds:
         # A pull request not built for this long is forgotten (the tracker's
         # failure memory's horizon: a change lands within it of its builds).
         self._horizon = horizon
+        # No pull request is due to be forgotten before a build completes
+        # after this (its least recently built one's last build plus the
+        # horizon, or earlier: that one may have been built again since).
+        # Derived: a restored memory starts at -inf and works it out.  It
+        # spares each build a look at the first pull request, which moving
+        # pull requests to the end makes a scan past the dict's deleted slots.
+        self._due = float("-inf")
 
     def note(self, build: Build, read: EvidenceReader, green: Collection[int]) -> None:
         """Remember a pull request's build (one whose branch names none is not).
@@ -154,9 +161,19 @@ class PullRequestBuilds:
             if next(reversed(pulls)) != number:
                 del pulls[number]
                 pulls[number] = builds
-        oldest = at - self._horizon
+        if at > self._due or len(pulls) > PULL_REQUESTS:
+            self._forget(at)
+
+    def _forget(self, at: float) -> None:
+        """Forget what is not built for the horizon before ``at``, and beyond :data:`PULL_REQUESTS`.
+
+        The least recently built pull requests go first.
+        """
+        pulls, horizon = self._builds, self._horizon
+        oldest = at - horizon
         while len(pulls) > PULL_REQUESTS or next(iter(pulls.values()))[-1].completed_at < oldest:
             del pulls[next(iter(pulls))]
+        self._due = next(iter(pulls.values()))[-1].completed_at + horizon
 
     def last_before(self, number: int, when: float, read: EvidenceReader) -> list[PullBuild]:
         """The pull request's last build on each builder completed before ``when``, read."""

@@ -125,6 +125,7 @@ _SCHEMAS = (
             ("_newest", float),
             ("_noted", int),
         ),
+        derived=(("_blamelists", dict),),
     ),
     _named(CaseFlake, "CaseFlake"),
     Schema("FlakyCases", FlakyCases, (("_cases", dict[str, CaseFlake]),)),
@@ -137,6 +138,7 @@ _SCHEMAS = (
             ("_last", dict[str, tuple[float, bool]]),
             ("_horizon", float),
         ),
+        derived=(("_due", lambda: float("-inf")),),
     ),
     Schema(
         "BuilderState",
@@ -227,7 +229,7 @@ def check_fields() -> None:
     field added in the core but not here would be silently lost.
     """
     for schema in _SCHEMAS:
-        listed = {name for name, _ in schema.fields}
+        listed = {name for name, _ in (*schema.fields, *schema.derived)}
         declared = getattr(schema.cls, "_fields", None) or getattr(schema.cls, "__slots__", None)
         actual = set(declared) if declared is not None else listed
         if listed != actual:

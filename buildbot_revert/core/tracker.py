@@ -82,7 +82,6 @@ started (the plugin's ledger), a restarted tracker never proposes one twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 
 from buildbot_revert.core.configurations import remember_steps
 from buildbot_revert.core.decide import StreakDecisions
@@ -108,7 +107,6 @@ Event = Verdict | Streak
 
 _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
-_WHEN = attrgetter("when")
 
 
 class StreakTracker(StreakDecisions):
@@ -211,8 +209,7 @@ class StreakTracker(StreakDecisions):
                     self._landings.note(changes)
             else:
                 # Blamelists are not guaranteed to be in landing order.
-                newest = max(map(_WHEN, changes))
-                self._landings.note(changes)
+                newest = self._landings.note_blamelist(changes)
             if newest > state.built_upto or state.built_upto == UNKNOWN:
                 state.built_upto = newest
             state.line = first.branch or ""

@@ -247,10 +247,8 @@ def replay_builds(
     change's diff (``simulate --git-repo``), for the link to test cases.
     """
     replayer = Replayer(policy, selection, builders, play, evidence=evidence, diffs=diffs)
-    feed = replayer.feed
     with fewer_collections():
-        for build in builds:
-            feed(build)
+        feed_stream([replayer], builds)
         return replayer.finish()
 
 
@@ -317,15 +315,34 @@ class Replayer:
         return result
 
 
+def feed_stream(replayers: Sequence[Replayer], builds: Iterable[Build]) -> None:
+    """Feed ``builds`` to replayers of one selection in one pass, each noted once for all.
+
+    A replay is one replayer, a sweep's replays (one per policy) several:
+    :meth:`~buildbot_revert.core.group.TrackerGroup.feed_window` notes each
+    build once for every tracker whose policy keeps the same books, asks
+    each to judge only the builds that can change its streaks, and counts
+    the window's builds once, in one loop.  Each replayer's result is what
+    it gives fed alone.  Replayers with an executor (culprit finding) are
+    fed a build at a time (:func:`feed_together`).
+    """
+    if any(r.executor is not None for r in replayers):
+        feed = feed_together(replayers)
+        for build in builds:
+            feed(build)
+        return
+    group, take_all = _grouped(replayers)
+    lead = replayers[0]
+    window = group.feed_window(builds, lead._start, lead.kept, take_all)
+    for replayer in replayers:
+        replayer._counted = lambda: (window.builds, window.first, window.last)
+
+
 def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     """One feed for replayers of one selection: each build noted once for all.
 
-    A sweep's replays (one per policy) are fed the same builds: a
-    :class:`~buildbot_revert.core.group.TrackerGroup` notes each build
-    once for every tracker whose policy keeps the same books, and asks each
-    to judge only the builds that can change its streaks; the window's
-    builds are counted once.  Each replayer's result is what it gives fed
-    alone.  Replayers with an executor (culprit finding) are fed alone.
+    What :func:`feed_stream` does, a build at a time.  Replayers with an
+    executor (culprit finding) are fed alone.
     """
     if any(r.executor is not None for r in replayers):
         feeds = [r.feed for r in replayers]
@@ -335,21 +352,38 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
                 feed(build)
 
         return each
-    group_feed = TrackerGroup([r.tracker for r in replayers]).feed
+    group, take_all = _grouped(replayers)
+    lead = replayers[0]
+    window = _counting_feed(lead._start, lead.kept, group.feed, take_all)
+    for replayer in replayers:
+        replayer._counted = window.counted
+    return window.feed
+
+
+def _grouped(
+    replayers: Sequence[Replayer],
+) -> tuple[TrackerGroup, Callable[[list[tuple[Event, ...]]], None]]:
+    """The replayers' trackers as one group, and what hands each its answers."""
+    group = TrackerGroup([r.tracker for r in replayers])
     lead = replayers[0]
     for replayer in replayers[1:]:
         replayer._keep.share(lead._keep)
     takes = [r.take for r in replayers]
+    if len(takes) == 1:
+        take = takes[0]
+
+        def take_one(answers: list[tuple[Event, ...]]) -> None:
+            if answers[0]:
+                take(answers[0])
+
+        return group, take_one
 
     def take_all(answers: list[tuple[Event, ...]]) -> None:
         for take, events in zip(takes, answers, strict=True):
             if events:
                 take(events)
 
-    window = _counting_feed(lead._start, lead.kept, group_feed, take_all)
-    for replayer in replayers:
-        replayer._counted = window.counted
-    return window.feed
+    return group, take_all
 
 
 Answer = TypeVar("Answer")

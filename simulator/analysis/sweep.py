@@ -39,7 +39,7 @@ from simulator.analysis.evaluation import (
 )
 from simulator.analysis.executor import Executor, methods_play
 from simulator.analysis.grace import apply_grace, qualifications
-from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_together
+from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_stream
 from simulator.collector import fewer_collections
 from simulator.formatting import json_share
 from simulator.history.labels import Labels
@@ -335,10 +335,8 @@ def run_sweep(
     """
     by_policy = _by_policy(combos)
     replays = _replays(by_policy, selection, builders, labels, evidence)
-    feed = feed_together(replays.replayers)
     with fewer_collections():
-        for build in builds:
-            feed(build)
+        feed_stream(replays.replayers, builds)
         results = [replayer.finish() for replayer in replays.replayers]
     for result, made in zip(results, replays.executors, strict=True):
         result.commented = frozenset(r for e in made for r in e.commented)

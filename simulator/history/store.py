@@ -35,10 +35,8 @@ from buildbot_revert.core.model import (
     Change,
     FailedStep,
     Result,
-    new_build,
-    new_failed_step,
 )
-from simulator.history import schema, tails
+from simulator.history import build_rows, schema, tails
 from simulator.history.labels import Breakage, Labels
 from simulator.history.schema import HistoryError as HistoryError
 from simulator.history.store_bookkeeping import PullBookkeeping
@@ -58,11 +56,6 @@ _FAILED_STEPS_OF = (
 # history's length.
 _CHUNK = 256
 _CHUNKS_KEPT = 6
-
-# How many distinct blamelists iter_builds keeps made: builders build the
-# same recent changes, so a small window finds nearly every repeat, and
-# memory stays flat however long the history.
-_BLAMELISTS_KEPT = 4096
 
 
 def peek_meta(path: str | Path) -> dict[str, str] | None:
@@ -380,43 +373,10 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         ids = None if builder_names is None else _ids_named(names, builder_names)
         change = self._change_lookup()
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
-        failure = int(Result.FAILURE)
-        empty: tuple[FailedStep, ...] = ()
-        # The failed steps' next row, or None at their end.  Builds with no
-        # failed step never appear in it, so a build takes its rows only when
-        # the builder and number agree.
-        rows: Iterator[tuple[Any, ...]] = (
-            iter(self.conn.execute(steps_sql, params)) if steps else iter(())
-        )
-        next_step = next(rows, None)
-        # Most builders build most changes on their own, so the same
-        # blamelist string comes back for builder after builder: make each
-        # tuple once.  Each record is made by its fast path (new_build).
-        blamed_by: dict[str | None, tuple[Change, ...]] = {None: ()}
-        # Local names: looked up once, not once a build.
-        make_build, make_step, unpack = new_build, new_failed_step, tails.unpack
         builds = self.conn.execute(builds_sql, params)
-        for builder_id, number, result, started, completed, worker, branch, blame in builds:
-            blamed = blamed_by.get(blame)
-            if blamed is None:
-                blamed = _blamelist_made(blamed_by, blame, change)
-            failed = empty
-            if (
-                result == failure
-                and next_step is not None
-                and next_step[:2] == (builder_id, number)
-            ):
-                found = []
-                while next_step is not None and next_step[:2] == (builder_id, number):
-                    _, _, name, step_result, log_tail = next_step
-                    found.append(make_step((name, step_result, unpack(log_tail))))
-                    next_step = next(rows, None)
-                failed = tuple(found)
-            builder = names[builder_id]
-            # No stored build is a verification build (see Build).
-            yield make_build(
-                (builder, number, result, started, completed, blamed, failed, worker, branch, None)
-            )
+        if not steps:
+            return build_rows.without_steps(builds, names, change)
+        return build_rows.with_steps(builds, self.conn.execute(steps_sql, params), names, change)
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
         """One build's failed steps, with their log tails, in step order.
@@ -469,18 +429,3 @@ def _ids_named(names: dict[int, str], wanted: Iterable[str]) -> list[int]:
     """The store ids of the builders named in ``wanted``."""
     named = set(wanted)
     return [i for i, n in names.items() if n in named]
-
-
-def _blamelist_made(
-    made: dict[str | None, tuple[Change, ...]], blame: str, change: Callable[[int], Change]
-) -> tuple[Change, ...]:
-    """The blamelist of a ``builds.changes`` value not yet in ``made``, kept there.
-
-    ``made`` keeps at most :data:`_BLAMELISTS_KEPT` (and None, the empty one).
-    """
-    if len(made) >= _BLAMELISTS_KEPT:
-        made.clear()
-        made[None] = ()
-    # group_concat promises no order: sort the ids here, once per distinct list.
-    blamed = made[blame] = tuple(change(cid) for cid in sorted(map(int, blame.split(","))))
-    return blamed

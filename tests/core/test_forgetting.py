@@ -127,3 +127,31 @@ def test_a_builder_green_again_holds_none_of_its_last_streaks_suspects() -> None
     assert state.opening == () and not state.red
     tracker.feed_all(feeds[4:])
     assert [c.revision for c in tracker.suspects_of("B")] == ["f", "g"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3)), min_size=1, max_size=80))
+def test_blamelists_noted_by_identity_are_remembered_as_noting_each(
+    draws: list[tuple[int, int]],
+) -> None:
+    # Six blamelists, each one tuple handed again and again (as a replay's
+    # store hands builders the same tuple), some noted long after their
+    # commits, and a batch of new commits now and then: old ones forgotten.
+    pool = [
+        tuple(change(f"b{i}c{j}", (i * 7 + j) * DAY, message="") for j in (2, 0, 1))
+        for i in range(6)
+    ]
+    by_each, by_identity = Landings(horizon=10 * DAY), Landings(horizon=10 * DAY)
+    fresh = 0
+    for which, batches in draws:
+        for _ in range(batches * 400):
+            fresh += 1
+            new = [change(f"n{fresh}", 60 * DAY + fresh)]
+            by_each.note(new)
+            by_identity.note(new)
+        blamelist = pool[which]
+        by_each.note(blamelist)
+        newest = by_identity.note_blamelist(blamelist)
+        assert newest == max(c.when for c in blamelist)
+        assert by_identity.seen == by_each.seen
+        assert by_identity._by_origin == by_each._by_origin

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from buildbot_revert.core import pullbuilds
 from buildbot_revert.core.diffs import Diff, parse_patch
@@ -240,3 +242,44 @@ def test_a_sweeps_trackers_share_the_memory_and_each_answers_as_alone() -> None:
     ]
     assert together == alone
     assert [v[0].reason for v in together] == [Reason.REVERT, Reason.STALE_GREEN]
+
+
+def _forgotten_as_before(
+    notes: list[tuple[int, float]], horizon: float
+) -> list[tuple[int, list[float]]]:
+    """The memory's pull requests and their builds' times, as the plain rule keeps them.
+
+    Every build moves its pull request to the most recently built end; then
+    the least recently built go while there are too many or the first was
+    last built more than ``horizon`` before this build.
+    """
+    kept: dict[int, list[float]] = {}
+    for number, at in notes:
+        times = kept.pop(number, [])
+        kept[number] = [*times, at][-pullbuilds.PER_PULL_REQUEST :]
+        while len(kept) > pullbuilds.PULL_REQUESTS or next(iter(kept.values()))[-1] < at - horizon:
+            del kept[next(iter(kept))]
+    return [(n, t) for n, t in kept.items()]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 6), st.floats(0, 3 * DAY, allow_nan=False)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_the_memory_forgets_exactly_as_the_plain_rule(draws: list[tuple[int, float]]) -> None:
+    # Builds complete in order; a pull request built again moves to the end,
+    # so the first one's last build is not always the oldest ever noted.
+    notes = sorted(draws, key=lambda d: d[1])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pullbuilds, "PER_PULL_REQUEST", 4)
+        patch.setattr(pullbuilds, "PULL_REQUESTS", 3)
+        memory = PullRequestBuilds(horizon=DAY / 2)
+        for i, (number, at) in enumerate(notes):
+            build = on_pr("S", [number], 0.0)[0]._replace(number=i + 1, completed_at=at)
+            memory.note(build, read_evidence, Policy().green)
+            held = [(n, [b.completed_at for b in bs]) for n, bs in memory._builds.items()]
+            assert held == _forgotten_as_before(notes[: i + 1], DAY / 2)

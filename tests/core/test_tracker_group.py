@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from buildbot_revert.core.group import TrackerGroup
+from buildbot_revert.core.group import TrackerGroup, Window
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import Event, StreakTracker
@@ -123,3 +123,40 @@ def test_trackers_of_a_group_share_a_ranking_made_of_the_same_evidence() -> None
     assert len(ranked) == 3 and ranked[0][0].revision == changes[1].revision
     # Made once: the same evidence at N = 2, 3 and 5 ranks alike.
     assert ranked[1] is ranked[0] and ranked[2] is ranked[0]
+
+
+@pytest.mark.parametrize(
+    "policies", [POLICIES[:1], POLICIES[:4], POLICIES], ids=["one", "one-book", "two-books"]
+)
+def test_a_window_fed_in_one_loop_answers_and_counts_as_build_by_build(
+    policies: list[Policy],
+) -> None:
+    builds = history()
+    # The window opens a third of the way in, for two of the three builders.
+    start = builds[len(builds) // 3].completed_at
+    kept = {"linux", "windows"}
+    alone = []
+    for policy in policies:
+        tracker = StreakTracker(policy)
+        alone.append(
+            [
+                e
+                for b in builds
+                for e in tracker.feed(b)
+                if b.completed_at >= start and b.builder in kept
+            ]
+        )
+    window = [b for b in builds if b.completed_at >= start and b.builder in kept]
+    group = TrackerGroup([StreakTracker(p) for p in policies])
+    together: list[list[Event]] = [[] for _ in policies]
+
+    def take(answers: list[tuple[Event, ...]]) -> None:
+        for out, events in zip(together, answers, strict=True):
+            out.extend(events)
+
+    counted = group.feed_window(iter(builds), start, kept, take)
+    assert together == alone and any(alone)
+    assert counted == Window(
+        builds=len(window), first=window[0].completed_at, last=window[-1].completed_at
+    )
+    assert group.feed_window([], start, kept, take) == Window(builds=0, first=None, last=None)

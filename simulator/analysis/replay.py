@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple, TypeAlias, TypeVar
 
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.flaky_cases import TOP as TOP_FLAKY_CASES
 from buildbot_revert.core.flaky_cases import CaseFlake
-from buildbot_revert.core.group import TrackerGroup
+from buildbot_revert.core.group import TrackerGroup, counting_feed
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
@@ -292,7 +291,7 @@ class Replayer:
         # No window start: every build and event is in the window.
         self._start = float("-inf") if since is None else since
         tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
-        window = _counting_feed(self._start, self.kept, tracker_feed, self.take)
+        window = counting_feed(self._start, self.kept, tracker_feed, self.take)
         self.feed = window.feed
         self._counted = window.counted
 
@@ -335,7 +334,7 @@ def feed_stream(replayers: Sequence[Replayer], builds: Iterable[Build]) -> None:
     lead = replayers[0]
     window = group.feed_window(builds, lead._start, lead.kept, take_all)
     for replayer in replayers:
-        replayer._counted = lambda: (window.builds, window.first, window.last)
+        replayer._counted = lambda: window
 
 
 def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
@@ -354,7 +353,7 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
         return each
     group, take_all = _grouped(replayers)
     lead = replayers[0]
-    window = _counting_feed(lead._start, lead.kept, group.feed, take_all)
+    window = counting_feed(lead._start, lead.kept, group.feed, take_all)
     for replayer in replayers:
         replayer._counted = window.counted
     return window.feed
@@ -384,55 +383,6 @@ def _grouped(
                 take(events)
 
     return group, take_all
-
-
-Answer = TypeVar("Answer")
-Counted: TypeAlias = Callable[[], tuple[int, float | None, float | None]]
-
-
-class WindowFeed(NamedTuple):
-    """A replay's feed, counting the window's builds, and (count, first, last) at the end."""
-
-    feed: Callable[[Build], None]
-    counted: Counted
-
-
-def _counting_feed(
-    start: float,
-    kept: frozenset[str],
-    answer: Callable[[Build], Answer | None],
-    take: Callable[[Answer], None],
-) -> WindowFeed:
-    """Feed each build to ``answer``; count the window's builds and ``take`` their answers.
-
-    Builds before ``start`` are the warm-up, whose decisions are not
-    reported (every event of a warm-up build began before it); builds of
-    builders outside ``kept`` are evidence only.  A window build's answer,
-    when there is one (not empty, not None), goes to ``take``.  Closures
-    over locals, the counting written out in the feed: this runs for every
-    build, and a call per build was a measurable part of a replay.
-    """
-    count = 0
-    first: float | None = None
-    last: float | None = None
-
-    def feed(build: Build) -> None:
-        nonlocal count, first, last
-        answered = answer(build)
-        at = build.completed_at
-        if at < start or build.builder not in kept:
-            return
-        if first is None:
-            first = at
-        last = at
-        count += 1
-        if answered:
-            take(answered)
-
-    def counted() -> tuple[int, float | None, float | None]:
-        return count, first, last
-
-    return WindowFeed(feed=feed, counted=counted)
 
 
 def replay(store: HistoryStore, policy: Policy, selection: Selection) -> ReplayResult:

@@ -114,7 +114,7 @@ c['multiMaster'] = {multi_master!r}
 c['db'] = {{'db_url': {db_url!r}}}
 c['protocols'] = {{'pb': {{'port': 'tcp:{pb_port}:interface=127.0.0.1'}}}}
 c['www'] = {{'port': 'tcp:{www_port}:interface=127.0.0.1', 'plugins': {{}},
-            'change_hook_dialects': {{'base': True}}}}
+            'change_hook_dialects': {{'base': True, 'poller': True}}}}
 c['workers'] = [worker.Worker({worker_name!r}, 'pass')]
 c['change_source'] = []
 if {poller!r}:

@@ -12,8 +12,10 @@ says; and a worker.  The master and worker run as subprocesses bound to
 Other tests reuse it: ``extra_config`` is appended to ``master.cfg`` (e.g. to
 add a reporter to ``c['services']``), ``db_url`` may point two masters at one
 PostgreSQL database (:func:`testkit.databases.postgres_database`), ``env``
-reaches the master process.  Use :func:`harnesses` (in a fixture) so that
-processes are cleaned up.
+reaches the master process.  A push makes the master poll at once, as a
+push webhook would (``poll_on_push=False``: only at its ``poll_interval``,
+for a story whose shape depends on that timing).  Use :func:`harnesses` (in
+a fixture) so that processes are cleaned up.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class BuildbotHarness:
         worker_name: str = "worker",
         multi_master: bool = False,
         poller: bool = True,
+        poll_on_push: bool = True,
     ) -> None:
         self.root = Path(root)
         self.builders = tuple(builders)
@@ -65,6 +68,7 @@ class BuildbotHarness:
         self.worker_name = worker_name
         self.multi_master = multi_master
         self.poller = poller
+        self.poll_on_push = poll_on_push
         self.master_dir = self.root / "master"
         self.worker_dir = self.root / f"worker-{worker_name}"
         # Given an upstream, the repository is another harness's, shared.
@@ -111,10 +115,30 @@ class BuildbotHarness:
         push: bool = True,
     ) -> str:
         """Commit ``files`` to the repository (see :meth:`GitRepository.commit`); the sha."""
-        return self.repository.commit(files, message, author, when, push)
+        sha = self.repository.commit(files, message, author, when, push)
+        if push and self.poll_on_push:
+            self.poll_now()
+        return sha
 
     def push(self) -> None:
+        """Push the clone's commits (and have the master poll for them now)."""
         self.repository.push()
+        if self.poll_on_push:
+            self.poll_now()
+
+    def poll_now(self) -> None:
+        """Have the master's ``GitPoller`` poll now, as a push webhook makes it do.
+
+        Without it a push waits for the next poll (up to ``poll_interval``),
+        which on a story of many pushes adds up.  A master that is not running
+        (or not answering) is left alone: its poller finds the push later.
+        """
+        if not self.poller or self.master_proc is None or self.master_proc.poll() is not None:
+            return
+        request = urllib.request.Request(f"{self.url}change_hook/poller", data=b"")
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(request, timeout=10) as resp:
+                resp.read()
 
     def build_pull_request(self, number: int, revert: str) -> str:
         """Make GitHub's ``refs/pull/<number>/merge`` (the revert of ``revert`` on main) and
@@ -204,6 +228,8 @@ class BuildbotHarness:
         if self.poller:
             # The GitPoller's first poll only records the branch head; commits
             # pushed before it completes would silently become that baseline.
+            # A second poll, asked for now, says the first one is over.
+            self.poll_now()
             self._wait(deadline, "the GitPoller", lambda: self._polls_since(log_offset) >= 2)
 
     def _polls_since(self, offset: int) -> int:

@@ -8,7 +8,10 @@ Every builder checks out the repository and runs its ``check.py``, which fails
 ``BREAK <builder> ...``, or when the worker's base directory holds a file
 ``WORLD_BROKEN`` (a change on the worker: the tests it names fail whatever
 revision is built).  A builder with ``sleep`` set is slow, so Buildbot's
-default ``collapseRequests`` merges the requests queued behind it.
+default ``collapseRequests`` merges the requests queued behind it; one with
+``requested_sleep`` set is slow only in the builds buildbot-revert requested
+(a verification or bisection build, marked by its property), so a test can
+catch such a build still running without waiting on every other build.
 """
 
 from __future__ import annotations
@@ -17,19 +20,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from buildbot_revert.core.verification import PROPERTY
+
 
 class BuilderSpec(NamedTuple):
     """One builder of the harness master.
 
     ``sleep`` seconds are spent in the test step (a slow builder collapses
     requests); ``tree_stable_timer`` is the scheduler's (``None``: one buildset
-    per change).
+    per change); ``requested_sleep``, when set, replaces ``sleep`` in the
+    builds buildbot-revert requested.
     """
 
     name: str
     tags: tuple[str, ...] = ()
     sleep: float = 0.0
     tree_stable_timer: float | None = None
+    requested_sleep: float | None = None
 
 
 DEFAULT_BUILDERS: tuple[BuilderSpec, ...] = (
@@ -96,6 +103,7 @@ import shlex
 from buildbot.plugins import changes, schedulers, steps, util, worker
 
 REPO = {upstream!r}
+REQUESTED = {requested!r}
 BUILDERS = {builder_rows!r}
 c = BuildmasterConfig = {{}}
 c['title'] = 'harness'
@@ -106,7 +114,7 @@ c['multiMaster'] = {multi_master!r}
 c['db'] = {{'db_url': {db_url!r}}}
 c['protocols'] = {{'pb': {{'port': 'tcp:{pb_port}:interface=127.0.0.1'}}}}
 c['www'] = {{'port': 'tcp:{www_port}:interface=127.0.0.1', 'plugins': {{}},
-            'change_hook_dialects': {{'base': True}}}}
+            'change_hook_dialects': {{'base': True, 'poller': True}}}}
 c['workers'] = [worker.Worker({worker_name!r}, 'pass')]
 c['change_source'] = []
 if {poller!r}:
@@ -129,7 +137,7 @@ def got_revision(rc, stdout, stderr):
 
 c['schedulers'] = []
 c['builders'] = []
-for name, tags, sleep, stable in BUILDERS:
+for name, tags, sleep, stable, requested_sleep in BUILDERS:
     pull_requests = 'PullRequest' in tags
     if pull_requests:
         c['schedulers'].append(schedulers.AnyBranchScheduler(
@@ -148,8 +156,11 @@ for name, tags, sleep, stable in BUILDERS:
     f.addStep(steps.SetPropertyFromCommand(
         name='checkout', command=util.Interpolate(PR_CHECKOUT if pull_requests else CHECKOUT),
         extract_fn=got_revision))
+    # A build buildbot-revert requested carries its property: it may sleep otherwise.
+    nap = str(sleep) if requested_sleep is None else util.Interpolate(
+        '%(prop:' + REQUESTED + ':#?|' + str(requested_sleep) + '|' + str(sleep) + ')s')
     f.addStep(steps.ShellCommand(
-        name='test', command=['python3', 'check.py', name, str(sleep)]))
+        name='test', command=['python3', 'check.py', name, nap]))
     c['builders'].append(util.BuilderConfig(
         name=name, tags=list(tags), workernames=[{worker_name!r}], factory=f))
 
@@ -175,9 +186,12 @@ def master_cfg(
 
     ``extra_config`` is appended (e.g. to add a reporter to ``c['services']``).
     """
-    builder_rows = [(b.name, list(b.tags), b.sleep, b.tree_stable_timer) for b in builders]
+    builder_rows = [
+        (b.name, list(b.tags), b.sleep, b.tree_stable_timer, b.requested_sleep) for b in builders
+    ]
     return _MASTER_CFG.format(
         upstream=str(upstream),
+        requested=PROPERTY,
         builder_rows=builder_rows,
         url=url,
         multi_master=multi_master,

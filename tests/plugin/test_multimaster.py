@@ -85,8 +85,11 @@ def run_next_build_on(harness: BuildbotHarness, worker: str, workers: tuple[str,
 @pytest.mark.live
 @needs_crossbar
 def test_a_streak_alternating_between_two_masters_on_wamp_gives_one_revert(
-    github, masters, tmp_path: Path, pg_url, router
+    github, pg_url, router, masters, tmp_path: Path
 ):
+    # pg_url and router come before masters: pytest tears fixtures down in
+    # reverse, so the masters stop while their database and queue still run
+    # (else each waits out its stop timeout).
     builders = (BuilderSpec("fast-linux", ("stable",)),)
 
     def config(name: str) -> str:

@@ -179,7 +179,9 @@ def test_dry_run_touches_nothing_on_github_and_records_the_decision(github, mast
     assert f"dry-run: would revert {bad[:12]}" in harness.master_log.read_text()
 
 
-def test_two_masters_sharing_postgresql_file_one_pr(github, masters, tmp_path, pg_url):
+def test_two_masters_sharing_postgresql_file_one_pr(github, pg_url, masters, tmp_path):
+    # pg_url before masters: torn down after them, so the masters stop while
+    # their database is still there (else each waits out its stop timeout).
     first = masters(
         "a",
         builders=BUILDERS[:1],

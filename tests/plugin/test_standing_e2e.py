@@ -52,12 +52,16 @@ BUILDERS = tuple(BuilderSpec(name, ("stable",)) for name in SCENARIOS)
 
 
 def config(github: GitHubStandIn, root: Path) -> str:
+    """The plugin in mode revert with a grace period; it looks for ended ones every second."""
     secrets = token_secret_config(root)
+    # follow_interval bounds how often the reporter looks for grace periods that
+    # ended (else every GRACE / 4 s): each ends within a second of its deadline.
     return (
         secrets + "c['services'] = [reporters.RevertReporter(\n"
         f"    repo={github.full_name!r}, token=util.Secret('github_token'),\n"
         f"    api_url={github.base_url!r}, mode='revert', tags=['stable'], failures=3,\n"
-        f"    grace_period={GRACE!r}, daily_cap=None, opt_out_label={OPT_OUT!r})]\n"
+        f"    grace_period={GRACE!r}, daily_cap=None, opt_out_label={OPT_OUT!r},\n"
+        "    follow_interval=1.0)]\n"
     )
 
 

@@ -105,7 +105,9 @@ def test_a_parent_that_passes_lets_the_revert_be_filed(github, masters, tmp_path
     assert len(github.revert_pulls()) == 1
 
 
-SLOW = (BuilderSpec("fast-linux", ("stable", "tier-1"), sleep=4.0),)
+# The verification build is slow, the story's own builds are not: it is
+# still to run (or running) when the test stops the master or the worker.
+SLOW = (BuilderSpec("fast-linux", ("stable", "tier-1"), requested_sleep=4.0),)
 
 
 def held_for_verification(github, harness) -> tuple[int, str, str]:
@@ -128,8 +130,8 @@ def held_for_verification(github, harness) -> tuple[int, str, str]:
 def test_a_verdict_held_across_a_master_restart_is_filed_once_its_build_finishes(
     github, masters, tmp_path
 ):
-    # The builder is slow: the verification build is still to run (or
-    # running) when the master stops, right after requesting it.
+    # The verification build is slow: it is still to run (or running) when
+    # the master stops, right after requesting it.
     harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
     number, good, bad = held_for_verification(github, harness)
     assert github.revert_pulls() == []

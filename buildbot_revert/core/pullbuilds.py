@@ -177,7 +177,8 @@ class PullRequestBuilds:
         pulls, horizon = self._builds, self._horizon
         oldest = at - horizon
         while True:
-            # The dict's first item, found past the slots that moves left.
+            # The least recently built (the dict's first item): one look a turn,
+            # each a scan past the slots that moving pull requests leaves.
             first, builds = next(iter(pulls.items()))
             if len(pulls) <= PULL_REQUESTS and builds[-1].completed_at >= oldest:
                 break

@@ -368,14 +368,6 @@ def _grouped(
     for replayer in replayers[1:]:
         replayer._keep.share(lead._keep)
     takes = [r.take for r in replayers]
-    if len(takes) == 1:
-        take = takes[0]
-
-        def take_one(answers: list[tuple[Event, ...]]) -> None:
-            if answers[0]:
-                take(answers[0])
-
-        return group, take_one
 
     def take_all(answers: list[tuple[Event, ...]]) -> None:
         for take, events in zip(takes, answers, strict=True):

@@ -19,8 +19,9 @@ from pathlib import Path
 import sqlite_utils
 
 from buildbot_revert.core.model import Change, FailedStep, Result
-from simulator.history import schema, tails
+from simulator.history import schema
 from simulator.history.schema import HistoryError
+from simulator.history.store_writes import write_failed_steps
 
 
 class PullBookkeeping:
@@ -114,15 +115,7 @@ class PullBookkeeping:
         (build_id,) = self.conn.execute(
             "SELECT build_id FROM import_builds WHERE master_buildid = ?", (master_buildid,)
         ).fetchone()
-        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
-        self.conn.executemany(
-            "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [
-                (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
-                for i, step in enumerate(steps)
-            ],
-        )
+        write_failed_steps(self.conn, build_id, steps)
         self.conn.execute("DELETE FROM import_deferred WHERE master_buildid = ?", (master_buildid,))
 
     def trailing_failures(self, builder_id: int) -> list[tuple[int, str | None]]:

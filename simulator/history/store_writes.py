@@ -14,13 +14,28 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from buildbot_revert.core.model import Build, Builder, Change
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from simulator.history import schema, tails
 
 # One failed step; add_build and add_builds_bulk both write them.
 _INSERT_FAILED_STEP = (
     "INSERT INTO failed_steps(build_id, step_number, name, result, log_tail) VALUES (?, ?, ?, ?, ?)"
 )
+
+
+def write_failed_steps(
+    conn: sqlite3.Connection, build_id: int, steps: Iterable[FailedStep]
+) -> None:
+    """Make ``steps`` the stored build's failed steps (its earlier ones, if any, go)."""
+    conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
+    conn.executemany(
+        _INSERT_FAILED_STEP,
+        [
+            (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
+            for i, step in enumerate(steps)
+        ],
+    )
+
 
 # A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
 # result, started_at, completed_at, worker, branch, changes), ``changes``
@@ -122,14 +137,7 @@ class HistoryWriter:
             ),
         )
         build_id = int(cur.fetchone()[0])
-        self.conn.execute("DELETE FROM failed_steps WHERE build_id = ?", (build_id,))
-        self.conn.executemany(
-            _INSERT_FAILED_STEP,
-            [
-                (build_id, i, step.name, int(step.result), tails.pack(step.log_tail))
-                for i, step in enumerate(build.failed_steps)
-            ],
-        )
+        write_failed_steps(self.conn, build_id, build.failed_steps)
         return build_id
 
     def add_breakage(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,15 +75,28 @@ def peak_rss_mb() -> float:
     return peak / 1024 / (1024 if sys.platform == "darwin" else 1)
 
 
+# Held while a replay starts (see replay_in_subprocess).
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+
 def replay_in_subprocess(path: Path) -> dict[str, Any]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--replay", str(path)], stdout=subprocess.PIPE, text=True
-    )
+    """Replay ``path`` in a fresh process; what it took.  It never outlives this one."""
+    # A signal arriving while Popen starts the child would unwind before
+    # ``proc`` is known, leaving the child to run on against histories being
+    # removed: SIGINT and SIGTERM wait until it is known (the child, which
+    # inherits the mask, lets them through again first thing: main()).
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    proc: subprocess.Popen[str] | None = None
     try:
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--replay", str(path)], stdout=subprocess.PIPE, text=True
+        )
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
         out, _ = proc.communicate()
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
         # Interrupted while it ran: it must not outlive us.
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
     if proc.returncode != 0:
@@ -150,6 +164,7 @@ def main() -> int:
     parser.add_argument("--replay", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.replay is not None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPPING)
         print(json.dumps(replay_once(args.replay)))
         return 0
     terminate_like_interrupt()

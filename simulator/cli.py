@@ -23,6 +23,7 @@ import click
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
+from simulator.analysis import calibration_cache
 from simulator.analysis.culprit_methods import Methods
 from simulator.analysis.executor import play_out
 from simulator.analysis.grace import apply_grace
@@ -331,9 +332,11 @@ def run_backtest(
     costs = None
     reader = github_diffs(github, store)
     diffs = reader or diffs
+    ahead = None
     try:
         check_evidence(store, policy.failures)
         warn_unknown_names(store, selection)
+        ahead = calibration_cache.start(store)
         if methods is not None and methods.any:
             labels = store.labels() if store.has_labels() else None
             result, costs = play_out(
@@ -348,13 +351,17 @@ def run_backtest(
             result = apply_grace(result, grace)
         if result.builds == 0:
             warn(empty_window(store, result))
-        report = build_report(store, result, rich=fmt in RICH_FORMATS, costs=costs)
+        report = build_report(
+            store, result, rich=fmt in RICH_FORMATS, costs=costs, calibration=ahead
+        )
         if github is not None:
             report.github = lookup_outcomes(github, store, result, report.confirmation)
             if report.github_repo is None and github.api_url == DEFAULT_API_URL:
                 # Links to github.com only when that is where the answers came from.
                 report.github_repo = github.repo
     finally:
+        if ahead is not None:
+            ahead.close()
         if reader is not None:
             reader.close()
         store.close()

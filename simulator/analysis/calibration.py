@@ -2,39 +2,33 @@
 
 The figures are data (``calibration.toml`` beside this module, shipped with
 the package): each names a published figure or a stated assumption, its
-source, and the tolerance a generated year must meet.  :func:`calibrate`
+source, and the tolerance a generated year must meet.  :func:`measure`
 measures every one of them on a history, mostly by SQL over the history
 store (the structural proposals by the real replay, through the core), and
-returns the table the reports open with for a generated history.  The
-measured table is cached in the history's ``meta``, keyed on the figures,
-this module's source and the core's source, so that a second report reads it
-instead of measuring again.
+returns the table the reports open with for a generated history
+(:mod:`.calibration_cache` measures it once per history and version).
 """
 
 from __future__ import annotations
 
 import bisect
-import hashlib
 import json
 import re
 import sqlite3
 import statistics
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import buildbot_revert.core
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.replay import Selection, replay
 from simulator.history.store import HistoryStore
 
 FIGURES_FILE = "calibration.toml"
-CACHE_KEY = "calibration.cache"
 # The builders the maintainers' figures are about: stable builders of main.
 STABLE_MAIN_TAGS = frozenset({"stable", "3.x"})
 PULL_REQUEST_TAG = "PullRequest"
@@ -447,40 +441,3 @@ def measure(store: HistoryStore, figures: tuple[Figure, ...] | None = None) -> l
     figures = load_figures() if figures is None else figures
     facts = _Facts(store)
     return [Row(f, MEASURES[f.measure](facts, f)) for f in figures]
-
-
-def calibrate(store: HistoryStore) -> list[Row]:
-    """The calibration table of ``store``, from its cache when the key matches."""
-    figures = load_figures()
-    key = cache_key()
-    cached = store.get_meta(CACHE_KEY)
-    if cached is not None:
-        try:
-            data = json.loads(cached)
-            if data.get("key") == key:
-                by_id = {f.id: f for f in figures}
-                return [Row(by_id[r["id"]], Measured(**r["measured"])) for r in data["rows"]]
-        except (ValueError, KeyError, TypeError):
-            pass  # an unreadable cache is measured again
-    rows = measure(store, figures)
-    payload = {
-        "key": key,
-        "rows": [{"id": r.figure.id, "measured": asdict(r.measured)} for r in rows],
-    }
-    try:
-        with store.transaction():
-            store.set_meta(CACHE_KEY, json.dumps(payload))
-    except sqlite3.OperationalError:
-        pass  # a read-only or busy file: measured again next time
-    return rows
-
-
-def cache_key() -> str:
-    """A digest of the figures, this module's source and the core's source."""
-    digest = hashlib.sha256(figures_text().encode())
-    digest.update(Path(__file__).read_bytes())
-    core = Path(buildbot_revert.core.__file__).parent
-    for path in sorted(core.rglob("*.py")):
-        digest.update(path.relative_to(core).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from simulator.analysis.calibration import calibrate, is_synthetic
+from simulator.analysis.calibration import is_synthetic
+from simulator.analysis.calibration_cache import Ahead, calibrate
 from simulator.history.store import HistoryStore
 
 
@@ -63,8 +64,11 @@ class Calibration:
         }
 
 
-def calibration_of(store: HistoryStore) -> Calibration | None:
-    """The calibration table of a generated history; ``None`` for a real one."""
+def calibration_of(store: HistoryStore, ahead: Ahead | None = None) -> Calibration | None:
+    """The calibration table of a generated history; ``None`` for a real one.
+
+    ``ahead`` is its measuring in a second process, if one was started.
+    """
     if not is_synthetic(store):
         return None
     lines = tuple(
@@ -78,6 +82,6 @@ def calibration_of(store: HistoryStore) -> Calibration | None:
             row.figure.known_miss,
             row.as_json(),
         )
-        for row in calibrate(store)
+        for row in calibrate(store, None if ahead is None else ahead.payload)
     )
     return Calibration(store.get_meta("generator_version"), store.get_meta("seed"), lines)

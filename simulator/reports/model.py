@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 from buildbot_revert.core.verdicts import Reason, Streak
 from simulator import formatting
 from simulator.analysis.blindspots import BlindSpots, StreakGroup, blind_spots, by_reason, red_hours
+from simulator.analysis.calibration_cache import Ahead
 from simulator.analysis.confirm import FIXED_IN_PLACE, REVERTED, Confirmation, confirm
 from simulator.analysis.culprit_methods import MethodCosts, MethodRow, method_table
 from simulator.analysis.evaluation import (
@@ -386,11 +387,13 @@ def build_report(
     *,
     rich: bool,
     costs: MethodCosts | None = None,
+    calibration: Ahead | None = None,
 ) -> ReportContext:
     """The model of a replay, scored against the history's labels when it has them.
 
     ``rich`` (the Markdown and HTML reports) also reads from the store what
     only those show: the confirmation estimates and where to link.
+    ``calibration`` is the calibration's measuring in a second process.
     """
     labels = scoring_labels(store, result)
     evaluation = evaluate(result, labels) if labels is not None else None
@@ -401,7 +404,7 @@ def build_report(
         context = ReportContext.of_replay(result, evaluation, guards)
         if costs is not None:
             context.methods = method_table(result, evaluation, costs)
-    context.calibration = calibration_of(store)
+    context.calibration = calibration_of(store, calibration)
     return context
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
-from simulator.analysis import calibration
-from simulator.analysis.calibration import Measured, Row, calibrate, load_figures, measure
+from simulator.analysis import calibration, calibration_cache
+from simulator.analysis.calibration import Measured, Row, load_figures, measure
+from simulator.analysis.calibration_cache import calibrate
 from simulator.history.store import HistoryStore
 from simulator.synthetic.generator import ensure_shipped_history
 
@@ -226,16 +227,57 @@ def test_the_table_is_cached_in_the_history_and_measured_again_when_its_key_chan
     tiny: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = calibrate(tiny)
-    cached = json.loads(tiny.get_meta(calibration.CACHE_KEY) or "{}")
-    assert cached["key"] == calibration.cache_key()
+    cached = json.loads(tiny.get_meta(calibration_cache.CACHE_KEY) or "{}")
+    assert cached["key"] == calibration_cache.cache_key()
     # A second call reads the cache: doctor it, and the doctored value shows.
     cached["rows"][0]["measured"]["value"] = 99.0
     with tiny.transaction():
-        tiny.set_meta(calibration.CACHE_KEY, json.dumps(cached))
+        tiny.set_meta(calibration_cache.CACHE_KEY, json.dumps(cached))
     assert calibrate(tiny)[0].measured.value == 99.0
     # Another key (other figures, other code) measures again.
-    monkeypatch.setattr(calibration, "cache_key", lambda: "another")
+    monkeypatch.setattr(calibration_cache, "cache_key", lambda: "another")
     assert [r.measured for r in calibrate(tiny)] == [r.measured for r in first]
+
+
+def _refuse_to_measure(*_: object) -> list[Row]:
+    raise AssertionError("measured in this process")
+
+
+def test_the_first_report_takes_the_table_a_second_process_measured(
+    tiny: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [r.measured for r in measure(tiny)]
+    ahead = calibration_cache.start(tiny)
+    assert ahead is not None
+    # The second process was forked before this: only this one refuses.
+    monkeypatch.setattr(calibration_cache, "measure", _refuse_to_measure)
+    assert [r.measured for r in calibrate(tiny, ahead.payload)] == expected
+    # ... and cached it, so that nothing is measured next time, here or there.
+    assert calibration_cache.is_cached(tiny)
+    assert calibration_cache.start(tiny) is None
+    assert [r.measured for r in calibrate(tiny)] == expected
+
+
+def test_a_second_process_that_fails_leaves_the_measuring_to_the_first(
+    tiny: HistoryStore, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    expected = [r.measured for r in measure(tiny)]
+    monkeypatch.setattr(calibration_cache, "measure", _refuse_to_measure)
+    ahead = calibration_cache.start(tiny)
+    assert ahead is not None
+    assert ahead.payload() is None
+    monkeypatch.undo()
+    ahead = calibration_cache.start(tiny)
+    assert ahead is not None
+    ahead.close()  # stopped before it sent anything: measured here instead
+    assert [r.measured for r in calibrate(tiny, ahead.payload)] == expected
+    assert capfd.readouterr().err == ""
+
+
+def test_no_second_process_for_a_real_history(tiny: HistoryStore) -> None:
+    with tiny.transaction():
+        tiny.set_meta("source", "imported")
+    assert calibration_cache.start(tiny) is None
 
 
 def test_a_real_history_has_no_calibration(tiny: HistoryStore) -> None:

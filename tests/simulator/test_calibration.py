@@ -345,3 +345,31 @@ def test_the_reports_of_a_real_history_have_no_calibration(tmp_path: Path) -> No
     assert "synthetic" not in reports["markdown"]
     assert "calibration" not in json.loads(reports["json"])
     assert "Synthetic year" not in reports["text"]
+
+
+def test_the_first_backtest_reports_the_calibration_it_measured_on_the_second_core(
+    tiny: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from simulator.cli import main
+
+    started: list[object] = []
+    real_start = calibration_cache.start
+
+    def start(store: HistoryStore) -> calibration_cache.Ahead | None:
+        started.append(ahead := real_start(store))
+        # Forked already: from here on, only the second process may measure.
+        monkeypatch.setattr(calibration_cache, "measure", _refuse_to_measure)
+        return ahead
+
+    monkeypatch.setattr(calibration_cache, "start", start)
+    args = ["--history", str(tiny.path), "--format", "json"]
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert started[0] is not None, "the first backtest measured in a second process"
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert started[1] is None, "the second read the cache the first made"
+    assert json.loads(first.output)["calibration"] == json.loads(again.output)["calibration"]
+    assert json.loads(first.output)["calibration"]["figures"]

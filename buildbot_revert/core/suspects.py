@@ -90,10 +90,9 @@ class FileFacts:
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple[str, ...], bool]] = {}
         self._ties: dict[tuple[str, frozenset[str]], str | None] = {}
-        # A ranking's suspects (by identity) and what fails -> the suspects
-        # (held so that their identity is not reused), what each one's own
-        # evidence gives it, and their ranking when no other builder holds any.
-        self._evidence: dict[_EvidenceKey, _Evidence] = {}
+        # A ranking's suspects (by identity) and what fails -> what each
+        # one's own evidence gives it.
+        self._evidence: dict[_EvidenceKey, _OwnEvidence] = {}
 
     def files(self, policy: Policy, change: Change) -> tuple[tuple[str, ...], bool]:
         """The change's files that are not documentation, and whether it is documentation only."""
@@ -116,25 +115,23 @@ class FileFacts:
             self._ties[key] = ties(failing, code, policy.environment_tests)
         return self._ties[key]
 
-    def own_evidence(self, given: RankInput) -> tuple[tuple[_Own, ...], tuple[RankedSuspect, ...]]:
-        """What each of ``given``'s suspects' own evidence gives it, and their ranking alone.
+    def own_evidence(self, given: RankInput) -> _OwnEvidence:
+        """What each of ``given``'s suspects' own evidence gives it (see :class:`_OwnEvidence`).
 
-        Alone: when no builder failing alike holds any of them.  Read
-        without a diff, both depend only on the suspects and what fails
+        Read without a diff, it depends only on the suspects and what fails
         (the policy's file rules are the facts'): the trackers of a sweep
         rank the same streak, each at its own N, and builders breaking at
         the same push rank the same suspects, mostly on the same failures.
         """
         key = (id(given.suspects), given.failing)
         known = self._evidence.get(key)
-        if known is not None and known[0] is given.suspects:
-            return known[1], known[2]
-        own = tuple(_own(given, self, change) for change in given.suspects if change.revision)
-        alone = _ranking(own, {}, 0)
-        if len(self._evidence) >= _RANKINGS_REMEMBERED:
-            self._evidence.clear()
-        self._evidence[key] = (given.suspects, own, alone)
-        return own, alone
+        if known is None or known.suspects is not given.suspects:
+            own = tuple(_own(given, self, change) for change in given.suspects if change.revision)
+            known = _OwnEvidence(given.suspects, own)
+            if len(self._evidence) >= _RANKINGS_REMEMBERED:
+                self._evidence.clear()
+            self._evidence[key] = known
+        return known
 
 
 def same_file_rules(one: Policy, other: Policy) -> bool:
@@ -161,8 +158,17 @@ class _Own(NamedTuple):
     score: float
 
 
-# What FileFacts holds of a ranking's suspects (see FileFacts.own_evidence).
-_Evidence = tuple[tuple[Change, ...], tuple[_Own, ...], tuple[RankedSuspect, ...]]
+class _OwnEvidence:
+    """What FileFacts holds of a ranking's suspects: each one's own evidence."""
+
+    __slots__ = ("suspects", "own", "alone")
+
+    def __init__(self, suspects: tuple[Change, ...], own: tuple[_Own, ...]) -> None:
+        # Held so that their identity (the key) is not reused.
+        self.suspects = suspects
+        self.own = own
+        # Their ranking when no builder failing alike holds any, once asked.
+        self.alone: tuple[RankedSuspect, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,8 +202,12 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
         return _ranking(own, held, len(alike))
     # Without a diff to read, a suspect's own evidence is the facts':
     # worked out once for these suspects and what fails.
-    own, alone = facts.own_evidence(given)
-    return _ranking(own, held, len(alike)) if held else alone
+    known = facts.own_evidence(given)
+    if held:
+        return _ranking(known.own, held, len(alike))
+    if known.alone is None:
+        known.alone = _ranking(known.own, held, 0)
+    return known.alone
 
 
 def _ranking(own: Sequence[_Own], held: dict[str, int], alike: int) -> tuple[RankedSuspect, ...]:

@@ -117,3 +117,18 @@ def remember_steps(steps: dict[str, frozenset[str]], builder: str, names: Iterab
     new = known.union(names)
     if len(new) != len(known):
         steps[builder] = new
+
+
+def remember_build_steps(
+    steps: dict[str, frozenset[str]], last: list[Build | None], build: Build
+) -> None:
+    """:func:`remember_steps` of a failing build read off, once however many trackers ask.
+
+    ``last`` holds the build whose names were added last (held: its
+    identity is not reused).  The trackers of a group share ``steps`` and
+    ``last``, and a shell that reads evidence once for all of them hands
+    each the same build: the first adds its names for all.
+    """
+    if last[0] is not build:
+        last[0] = build
+        remember_steps(steps, build.builder, (s.name for s in build.failed_steps))

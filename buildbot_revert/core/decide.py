@@ -24,6 +24,7 @@ from typing import NamedTuple
 from buildbot_revert.core.decision_context import DecisionContext
 from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.guards import (
+    Compared,
     Decline,
     GuardInput,
     common_tests,
@@ -34,7 +35,6 @@ from buildbot_revert.core.intersection import Blamelist, describe, intersect, ou
 from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.policy import CORROBORABLE, Guard
 from buildbot_revert.core.references import is_revert
-from buildbot_revert.core.signatures.signature import Signature
 from buildbot_revert.core.streaks import OpenStreak
 from buildbot_revert.core.suspects import RankInput, rank_suspects
 from buildbot_revert.core.verdicts import (
@@ -88,10 +88,11 @@ class StreakDecisions(DecisionContext, DiffWants):
             if s is not None and not infra and not s.generic
         ]
         common = common_tests(sigs) if sigs else frozenset()
+        specific = specific_tests(sigs) if sigs else None
         # Remembered for the builds past N, which are not read (see
         # StreakTracker._failed), at the level failing-before compares them:
         # every FAILURE build the builder appends to its run from now on.
-        streak.evidence = specific_tests(sigs).ids if sigs else frozenset()
+        streak.evidence = specific.ids if specific is not None else frozenset()
         if streak.evidence:
             self._failures.follow(streak.evidence, streak.run)
         state = self._builders[last.builder]
@@ -103,7 +104,7 @@ class StreakDecisions(DecisionContext, DiffWants):
             request = self._request(decided.suspect, streak, last, numbers)
         ranked: tuple[RankedSuspect, ...] = ()
         if decided.reason is Reason.MULTIPLE_CHANGES and len(streak.suspects) > 1:
-            ranked = self._rank(streak, common, sigs)
+            ranked = self._rank(streak, common, specific)
         pull = None
         if decided.suspect is not None and decided.reason not in _STRUCTURAL:
             pull = self._pull_request(streak, decided.suspect)
@@ -124,15 +125,19 @@ class StreakDecisions(DecisionContext, DiffWants):
         return streak.verdict
 
     def _rank(
-        self, streak: OpenStreak, common: frozenset[str], sigs: list[Signature]
+        self, streak: OpenStreak, common: frozenset[str], specific: Compared | None
     ) -> tuple[RankedSuspect, ...]:
-        """The streak's suspects ranked for the person on watch (:mod:`.suspects`)."""
+        """The streak's suspects ranked for the person on watch (:mod:`.suspects`).
+
+        ``specific``: what failing-before compares of the streak's signatures
+        (None: none names a failure).
+        """
         return rank_suspects(
             RankInput(
                 policy=self.policy,
                 suspects=streak.suspects,
                 failing=common,
-                cases=tuple(specific_tests(sigs).names()) if sigs else (),
+                cases=tuple(specific.names()) if specific is not None else (),
                 others=self._red_blamelists(streak.first.builder),
                 diff_of=self._diffs,
                 facts=self._facts,

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.diffs import DiffReader
@@ -62,10 +63,10 @@ DIFFS_UP_TO = 8
 # within days of landing: a few thousand recent changes find nearly every
 # repeat, where holding a year's would grow with the history.
 _REMEMBERED = 2048
-# How many rankings it holds: a sweep's trackers rank a streak one after
-# the other, within the same few builds (64 find 97 % of the repeats 1,024
-# find on the shipped year), and each holds its suspects whole: more would
-# grow a replay's memory with the history's length.
+# For how many rankings it holds what each suspect's own evidence gives it.
+# A sweep's trackers rank a streak within a few builds of each other, as do
+# builders breaking at one push; each entry holds its suspects whole, so
+# more would grow a replay's memory with the history's length.
 _RANKINGS_REMEMBERED = 64
 _AGREEMENT = 3.0
 _CASE_LINK = 3.0
@@ -80,17 +81,18 @@ class FileFacts:
     A change lands in the blamelist of every builder that builds it, so the
     same change is ranked in many streaks; its code files, whether it is
     documentation only, and what failure its files tie it to do not change.
-    Also the newest rankings made with them: the trackers of a sweep that
-    share one (:func:`same_file_rules`) rank the same streak, each at its
-    own N, and mostly on the same evidence (:func:`rank_suspects`).
+    Also, for the newest rankings, what each suspect's own evidence gives
+    it: the trackers of a sweep that share one (:func:`same_file_rules`)
+    rank the same streak, each at its own N, and mostly on the same
+    failures (:meth:`own_evidence`).
     """
 
     def __init__(self) -> None:
         self._files: dict[str, tuple[tuple[str, ...], bool]] = {}
         self._ties: dict[tuple[str, frozenset[str]], str | None] = {}
-        # What a ranking reads (its suspects by identity) -> (the suspects,
-        # held so that their identity is not reused; the ranking).
-        self._ranked: dict[_RankKey, tuple[tuple[Change, ...], tuple[RankedSuspect, ...]]] = {}
+        # A ranking's suspects (by identity) and what fails -> what each
+        # one's own evidence gives it.
+        self._evidence: dict[_EvidenceKey, _OwnEvidence] = {}
 
     def files(self, policy: Policy, change: Change) -> tuple[tuple[str, ...], bool]:
         """The change's files that are not documentation, and whether it is documentation only."""
@@ -113,20 +115,23 @@ class FileFacts:
             self._ties[key] = ties(failing, code, policy.environment_tests)
         return self._ties[key]
 
-    def ranking(
-        self, key: _RankKey, suspects: tuple[Change, ...]
-    ) -> tuple[RankedSuspect, ...] | None:
-        """The ranking made of ``key`` for these very ``suspects``, if it is still held."""
-        known = self._ranked.get(key)
-        return known[1] if known is not None and known[0] is suspects else None
+    def own_evidence(self, given: RankInput) -> _OwnEvidence:
+        """What each of ``given``'s suspects' own evidence gives it (see :class:`_OwnEvidence`).
 
-    def ranked(
-        self, key: _RankKey, suspects: tuple[Change, ...], ranking: tuple[RankedSuspect, ...]
-    ) -> None:
-        """Hold the ``ranking`` made of ``key`` for ``suspects`` among the newest."""
-        if len(self._ranked) >= _RANKINGS_REMEMBERED:
-            self._ranked.clear()
-        self._ranked[key] = (suspects, ranking)
+        Read without a diff, it depends only on the suspects and what fails
+        (the policy's file rules are the facts'): the trackers of a sweep
+        rank the same streak, each at its own N, and builders breaking at
+        the same push rank the same suspects, mostly on the same failures.
+        """
+        key = (id(given.suspects), given.failing)
+        known = self._evidence.get(key)
+        if known is None or known.suspects is not given.suspects:
+            own = tuple(_own(given, self, change) for change in given.suspects if change.revision)
+            known = _OwnEvidence(given.suspects, own)
+            if len(self._evidence) >= _RANKINGS_REMEMBERED:
+                self._evidence.clear()
+            self._evidence[key] = known
+        return known
 
 
 def same_file_rules(one: Policy, other: Policy) -> bool:
@@ -138,9 +143,32 @@ def same_file_rules(one: Policy, other: Policy) -> bool:
     )
 
 
-# A ranking's suspects (by identity), what fails, the failing cases, how
-# many of the builders failing alike hold each suspect, and how many there are.
-_RankKey = tuple[int, frozenset[str], tuple[str, ...], frozenset[tuple[str, int]], int]
+# A ranking's suspects (by identity), and what fails.
+_EvidenceKey = tuple[int, frozenset[str]]
+
+
+class _Own(NamedTuple):
+    """What a suspect's own evidence gives it: its points, in order, and their reasons."""
+
+    revision: str
+    points: tuple[float, ...]
+    reasons: tuple[str, ...]
+    # The points added up from zero in order: its score when no builder
+    # failing alike holds it.
+    score: float
+
+
+class _OwnEvidence:
+    """What FileFacts holds of a ranking's suspects: each one's own evidence."""
+
+    __slots__ = ("suspects", "own", "alone")
+
+    def __init__(self, suspects: tuple[Change, ...], own: tuple[_Own, ...]) -> None:
+        # Held so that their identity (the key) is not reused.
+        self.suspects = suspects
+        self.own = own
+        # Their ranking when no builder failing alike holds any, once asked.
+        self.alone: tuple[RankedSuspect, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,30 +191,34 @@ class RankInput:
 
 def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
     """The suspects of ``given``, best first, each with its score and reasons (see the module)."""
-    alike = [b for b in given.others if b.failing & given.failing] if given.failing else []
+    failing = given.failing
+    alike = [b for b in given.others if not b.failing.isdisjoint(failing)] if failing else []
     facts = given.facts or FileFacts()
     if len(given.suspects) > DIFFS_UP_TO:
         given = replace(given, diff_of=None)
     held = _held(given.suspects, alike)
-    # Without a diff to read, the ranking is all in these (the policy's file
-    # rules are the facts'): a ranking made of the same is the same.
-    key: _RankKey | None = None
-    if given.diff_of is None:
-        key = (id(given.suspects), given.failing, given.cases, frozenset(held.items()), len(alike))
-        known = facts.ranking(key, given.suspects)
-        if known is not None:
-            return known
-    ranked = [
-        _score(given, facts, change, held.get(change.revision, 0), len(alike))
-        for change in given.suspects
-        if change.revision
-    ]
+    if given.diff_of is not None:
+        own = tuple(_own(given, facts, change) for change in given.suspects if change.revision)
+        return _ranking(own, held, len(alike))
+    # Without a diff to read, a suspect's own evidence is the facts':
+    # worked out once for these suspects and what fails.
+    known = facts.own_evidence(given)
+    if held:
+        return _ranking(known.own, held, len(alike))
+    if known.alone is None:
+        known.alone = _ranking(known.own, held, 0)
+    return known.alone
+
+
+def _ranking(own: Sequence[_Own], held: dict[str, int], alike: int) -> tuple[RankedSuspect, ...]:
+    """The first :data:`KEPT` of the suspects ``own`` gives, ``held`` as :func:`_held` counts."""
+    if held:
+        scores = [_scored(o.points, held.get(o.revision, 0), alike) for o in own]
+    else:
+        scores = [o.score for o in own]
     # sorted() is stable: equal scores keep the landing order.
-    ranked.sort(key=lambda r: -r.score)
-    kept = tuple(ranked[:KEPT])
-    if key is not None:
-        facts.ranked(key, given.suspects, kept)
-    return kept
+    best = sorted(range(len(own)), key=lambda i: -scores[i])[:KEPT]
+    return tuple(_ranked(own[i], scores[i], held.get(own[i].revision, 0), alike) for i in best)
 
 
 def _held(suspects: Sequence[Change], alike: Sequence[Blamelist]) -> dict[str, int]:
@@ -206,27 +238,48 @@ def _held(suspects: Sequence[Change], alike: Sequence[Blamelist]) -> dict[str, i
     return held
 
 
-def _score(
-    given: RankInput, facts: FileFacts, change: Change, holding: int, alike: int
-) -> RankedSuspect:
-    """One suspect's score and reasons; ``holding`` of the ``alike`` builders hold it."""
-    score = 0.0
+def _own(given: RankInput, facts: FileFacts, change: Change) -> _Own:
+    """A suspect's own evidence: the points its diff or files, and being a revert, give it."""
+    points: list[float] = []
     reasons: list[str] = []
-    if holding:
-        score += _AGREEMENT * holding / alike
-        reasons.append(f"held by {holding} of {alike} other builders failing alike")
     linked = _link(given, facts, change)
     if linked is not None:
-        points, why = linked
-        score += points
-        reasons.append(why)
+        points.append(linked[0])
+        reasons.append(linked[1])
     if change.files and facts.files(given.policy, change)[1]:
-        score += _DOCUMENTATION
+        points.append(_DOCUMENTATION)
         reasons.append("documentation only")
     if is_revert(change):
-        score += _REVERT
+        points.append(_REVERT)
         reasons.append("itself a revert")
-    return RankedSuspect(revision=change.revision, score=score, reasons=tuple(reasons))
+    return _Own(
+        revision=change.revision,
+        points=tuple(points),
+        reasons=tuple(reasons),
+        score=_scored(points, 0, 0),
+    )
+
+
+def _scored(points: Sequence[float], holding: int, alike: int) -> float:
+    """A suspect's score: ``holding`` of the ``alike`` builders hold it, then its own points.
+
+    Added up from zero in this order: floats added in another order may
+    differ in their last bit, and the score is shown and sorted on.
+    """
+    score = 0.0
+    if holding:
+        score += _AGREEMENT * holding / alike
+    for p in points:
+        score += p
+    return score
+
+
+def _ranked(own: _Own, score: float, holding: int, alike: int) -> RankedSuspect:
+    """A ranked suspect: its score, and why (being held by others first, then its own)."""
+    reasons = own.reasons
+    if holding:
+        reasons = (f"held by {holding} of {alike} other builders failing alike", *reasons)
+    return RankedSuspect(revision=own.revision, score=score, reasons=reasons)
 
 
 def _link(given: RankInput, facts: FileFacts, change: Change) -> tuple[float, str] | None:

@@ -83,7 +83,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from buildbot_revert.core.configurations import remember_steps
+from buildbot_revert.core.configurations import remember_build_steps
 from buildbot_revert.core.decide import StreakDecisions
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
@@ -156,6 +156,8 @@ class StreakTracker(StreakDecisions):
         self._pulls = PullRequestBuilds(horizon)  # pull requests' own builds (.pullbuilds)
         # builder -> the step names seen failing on it (see .configurations).
         self._steps: dict[str, frozenset[str]] = {}
+        # The last failing build whose names went into _steps: derived, never saved.
+        self._stepped: list[Build | None] = [None]
         # revision -> worker -> what its streak failed, for every worker whose
         # builder's streak points at the revision alone (see StreakDecisions._point_at).
         self._pointing: dict[str, dict[str, frozenset[str]]] = {}
@@ -291,7 +293,7 @@ class StreakTracker(StreakDecisions):
         else:
             signature, infra = read.evidence
             build = read.kept
-        remember_steps(self._steps, build.builder, (s.name for s in build.failed_steps))
+        remember_build_steps(self._steps, self._stepped, build)
         if streak is None:
             streak = self._streaks[build.builder] = OpenStreak(
                 build,
@@ -346,7 +348,7 @@ class StreakTracker(StreakDecisions):
         self._builders = lead._builders
         self._landings = lead._landings
         self._branches = lead._branches
-        self._steps = lead._steps
+        self._steps, self._stepped = lead._steps, lead._stepped
         self._pulls = lead._pulls
         self._facts = lead._facts if same_file_rules(self.policy, lead.policy) else self._facts
         self._flakes = lead._flakes if same_flake_notes(self.policy, lead.policy) else self._flakes
@@ -368,6 +370,7 @@ class StreakTracker(StreakDecisions):
         self._tags_of = None
         self._diffs = None
         self._read = read_evidence
+        self._stepped = [None]
 
     def attach(
         self,

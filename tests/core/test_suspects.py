@@ -144,3 +144,39 @@ def test_the_file_facts_hold_a_bounded_number_of_changes() -> None:
             None if i % 2 else "test_ssl"
         )
         assert len(facts._files) <= bound and len(facts._ties) <= bound
+
+
+def test_file_facts_shared_across_rankings_rank_as_fresh_ones() -> None:
+    # A sweep's trackers rank the same suspects (one tuple) on the same or
+    # other failures, with other builders holding some of them or none:
+    # what the shared facts hold of one ranking must not leak into another.
+    suspects = (
+        touching("doc", "Doc/library/os.rst"),
+        touching("os", "Lib/os.py"),
+        touching("rev", "Lib/json/__init__.py", title='Revert "gh-1: change x"'),
+        touching("ssl", "Lib/ssl.py"),
+    )
+    holding = [other(f"b{i}", {"rev", "ssl"} if i < 2 else {"x"}) for i in range(7)]
+    ssl = frozenset({"test_ssl"})
+    asks = [
+        {"failing": FAILING},
+        {"failing": FAILING, "others": holding},
+        {"failing": ssl},
+        {"failing": ssl, "others": [other("o", {"os", "doc"}, ssl)]},
+        {"failing": FAILING, "others": holding[:1]},
+        {"failing": FAILING},
+    ]
+    facts = FileFacts()
+    shared = [ranked(suspects, facts=facts, **ask) for ask in asks]
+    assert shared == [ranked(suspects, **ask) for ask in asks]
+    # Worked out once for each of the two failures asked.
+    assert len(facts._evidence) == 2
+    # Held by 2 of the 7 builders failing alike, then its own points, in that order.
+    held = "held by 2 of 7 other builders failing alike"
+    assert shared[1] == [
+        ("os", 2.0, ("touched the code of test_os",)),
+        ("ssl", 0.0 + 3.0 * 2 / 7, (held,)),
+        ("rev", 0.0 + 3.0 * 2 / 7 - 1.0, (held, "itself a revert")),
+        ("doc", -3.0, ("documentation only",)),
+    ]
+    assert shared[2][0] == ("ssl", 2.0, ("touched the code of test_ssl",))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from buildbot_revert.core.evidence import ReadBuild, read_evidence
 from buildbot_revert.core.group import TrackerGroup, Window
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.policy import Policy
@@ -160,3 +161,32 @@ def test_a_window_fed_in_one_loop_answers_and_counts_as_build_by_build(
         builds=len(window), first=window[0].completed_at, last=window[-1].completed_at
     )
     assert group.feed_window([], start, kept, take) == Window(builds=0, first=None, last=None)
+
+
+def test_trackers_reading_evidence_once_remember_the_step_names_each_remembers_alone() -> None:
+    # As the simulator does: one reader for every tracker, answering each
+    # with the same build read off, which the first of a set of books adds
+    # the step names of for all (see configurations.remember_build_steps).
+    read: dict[tuple[str, int], ReadBuild] = {}
+
+    def once(build: Build) -> ReadBuild:
+        key = (build.builder, build.number)
+        if key not in read:
+            read[key] = read_evidence(build)
+        return read[key]
+
+    builds = history()
+    # Two sets of books, every tracker reading evidence (guards=() reads none).
+    policies = [*POLICIES[:3], POLICIES[4]]
+    alone = []
+    for policy in policies:
+        tracker = StreakTracker(policy, evidence=once)
+        tracker.feed_all(builds)
+        alone.append(tracker.__getstate__()["_steps"])
+    read.clear()
+    trackers = [StreakTracker(p, evidence=once) for p in policies]
+    group = TrackerGroup(trackers)
+    for build in builds:
+        group.feed(build)
+    assert [t.__getstate__()["_steps"] for t in trackers] == alone
+    assert all(alone)

@@ -65,7 +65,7 @@ def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
     # The shell's callbacks: what it watches, builders' tags, how evidence is read.
     callbacks = {"_watched", "_tags_of", "_read", "_diffs"}
     # Derived from the changes it sees, worked out again on demand: never saved.
-    derived = {"_facts"}
+    derived = {"_facts", "_stepped"}
     fields = set(StreakTracker().__dict__) - callbacks - derived
     assert set(tracker_module._STATE) == fields
     restored = loads(dumps(tracker), Policy())

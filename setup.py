@@ -49,16 +49,17 @@ setup(
         # (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA% on Windows).
         "platformdirs>=3",
         "sqlite-utils>=3.36",
-        # `simulate --github`: a blocking client whose own retry waits out
-        # GitHub's primary and secondary rate limits (simulator/outcomes).
-        "PyGithub>=2.3",
-        # Its transport: simulator/outcomes/client.py names requests' exceptions.
-        "requests>=2.28",
         # The log tails of a history file, packed with a shared dictionary:
         # the shipped year's 323 MB of tails in 25 MB (docs/history-schema.md).
         "zstandard>=0.22",
     ],
     extras_require={
+        # `simulate --github`: a blocking client whose own retry waits out
+        # GitHub's primary and secondary rate limits (simulator/outcomes), and
+        # its transport, whose exceptions simulator/outcomes/client.py names.
+        # An extra: a backtest needs neither, and installing them (with
+        # cryptography and PyNaCl) was a tenth of README command 1.
+        "github": ["PyGithub>=2.3", "requests>=2.28"],
         # The plugin runs inside a Buildbot master; the simulator does not need one.
         "plugin": [
             "buildbot>=4.0,<5",
@@ -75,6 +76,8 @@ setup(
             "Jinja2>=3.0",
         ],
         "test": [
+            "PyGithub>=2.3",
+            "requests>=2.28",
             "buildbot[bundle]>=4.0,<5",
             "buildbot-wsgi-dashboards>=4.0,<5",
             "Jinja2>=3.0",

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from simulator.outcomes.client import GitHubClient
 
 TOKEN_ENV = "GITHUB_TOKEN"
+# What installs PyGithub and requests beside the simulator (a backtest alone needs neither).
+GITHUB_EXTRA = "buildbot-revert[github]"
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 # A commit id: what goes into the commit endpoint's URL (a history's text may not).
 _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -95,6 +98,8 @@ def check_options(
         )
     if token_file is not None:
         read_token_file(token_file)  # now, not after the replay
+    if find_spec("github") is None or find_spec("requests") is None:
+        raise CLIError(f"--github needs PyGithub: pip install '{GITHUB_EXTRA}'")
     return GitHubOptions(repo, url, token_file, refresh, diffs)
 
 

@@ -238,6 +238,24 @@ def test_bad_options_are_found_before_the_replay(scenario: Scenario, tmp_path: P
         assert message in result.stderr, (args, result.stderr)
 
 
+def test_without_pygithub_github_says_what_to_install_before_the_replay(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib.util import find_spec
+
+    from simulator import cli_github
+
+    # As on a machine where only `pip install buildbot-revert` ran.
+    monkeypatch.setattr(
+        cli_github, "find_spec", lambda name: None if name == "github" else find_spec(name)
+    )
+    result = CliRunner().invoke(main, ["--history", str(scenario.history), "--github", REPO])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "simulate: error: --github needs PyGithub: pip install 'buildbot-revert[github]'"
+    )
+
+
 def test_the_reports_show_outcomes_escaped(
     gh: GitHubStandIn, scenario: Scenario, tmp_path: Path
 ) -> None:

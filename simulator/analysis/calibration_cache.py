@@ -46,6 +46,9 @@ from simulator.analysis.calibration import (
 from simulator.history.store import HistoryStore
 
 CACHE_KEY = "calibration.cache"
+# How long a report waits for the second process, at most: measuring the
+# shipped year takes it seconds.
+WAIT_S = 600.0
 
 
 def calibrate(store: HistoryStore, ahead: Callable[[], str | None] | None = None) -> list[Row]:
@@ -116,9 +119,14 @@ class Ahead:
         self._receive = receive
 
     def payload(self) -> str | None:
-        """What the cache would hold, once the second process sent it; None if it sent nothing."""
+        """What the cache would hold, once the second process sent it; None if it sent nothing.
+
+        None too when it has sent nothing within :data:`WAIT_S`: it is
+        stopped then, and this process measures (a process forked from
+        one with other threads can, rarely, hang on a lock one of them held).
+        """
         try:
-            sent = self._receive.recv()
+            sent = self._receive.recv() if self._receive.poll(WAIT_S) else None
         except (EOFError, OSError):
             sent = None
         finally:
@@ -160,8 +168,10 @@ def start(store: HistoryStore) -> Ahead | None:
 def _measure_into(path: Path, send: Connection) -> None:
     """In the second process: measure the calibration and send what the cache would hold."""
     # Ctrl-C goes to the whole process group: the first process decides
-    # (it stops this one), and this one never prints a traceback.
+    # (it stops this one), and this one never prints a traceback.  Stopping
+    # it is SIGTERM's default, whatever handler the first process had set.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     payload = None
     try:
         store = HistoryStore(path)

@@ -10,6 +10,7 @@ measurement fails here rather than passing on the shipped year by luck.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -373,3 +374,23 @@ def test_the_first_backtest_reports_the_calibration_it_measured_on_the_second_co
     assert started[1] is None, "the second read the cache the first made"
     assert json.loads(first.output)["calibration"] == json.loads(again.output)["calibration"]
     assert json.loads(first.output)["calibration"]["figures"]
+
+
+def test_a_second_process_that_sends_nothing_in_time_is_stopped_and_measured_here(
+    tiny: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [r.measured for r in measure(tiny)]
+
+    def hang(*_: object) -> list[Row]:
+        time.sleep(60)
+        raise AssertionError("not stopped")
+
+    monkeypatch.setattr(calibration_cache, "WAIT_S", 0.5)
+    with monkeypatch.context() as forked_only:
+        forked_only.setattr(calibration_cache, "measure", hang)
+        ahead = calibration_cache.start(tiny)
+    assert ahead is not None
+    started = time.monotonic()
+    assert [r.measured for r in calibrate(tiny, ahead.payload)] == expected
+    assert time.monotonic() - started < 30
+    assert not ahead._process.is_alive()

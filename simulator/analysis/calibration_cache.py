@@ -7,7 +7,7 @@ history's ``meta``, keyed on the figures, the measuring module's source and
 the core's source (:func:`cache_key`), so that later reports read it.
 
 The first report on a generated history must measure it.  On a machine
-with two cores that need not wait for the report's replay: :func:`start`
+with two cores (on Linux) that need not wait for the report's replay: :func:`start`
 forks a process that measures it from a connection of its own and sends
 back what the cache would hold, and :func:`calibrate` takes that instead
 of measuring.  So a user's first backtest of the shipped year takes the
@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from multiprocessing.connection import Connection
@@ -145,10 +146,11 @@ def start(store: HistoryStore) -> Ahead | None:
     """Start measuring ``store``'s calibration in a second process, when a report will need it.
 
     None when no report will measure it (a real master's history, or one
-    whose cache this version made) or it cannot be measured elsewhere (one
-    core, or no ``fork`` on this system).
+    whose cache this version made) or it is not measured elsewhere: on one
+    core, or off Linux (macOS's system libraries are not safe to fork, and
+    Windows cannot).
     """
-    if (os.cpu_count() or 1) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if (os.cpu_count() or 1) < 2 or not sys.platform.startswith("linux"):
         return None
     if not is_synthetic(store) or is_cached(store):
         return None

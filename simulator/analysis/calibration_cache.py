@@ -56,20 +56,22 @@ def calibrate(store: HistoryStore, ahead: Callable[[], str | None] | None = None
     """The calibration table of ``store``: its cache when the key matches, else measured.
 
     ``ahead`` gives what a second process measured meanwhile
-    (:mod:`.calibration_ahead`), taken when it is of this version; what is
-    measured, here or there, is cached in the file.
+    (:meth:`Ahead.payload`), taken when it is of this version; what is
+    measured, here or there, is cached in the file as it was sent.
     """
     figures = load_figures()
     key = cache_key()
     rows = rows_of(store.get_meta(CACHE_KEY), key, figures)
     if rows is not None:
         return rows
-    rows = rows_of(ahead(), key, figures) if ahead is not None else None
-    if rows is None:
+    payload = ahead() if ahead is not None else None
+    rows = rows_of(payload, key, figures)
+    if rows is None or payload is None:
         rows = measure(store, figures)
+        payload = payload_of(key, rows)
     try:
         with store.transaction():
-            store.set_meta(CACHE_KEY, payload_of(key, rows))
+            store.set_meta(CACHE_KEY, payload)
     except sqlite3.OperationalError:
         pass  # a read-only or busy file: measured again next time
     return rows

@@ -170,7 +170,13 @@ def test_one_revert_pr_for_the_breaking_change(github, masters, tmp_path):
 def test_dry_run_touches_nothing_on_github_and_records_the_decision(github, masters, tmp_path):
     harness = masters(builders=BUILDERS, extra_config=reporter_config(github, tmp_path, "dry-run"))
     _, bad = story(github, harness)
-    rows = wait_for(lambda: ledger_rows(harness.db_url, harness.master_dir), what="the ledger")
+    # A dry run claims the row ('proposed'), then records it: two writes.
+    rows = wait_for(
+        lambda: [
+            r for r in ledger_rows(harness.db_url, harness.master_dir) if r["state"] != "proposed"
+        ],
+        what="the ledger row to leave 'proposed'",
+    )
     assert [(r["revision"], r["state"]) for r in rows] == [(bad, "recorded")]
     # Given a token, a dry run reads the suspect's diff (once, at its decision), nothing else.
     assert [(r.method, r.path) for r in github.requests] == [

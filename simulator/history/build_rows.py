@@ -112,5 +112,5 @@ def _blamelist_made(
         made.clear()
         made[None] = ()
     # group_concat promises no order: sort the ids here, once per distinct list.
-    blamed = made[blame] = tuple(change(cid) for cid in sorted(map(int, blame.split(","))))
+    blamed = made[blame] = tuple(map(change, sorted(map(int, blame.split(",")))))
     return blamed

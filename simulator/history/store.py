@@ -240,23 +240,11 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         every change of the history (messages, file lists) would grow with
         its length, so only the last :data:`_CHUNKS_KEPT` chunks of
         :data:`_CHUNK` ids are kept, and a chunk dropped is read again if
-        an old change is named (a builder back after weeks away).
+        an old change is named (a builder back after weeks away).  The
+        lookup is a dict's own ``__getitem__``: a blamelist's ids are
+        mapped through it without a Python call for a change already read.
         """
-        chunks: dict[int, dict[int, Change]] = {}
-
-        def change(cid: int) -> Change:
-            chunk = chunks.get(cid // _CHUNK)
-            if chunk is None:
-                if len(chunks) >= _CHUNKS_KEPT:
-                    # Dicts keep insertion order: drop the chunk read first.
-                    del chunks[next(iter(chunks))]
-                low = cid - cid % _CHUNK
-                chunk = chunks[cid // _CHUNK] = self._changes(
-                    "WHERE id >= ? AND id < ?", low, low + _CHUNK
-                )
-            return chunk[cid]
-
-        return change
+        return _RecentChanges(self._changes).__getitem__
 
     def _where(
         self, since: float | None, until: float | None, builder_ids: list[int] | None
@@ -423,6 +411,31 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 if change_id is not None and change_id in revs:
                     culprits[key] = revs[change_id]
         return Labels(breakages, by_build, culprits)
+
+
+class _RecentChanges(dict[int, Change]):
+    """Changes by id, the last :data:`_CHUNKS_KEPT` chunks of :data:`_CHUNK` ids read.
+
+    A miss reads the id's chunk (``read`` is :meth:`HistoryStore._changes`)
+    and drops the chunk read longest ago.
+    """
+
+    def __init__(self, read: Callable[..., dict[int, Change]]) -> None:
+        super().__init__()
+        self._read = read
+        # The chunks held, by their lowest id, the one read first first.
+        self._chunks: dict[int, dict[int, Change]] = {}
+
+    def __missing__(self, cid: int) -> Change:
+        chunks = self._chunks
+        if len(chunks) >= _CHUNKS_KEPT:
+            # Dicts keep insertion order: drop the chunk read first.
+            for old in chunks.pop(next(iter(chunks))):
+                del self[old]
+        low = cid - cid % _CHUNK
+        chunk = chunks[low] = self._read("WHERE id >= ? AND id < ?", low, low + _CHUNK)
+        self.update(chunk)
+        return chunk[cid]
 
 
 def _ids_named(names: dict[int, str], wanted: Iterable[str]) -> list[int]:

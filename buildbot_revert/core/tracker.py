@@ -180,10 +180,9 @@ class StreakTracker(StreakDecisions):
     def book(self, build: Build) -> BuilderState | None:
         """The bookkeeping of a build that no policy's N changes; its builder's state.
 
-        None for a build that is no evidence.  What it notes is the same for
-        every tracker whose policy agrees on what is green, what is a pull
-        request's and what is tolerated: a :class:`~.group.TrackerGroup` books each
-        build once for all of them and judges it in each (:meth:`judge`).
+        None for a build that is no evidence.  Trackers whose policies agree on
+        what is green, a pull request's and tolerated note the same: a
+        :class:`~.group.TrackerGroup` books each build once for all, judging it in each.
         """
         if build.verification is not None:
             # Requested by buildbot-revert at a chosen revision, judged by the
@@ -215,8 +214,7 @@ class StreakTracker(StreakDecisions):
             if newest > state.built_upto or state.built_upto == UNKNOWN:
                 state.built_upto = newest
             state.line = first.branch or ""
-        # The builder is red while its run is open (state.red, read here
-        # without the property: this runs for every build).
+        # The builder is red while its run is open (state.red, without the property).
         run = state.run
         if result in self._green:
             state.green_at = build.completed_at
@@ -224,8 +222,7 @@ class StreakTracker(StreakDecisions):
                 state.untested = []
             state.ended = run.open
             if run.open:
-                # Its streak holds its own suspects: the builder's state need
-                # not (a builder back after weeks blames hundreds).
+                # Its streak holds its suspects (a builder back after weeks blames hundreds).
                 state.opening, run.open = (), False
         elif result == _FAILURE:
             state.ended = False

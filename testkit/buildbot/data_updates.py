@@ -52,6 +52,21 @@ def add_change(
     return change["sourcestamp"]["ssid"]
 
 
+def buildset_sourcestamps(ssid: int | None) -> list[Any]:
+    """The ``sourcestamps`` of a buildset of ``ssid``, or of ``main`` with no revision if None."""
+    if ssid is not None:
+        return [ssid]
+    return [
+        {
+            "codebase": "",
+            "repository": REPOSITORY,
+            "branch": "main",
+            "revision": None,
+            "project": "cpython",
+        }
+    ]
+
+
 @defer.inlineCallbacks
 def finish_build(
     master: Any,
@@ -76,23 +91,10 @@ def finish_build(
     both).
     """
     updates = master.data.updates
-    sourcestamps: list[Any] = (
-        [ssid]
-        if ssid is not None
-        else [
-            {
-                "codebase": "",
-                "repository": REPOSITORY,
-                "branch": "main",
-                "revision": None,
-                "project": "cpython",
-            }
-        ]
-    )
     bsid, brids = yield updates.addBuildset(
         waited_for=False,
         scheduler="sched",
-        sourcestamps=sourcestamps,
+        sourcestamps=buildset_sourcestamps(ssid),
         builderids=[builderid],
         properties=properties or {},
         reason=reason,

@@ -35,6 +35,7 @@ import time
 import urllib.request
 import zlib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,62 +119,10 @@ def write_records(
     now: float,
 ) -> tuple[int, int]:
     """The verdicts table and the ledger, as the reporter would have left them."""
-    rows = []
-    for v in verdicts:
-        suspect = v.suspect
-        rows.append(
-            {
-                "builder": v.builder,
-                "first_build": v.first_failing_build,
-                "reason": v.reason.value,
-                "explanation": v.explanation,
-                "started_at": v.started_at or v.decided_at,
-                "decided_at": v.decided_at,
-                "ended_at": ends.get((v.builder, v.first_failing_build)),
-                "revision": suspect.revision if suspect else None,
-                "title": suspect.title if suspect else None,
-            }
-        )
-    entries, qualified = [], []
-    for i, v in enumerate(x for x in verdicts if x.reason is Reason.REVERT and x.request):
-        assert v.suspect is not None and v.request is not None
-        state = STATES[i % len(STATES)]
-        entries.append(
-            {
-                "revision": v.suspect.revision,
-                "state": state,
-                "builder": v.builder,
-                "build_number": v.first_failing_build,
-                "mode": "revert",
-                "master": "bench",
-                "culprit_pr": v.suspect.pr_number,
-                "revert_pr": 1000 + i if state in ("filed", "closed") else None,
-                "revert_url": (
-                    f"https://github.com/python/cpython/pull/{1000 + i}"
-                    if state in ("filed", "closed")
-                    else None
-                ),
-                "comment_url": None,
-                "detail": v.explanation,
-                "decided_at": v.decided_at,
-                "due_at": now + 1800 if state == "pending" else None,
-                "filed_at": v.decided_at if state in ("filed", "closed") else None,
-                "updated_at": v.decided_at,
-                "title": v.suspect.title,
-                "explanation": v.explanation,
-                "evidence": "\n".join(v.evidence) or None,
-            }
-        )
-        qualified.append(
-            {
-                "revision": v.suspect.revision,
-                "builder": v.builder,
-                "first_build": v.first_failing_build,
-                "builds": "[" + ",".join(f"[{n}, null]" for n in v.failing_builds) + "]",
-                "qualified_at": v.decided_at,
-                "ended_at": ends.get((v.builder, v.first_failing_build)),
-            }
-        )
+    rows = [verdict_row(v, ends) for v in verdicts]
+    reverts = [x for x in verdicts if x.reason is Reason.REVERT and x.request]
+    entries = [ledger_entry(i, v, now) for i, v in enumerate(reverts)]
+    qualified = [qualified_row(v, ends) for v in reverts]
     # (The tables exist: the reporter made them on the master's first start.)
     with engine.begin() as conn:
         if rows:
@@ -182,6 +131,65 @@ def write_records(
             conn.execute(ledger.ledger_table.insert(), entries)
             conn.execute(ledger.qualified_table.insert(), qualified)
     return len(rows), len(entries)
+
+
+def verdict_row(v: Verdict, ends: dict[tuple[str, int], float]) -> dict[str, Any]:
+    """The verdicts table's row of ``v``."""
+    suspect = v.suspect
+    return {
+        "builder": v.builder,
+        "first_build": v.first_failing_build,
+        "reason": v.reason.value,
+        "explanation": v.explanation,
+        "started_at": v.started_at or v.decided_at,
+        "decided_at": v.decided_at,
+        "ended_at": ends.get((v.builder, v.first_failing_build)),
+        "revision": suspect.revision if suspect else None,
+        "title": suspect.title if suspect else None,
+    }
+
+
+def ledger_entry(i: int, v: Verdict, now: float) -> dict[str, Any]:
+    """The ledger's row of the ``i``-th revert verdict ``v``, its state the ``i``-th of STATES."""
+    assert v.suspect is not None and v.request is not None
+    state = STATES[i % len(STATES)]
+    return {
+        "revision": v.suspect.revision,
+        "state": state,
+        "builder": v.builder,
+        "build_number": v.first_failing_build,
+        "mode": "revert",
+        "master": "bench",
+        "culprit_pr": v.suspect.pr_number,
+        "revert_pr": 1000 + i if state in ("filed", "closed") else None,
+        "revert_url": (
+            f"https://github.com/python/cpython/pull/{1000 + i}"
+            if state in ("filed", "closed")
+            else None
+        ),
+        "comment_url": None,
+        "detail": v.explanation,
+        "decided_at": v.decided_at,
+        "due_at": now + 1800 if state == "pending" else None,
+        "filed_at": v.decided_at if state in ("filed", "closed") else None,
+        "updated_at": v.decided_at,
+        "title": v.suspect.title,
+        "explanation": v.explanation,
+        "evidence": "\n".join(v.evidence) or None,
+    }
+
+
+def qualified_row(v: Verdict, ends: dict[tuple[str, int], float]) -> dict[str, Any]:
+    """The qualified table's row of the revert verdict ``v``: its streak's failing builds."""
+    assert v.suspect is not None
+    return {
+        "revision": v.suspect.revision,
+        "builder": v.builder,
+        "first_build": v.first_failing_build,
+        "builds": "[" + ",".join(f"[{n}, null]" for n in v.failing_builds) + "]",
+        "qualified_at": v.decided_at,
+        "ended_at": ends.get((v.builder, v.first_failing_build)),
+    }
 
 
 def save_snapshot(
@@ -206,6 +214,7 @@ def save_snapshot(
 
 
 def fetch(url: str) -> tuple[float, int]:
+    """Seconds to load ``url``, and its size in bytes."""
     started = time.perf_counter()
     with urllib.request.urlopen(url, timeout=60) as resp:
         body = resp.read()
@@ -221,6 +230,7 @@ def timings(url: str, loads: int) -> tuple[float, list[float], int]:
 
 
 def report(figures: dict[str, Any]) -> None:
+    """Print what the page held, then the page's and the JSON's load times."""
     body = figures["body"]
     print(
         f"the page held: {len(body['red'])} red streaks, {len(body['pending'])} proposals "
@@ -251,9 +261,18 @@ def main() -> int:
         return run(Path(tmp), args)
 
 
-def run(tmp: Path, args: argparse.Namespace) -> int:
-    from twisted.internet import defer, task, threads
+@dataclass
+class History:
+    """The generated history of the fleet's builders, pressed into the month ending ``end``."""
 
+    tags: dict[str, tuple[str, ...]]
+    builds: list[Build]
+    changes: dict[int, Change]
+    end: float
+
+
+def squeezed_history(tmp: Path, args: argparse.Namespace) -> History:
+    """Generate ``--days`` of history, keep ``--builders`` of them, press it into the month."""
     history = tmp / "history.sqlite"
     started = time.perf_counter()
     generate(history, seed=args.seed, days=args.days, warmup_days=0)
@@ -272,51 +291,67 @@ def run(tmp: Path, args: argparse.Namespace) -> int:
         f"{time.perf_counter() - started:.1f} s)",
         flush=True,
     )
+    return History(tags=tags, builds=builds, changes=changes, end=end)
+
+
+async def fill_database(master: InProcessMaster, db_url: str, history: History) -> None:
+    """Start the master once, stop it, then write the history and the reporter's records."""
+    # The first start registers the builders, the worker and the master.
+    await master.start()
+    owner = master.reporter._memory_owner()
+    policy = master.reporter.settings.policy
+    await master.stop()
+    builds, end = history.builds, history.end
+    engine = sa.create_engine(db_url)
+    try:
+        t0 = time.perf_counter()
+        written = write_history(engine, history.changes, builds, shift=0)
+        tracker, verdicts, ends = records(builds, history.tags, policy)
+        n_verdicts, n_ledger = write_records(engine, verdicts, ends, end)
+        save_snapshot(engine, owner, policy, tracker, len(builds), end)
+        print(
+            f"written into the master's database in {time.perf_counter() - t0:.1f} s: "
+            f"{written.builds:,} builds, {written.steps:,} failed steps; "
+            f"{n_verdicts:,} verdicts, {n_ledger} ledger rows, "
+            f"{len(tracker.red_builders())} builders red at the end",
+            flush=True,
+        )
+    finally:
+        engine.dispose()
+
+
+async def load_figures(base: str, loads: int) -> dict[str, Any]:
+    """Load the page, then the JSON, ``loads`` times each (off the reactor); the figures."""
+    from twisted.internet import threads
+
+    html_first, html_s, html_size = await threads.deferToThread(timings, base + PAGE, loads)
+    json_first, json_s, json_size = await threads.deferToThread(timings, base + JSON, loads)
+    body = await threads.deferToThread(
+        lambda: json.loads(urllib.request.urlopen(base + JSON).read())
+    )
+    figures: dict[str, Any] = {}
+    figures.update(html=html_s, json=json_s, html_size=html_size, json_size=json_size, body=body)
+    figures.update(html_first=html_first, json_first=json_first)
+    return figures
+
+
+def run(tmp: Path, args: argparse.Namespace) -> int:
+    """Fill a master's database with the month, restart it and time the dashboard's loads."""
+    from twisted.internet import defer, task
+
+    history = squeezed_history(tmp, args)
     basedir = tmp / "master"
     port = free_port()
-    master = InProcessMaster(basedir, list(tags.items()), www_port=port, extra_config=DASHBOARD)
+    master = InProcessMaster(
+        basedir, list(history.tags.items()), www_port=port, extra_config=DASHBOARD
+    )
     master.create()
     db_url = f"sqlite:///{basedir / 'state.sqlite'}"
-    figures: dict[str, Any] = {}
 
     async def bench(reactor: Any) -> None:
-        # The first start registers the builders, the worker and the master.
+        await fill_database(master, db_url, history)
         await master.start()
-        owner = master.reporter._memory_owner()
-        policy = master.reporter.settings.policy
-        await master.stop()
-        engine = sa.create_engine(db_url)
-        try:
-            t0 = time.perf_counter()
-            written = write_history(engine, changes, builds, shift=0)
-            tracker, verdicts, ends = records(builds, tags, policy)
-            n_verdicts, n_ledger = write_records(engine, verdicts, ends, end)
-            save_snapshot(engine, owner, policy, tracker, len(builds), end)
-            print(
-                f"written into the master's database in {time.perf_counter() - t0:.1f} s: "
-                f"{written.builds:,} builds, {written.steps:,} failed steps; "
-                f"{n_verdicts:,} verdicts, {n_ledger} ledger rows, "
-                f"{len(tracker.red_builders())} builders red at the end",
-                flush=True,
-            )
-        finally:
-            engine.dispose()
-        await master.start()
-        base = master.url
-        html_first, html_s, html_size = await threads.deferToThread(
-            timings, base + PAGE, args.loads
-        )
-        json_first, json_s, json_size = await threads.deferToThread(
-            timings, base + JSON, args.loads
-        )
-        body = await threads.deferToThread(
-            lambda: json.loads(urllib.request.urlopen(base + JSON).read())
-        )
-        figures.update(
-            html=html_s, json=json_s, html_size=html_size, json_size=json_size, body=body
-        )
-        figures.update(html_first=html_first, json_first=json_first)
-        report(figures)
+        report(await load_figures(master.url, args.loads))
         await master.stop()
 
     # task.react exits the process when bench is done: it prints the figures itself.

@@ -76,7 +76,7 @@ from simulator.history.importer import PAGE_SIZE, PullStats, pull
 from simulator.history.rest_client import DEFAULT_CONCURRENCY, BuildbotAPI
 from simulator.history.store import HistoryStore
 from testkit.buildbot.harness import BuildbotHarness
-from testkit.latency_proxy import ProxyProcess
+from testkit.latency_proxy import ProxyCounts, ProxyProcess
 
 FAILURE = int(Result.FAILURE)
 # The requests of a failing build whose logs are read; every other request
@@ -305,49 +305,90 @@ def benchmark(args: argparse.Namespace) -> int:
     """Fill the master, pull it ``--runs`` times at each concurrency (interleaved), report."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pull-bench-") as name:
-        tmp = Path(name)
-        harness: BuildbotHarness | None = None
-        proxy: ProxyProcess | None = None
-        try:
-            fill = shipped_master if args.mix == "shipped" else random_master
-            harness, truth = fill(tmp, args)
-            url = harness.url
-            if args.latency_ms is not None:
-                proxy = ProxyProcess(harness.www_port, args.latency_ms, remember=True)
-                url = proxy.url
-                warm = pull_once(url, tmp / "warm-up.sqlite", args, args.concurrency[-1])
-                print(
-                    f"warm-up pull through the proxy (the master's own answers, remembered): "
-                    f"{warm.stats.builds} builds in {warm.seconds:.1f} s = "
-                    f"{warm.builds_per_second:.0f} builds/s"
-                )
-            runs: dict[int, list[Run]] = {c: [] for c in args.concurrency}
-            for n in range(1, args.runs + 1):
-                for c in args.concurrency:
-                    path = tmp / f"history-{n}-{c}.sqlite"
-                    runs[c].append(measured_pull(url, path, args, c, proxy))
-                    print_run(n, c, runs[c][-1])
-            checked = check_store(path, truth)
-            again = pull_once(url, path, args, c)
-            store = HistoryStore(path)
-            try:
-                tags = {b.name: b.tags for b in store.builders()}
-                shape = structure(list(store.iter_builds()), tags)
-            finally:
-                store.close()
-            seen = proxy.counts() if proxy is not None else None
-        finally:
-            if proxy is not None:
-                proxy.close()
-            if harness is not None:
-                harness.close()
-    print(f"mix {args.mix}: {shape}")
-    for c, level in runs.items():
+        pulled = fill_and_pull(Path(name), args)
+    return report(args, pulled, started)
+
+
+@dataclass
+class Pulled:
+    """Every pull of one benchmark, and the last history file checked against the truth."""
+
+    truth: Truth
+    runs: dict[int, list[Run]]
+    checked: Checked
+    # The last history file pulled again, with nothing new on the master.
+    again: Run
+    # The red streaks of the last history file (see :func:`structure`).
+    shape: str
+    # What the latency proxy answered (None: no proxy).
+    seen: ProxyCounts | None
+
+
+def fill_and_pull(tmp: Path, args: argparse.Namespace) -> Pulled:
+    """Fill a master in ``tmp`` and pull it, through the proxy if ``--latency-ms``; stop both."""
+    harness: BuildbotHarness | None = None
+    proxy: ProxyProcess | None = None
+    try:
+        fill = shipped_master if args.mix == "shipped" else random_master
+        harness, truth = fill(tmp, args)
+        url = harness.url
+        if args.latency_ms is not None:
+            proxy = ProxyProcess(harness.www_port, args.latency_ms, remember=True)
+            url = proxy.url
+            warm_up(url, tmp, args)
+        runs: dict[int, list[Run]] = {c: [] for c in args.concurrency}
+        for n in range(1, args.runs + 1):
+            for c in args.concurrency:
+                path = tmp / f"history-{n}-{c}.sqlite"
+                runs[c].append(measured_pull(url, path, args, c, proxy))
+                print_run(n, c, runs[c][-1])
+        checked = check_store(path, truth)
+        again = pull_once(url, path, args, c)
+        return Pulled(
+            truth=truth,
+            runs=runs,
+            checked=checked,
+            again=again,
+            shape=structure_of(path),
+            seen=proxy.counts() if proxy is not None else None,
+        )
+    finally:
+        if proxy is not None:
+            proxy.close()
+        if harness is not None:
+            harness.close()
+
+
+def warm_up(url: str, tmp: Path, args: argparse.Namespace) -> None:
+    """One pull through the proxy, printed, so that it remembers the master's answers."""
+    warm = pull_once(url, tmp / "warm-up.sqlite", args, args.concurrency[-1])
+    print(
+        f"warm-up pull through the proxy (the master's own answers, remembered): "
+        f"{warm.stats.builds} builds in {warm.seconds:.1f} s = "
+        f"{warm.builds_per_second:.0f} builds/s"
+    )
+
+
+def structure_of(path: Path) -> str:
+    """The red streaks of the history file at ``path`` (see :func:`structure`)."""
+    store = HistoryStore(path)
+    try:
+        tags = {b.name: b.tags for b in store.builders()}
+        return structure(list(store.iter_builds()), tags)
+    finally:
+        store.close()
+
+
+def report(args: argparse.Namespace, pulled: Pulled, started: float) -> int:
+    """Print the runs' summaries and the check; 1 if the pulls differ from the truth, else 0."""
+    checked, truth = pulled.checked, pulled.truth
+    print(f"mix {args.mix}: {pulled.shape}")
+    for c, level in pulled.runs.items():
         print_summary(args, c, level)
-    if seen is not None:
+    if pulled.seen is not None:
         print(
             f"answered by the master, not from the proxy's memory: "
-            f"{seen.requests - seen.remembered} of {seen.requests} requests"
+            f"{pulled.seen.requests - pulled.seen.remembered} of {pulled.seen.requests} requests"
         )
     print(
         f"  failing builds: {checked.failing}, with a stdio tail: {checked.with_tails}, "
@@ -355,8 +396,8 @@ def benchmark(args: argparse.Namespace) -> int:
         f"their merge: {checked.waiting} ({checked.merged_waiting} of pull requests merged)"
     )
     print(
-        f"second pull (nothing new): {again.stats.builds} builds, {again.stats.requests} "
-        f"requests in {again.seconds:.2f} s"
+        f"second pull (nothing new): {pulled.again.stats.builds} builds, "
+        f"{pulled.again.stats.requests} requests in {pulled.again.seconds:.2f} s"
     )
     print(
         f"blamelists differing from the truth: {checked.wrong_blamelists} of "
@@ -364,7 +405,7 @@ def benchmark(args: argparse.Namespace) -> int:
         f"{checked.wrong_builds}"
     )
     print(f"benchmark took {time.monotonic() - started:.0f} s")
-    every = [r for level in runs.values() for r in level]
+    every = [r for level in pulled.runs.values() for r in level]
     wrong = checked.wrong_blamelists or checked.wrong_builds or checked.merged_waiting
     if wrong or any(r.stats.builds != len(truth.blamelists) for r in every):
         return 1

@@ -53,12 +53,10 @@ import cProfile
 import gc
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +66,22 @@ sys.path.insert(0, str(ROOT))
 
 from twisted.internet import defer, task  # noqa: E402
 
+from benchmarks.reporter_figures import (  # noqa: E402
+    CONTROL_SUMMARISED,
+    SUMMARISED,
+    TARGETS,
+    Measured,
+    report,
+    summarise,
+    targets,
+)
+from benchmarks.reporter_timing import (  # noqa: E402
+    GcTimer,
+    Heartbeat,
+    outside_gc,
+    time_feeding,
+    time_handling,
+)
 from benchmarks.slices import Slice, SliceTimer  # noqa: E402
 from benchmarks.stopping import (  # noqa: E402
     StopRequest,
@@ -78,9 +92,6 @@ from benchmarks.stopping import (  # noqa: E402
 from buildbot_revert.core.model import Result  # noqa: E402
 from testkit.buildbot.in_process_master import InProcessMaster  # noqa: E402
 
-HEARTBEAT = 0.005
-MEDIAN_TARGET_MS = 1.0
-STALL_TARGET_MS = 20.0
 # In-memory SQLite: the master's own writes (fsync per commit on a file) would
 # otherwise dominate the run; the reporter's queries are the same.
 DB_URL = "sqlite://"
@@ -88,143 +99,8 @@ TAIL = "\n".join(f"0:00:{i % 60:02d} [{i}/400] test_mod{i} passed" for i in rang
 
 
 def failure_log(test: str) -> str:
+    """A failing test step's log: the passing tests' tail, then ``test`` failed."""
     return f"{TAIL}\n{test} failed\n\n== Tests result: FAILURE ==\n1 test failed:\n    {test}\n"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-class GcTimer:
-    """A ``gc.callbacks`` entry timing each collection, by phase of the run.
-
-    Garbage collection pauses the whole process, master and reporter alike;
-    timing it lets a stall be told apart from our code.  From the start of
-    the master: a collection the reporter makes at start is reported too (as
-    startup_gc_ms), not hidden.  ``phase`` is "start", then "run", then
-    "stop" (not timed).
-    """
-
-    def __init__(self) -> None:
-        self.phase = "start"
-        self.pauses: list[float] = [0.0]
-        self.startup_pauses: list[float] = [0.0]
-        self.full_collections = 0
-        self.full_pauses: list[float] = []
-        # (ended at, seconds) of every collection while running, for Heartbeat.
-        self.spans: list[tuple[float, float]] = []
-        self._started = 0.0
-
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._started = time.perf_counter()
-            return
-        ended = time.perf_counter()
-        pause = ended - self._started
-        if self.phase == "start":
-            self.startup_pauses.append(pause)
-            return
-        if self.phase == "stop":
-            return
-        self.pauses.append(pause)
-        self.spans.append((ended, pause))
-        if info["generation"] == 2:
-            self.full_collections += 1
-            self.full_pauses.append(pause)
-
-    def within(self, start: float, end: float) -> float:
-        """Seconds between ``start`` and ``end`` that a collection was running.
-
-        By overlap, not by when each ended: a collection in a database
-        thread holds the GIL while it runs, and the reactor's thread may
-        run again a moment before that thread's "stop" callback is called.
-        Collections do not overlap and ``spans`` is in order: a bisection
-        finds the first that ends after ``start``.
-        """
-        spans = self.spans
-        total = 0.0
-        i = bisect_right(spans, (start, float("inf")))
-        while i < len(spans) and spans[i][0] - spans[i][1] < end:
-            ended, pause = spans[i]
-            total += max(0.0, min(end, ended) - max(start, ended - pause))
-            i += 1
-        return total
-
-
-def time_handling(reporter: Any) -> list[float]:
-    """Time the reporter's handling of each build; the returned list fills as builds finish."""
-    timings: list[float] = []
-    original = reporter._handle
-
-    @defer.inlineCallbacks
-    def timed(msg):
-        start = time.perf_counter()
-        yield original(msg)
-        timings.append(time.perf_counter() - start)
-
-    reporter._handle = timed
-    return timings
-
-
-def time_feeding(tracker: Any) -> list[float]:
-    """Time each synchronous ``tracker.feed`` (the core); the returned list fills as it runs."""
-    feed_times: list[float] = [0.0]
-    original_feed = tracker.feed
-
-    def timed_feed(build):
-        start = time.perf_counter()
-        events = original_feed(build)
-        feed_times.append(time.perf_counter() - start)
-        return events
-
-    tracker.feed = timed_feed
-    return feed_times
-
-
-class Heartbeat:
-    """A ``HEARTBEAT`` looping call; ``stalls`` is how late each beat came.
-
-    ``beats`` keeps when each beat came, so that a stall can be split into
-    the garbage collections within it and the rest (see :func:`outside_gc`).
-    """
-
-    def __init__(self) -> None:
-        self.stalls: list[float] = []
-        self.beats: list[float] = []
-        self._started = self._last = time.perf_counter()
-        self._call = task.LoopingCall(self._beat)
-
-    def _beat(self) -> None:
-        now = time.perf_counter()
-        self.stalls.append(now - self._last - HEARTBEAT)
-        self.beats.append(now)
-        self._last = now
-
-    def intervals(self) -> list[tuple[float, float, float]]:
-        """(start, end, stall) of each beat: the stall ended the beat that began at start."""
-        starts = [self._started, *self.beats[:-1]]
-        return list(zip(starts, self.beats, self.stalls, strict=True))
-
-    def start(self) -> None:
-        self._started = self._last = time.perf_counter()
-        self._call.start(HEARTBEAT)
-
-    def stop(self) -> None:
-        self._call.stop()
-
-
-def outside_gc(heartbeat: Heartbeat, gc_timer: GcTimer) -> float:
-    """The longest stall once the garbage collections within it are taken out.
-
-    What the code that ran (the master's and the reporter's) blocked the
-    reactor for, apart from the collector, which pauses the whole process
-    whoever made the garbage.
-    """
-    longest = 0.0
-    for start, end, stall in heartbeat.intervals():
-        longest = max(longest, stall - gc_timer.within(start, end))
-    return longest
 
 
 def next_build(
@@ -287,6 +163,65 @@ def feed_builds(
     return changes
 
 
+@dataclass
+class Driven:
+    """What the builds' run gathered, read once the master has stopped."""
+
+    changes: int
+    elapsed: float
+    timings: list[float]
+    feed_times: list[float]
+    heartbeat: Heartbeat
+    slices: list[Slice]
+
+
+@defer.inlineCallbacks
+def deafen(reporter: Any):
+    """The control: the same master and builds, the reporter deaf (to builds and to changes)."""
+    for consumer in (reporter._consumer, reporter._change_consumer):
+        yield consumer.stopConsuming()
+    reporter._consumer = reporter._change_consumer = None
+
+
+@defer.inlineCallbacks
+def drive(
+    master: InProcessMaster,
+    names: list[tuple[str, list[str]]],
+    builds: int,
+    stop: StopRequest,
+    gc_timer: GcTimer,
+    slices: SliceTimer,
+    profile: str | None,
+):
+    """Time the reporter while the builds are fed to the started master; a :class:`Driven`."""
+    reporter = master.reporter
+    timings = time_handling(reporter)
+    heartbeat = Heartbeat()
+    gc_timer.phase = "run"
+    feed_times = time_feeding(reporter.tracker)
+    slices.slices.clear()
+    profiler = cProfile.Profile()
+    if profile:
+        profiler.enable()
+    heartbeat.start()
+    started = time.perf_counter()
+    changes = yield feed_builds(master, names, builds, stop)
+    yield master.drain()
+    elapsed = time.perf_counter() - started
+    heartbeat.stop()
+    if profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    return Driven(
+        changes=changes,
+        elapsed=elapsed,
+        timings=timings,
+        feed_times=feed_times,
+        heartbeat=heartbeat,
+        slices=list(slices.slices),
+    )
+
+
 @defer.inlineCallbacks
 def run(
     reactor,
@@ -296,6 +231,7 @@ def run(
     with_reporter: bool,
     profile: str | None = None,
 ):
+    """Start a master, its reporter deaf unless ``with_reporter``; drive the builds; report."""
     names = [(f"builder-{i:03d}", ["stable", f"tier-{1 + i % 3}"]) for i in range(builders)]
     gc_timer = GcTimer()
     gc.callbacks.append(gc_timer)
@@ -323,29 +259,8 @@ def run(
             stop.install()
             reporter = master.reporter
             if not with_reporter:
-                # The control: the same master and builds, the reporter deaf
-                # (to finished builds and to new changes).
-                for consumer in (reporter._consumer, reporter._change_consumer):
-                    yield consumer.stopConsuming()
-                reporter._consumer = reporter._change_consumer = None
-            timings = time_handling(reporter)
-            heartbeat = Heartbeat()
-            gc_timer.phase = "run"
-            feed_times = time_feeding(reporter.tracker)
-            slices.slices.clear()
-            profiler = cProfile.Profile()
-            if profile:
-                profiler.enable()
-            heartbeat.start()
-            started = time.perf_counter()
-            changes = yield feed_builds(master, names, builds, stop)
-            yield master.drain()
-            elapsed = time.perf_counter() - started
-            heartbeat.stop()
-            if profile:
-                profiler.disable()
-                profiler.dump_stats(profile)
-            run_slices = list(slices.slices)
+                yield deafen(reporter)
+            driven = yield drive(master, names, builds, stop, gc_timer, slices, profile)
         finally:
             gc_timer.phase = "stop"
             yield master.stop()
@@ -354,172 +269,36 @@ def run(
     if stop.requested:
         raise SystemExit(
             say_interrupted(
-                f"stopped after {len(timings)} build(s); the master stopped and its "
+                f"stopped after {len(driven.timings)} build(s); the master stopped and its "
                 "directory was removed"
             )
         )
-    report(
-        Measured(
-            builders=builders,
-            db_url=db_url,
-            with_reporter=with_reporter,
-            changes=changes,
-            elapsed=elapsed,
-            verdicts=len(reporter.verdicts),
-            handling_ms=[t * 1000 for t in timings] or [0.0],
-            stalls=heartbeat.stalls,
-            outside_gc=outside_gc(heartbeat, gc_timer),
-            gc=gc_timer,
-            feed_times=feed_times,
-            slices=run_slices,
-        )
+    report(measured(driven, builders, db_url, with_reporter, len(reporter.verdicts), gc_timer))
+
+
+def measured(
+    driven: Driven,
+    builders: int,
+    db_url: str,
+    with_reporter: bool,
+    verdicts: int,
+    gc_timer: GcTimer,
+) -> Measured:
+    """What the run measured, from what it gathered."""
+    return Measured(
+        builders=builders,
+        db_url=db_url,
+        with_reporter=with_reporter,
+        changes=driven.changes,
+        elapsed=driven.elapsed,
+        verdicts=verdicts,
+        handling_ms=[t * 1000 for t in driven.timings] or [0.0],
+        stalls=driven.heartbeat.stalls,
+        outside_gc=outside_gc(driven.heartbeat, gc_timer),
+        gc=gc_timer,
+        feed_times=driven.feed_times,
+        slices=driven.slices,
     )
-
-
-@dataclass
-class Measured:
-    """What one run measured."""
-
-    builders: int
-    db_url: str
-    with_reporter: bool
-    changes: int
-    elapsed: float
-    verdicts: int
-    handling_ms: list[float]
-    stalls: list[float]
-    outside_gc: float
-    gc: GcTimer
-    feed_times: list[float]
-    slices: list[Slice]
-
-
-def report(m: Measured) -> None:
-    """Print the figures, then the same as one JSON line with which target each meets."""
-    ms = m.handling_ms
-    print(f"master database:       {m.db_url}")
-    if not m.with_reporter:
-        print("the reporter:          NOT subscribed (the control: the master alone)")
-    print(f"builds handled:        {len(ms)} on {m.builders} builders ({m.changes} changes)")
-    print(f"verdicts:              {m.verdicts}")
-    print(f"wall time:             {m.elapsed:.1f} s (including feeding the master)")
-    median = statistics.median(ms)
-    print(f"per build, median:     {median:.2f} ms   (target <= {MEDIAN_TARGET_MS:g} ms)")
-    print(f"per build, p99:        {percentile(ms, 0.99):.2f} ms")
-    print(f"per build, max:        {max(ms):.2f} ms")
-    # The control's reporter is deaf: no slice (figures of 0).
-    slices = m.slices or [Slice(0.0, 0.0, 0.0, 0.0, ())]
-    seconds = [s.seconds for s in slices]
-    longest = max(slices, key=lambda s: s.seconds)
-    slice_ms = longest.seconds * 1000
-    outside_gc_ms = max(s.seconds - s.gc_seconds for s in slices) * 1000
-    print(
-        f"reporter's slices:     {len(m.slices)} turns of the reactor ran the reporter's code; "
-        f"median {statistics.median(seconds) * 1000:.2f} ms, "
-        f"p99 {percentile(seconds, 0.99) * 1000:.2f} ms"
-    )
-    print(
-        f"longest slice:         {slice_ms:.1f} ms   (target <= {STALL_TARGET_MS:g} ms; "
-        f"{longest.gc_seconds * 1000:.1f} ms of it GC)"
-    )
-    print(f"  without the GC in it: {outside_gc_ms:.1f} ms")
-    # Off the CPU: the time the OS ran other processes instead (the machine's load).
-    on_cpu_ms = max(min(s.seconds, s.process_seconds) for s in slices) * 1000
-    print(f"  while on the CPU:     {on_cpu_ms:.1f} ms   (target <= {STALL_TARGET_MS:g} ms)")
-    # Neither the machine's other load nor the whole process's collections:
-    # the reporter's own code, and the GIL its database threads held.
-    own_ms = max(min(s.seconds, s.process_seconds) - s.gc_seconds for s in slices) * 1000
-    print(f"  on the CPU, no GC:    {own_ms:.1f} ms")
-    cpu_ms = max(s.cpu_seconds for s in slices) * 1000
-    print(f"  most CPU in a slice:  {cpu_ms:.1f} ms   (the reactor thread's own)")
-    longest_wall = sorted(slices, key=lambda s: -s.seconds)[:3]
-    longest_cpu = sorted(slices, key=lambda s: -s.cpu_seconds)[:3]
-    for notable in dict.fromkeys(longest_wall + longest_cpu):
-        if notable.entries:
-            print(
-                f"  {notable.seconds * 1000:6.1f} ms: {notable.cpu_seconds * 1000:.1f} ms CPU, "
-                f"{max(0.0, notable.seconds - notable.process_seconds) * 1000:.1f} ms the "
-                f"process off the CPU; entered by {', '.join(notable.entries[:4])}"
-            )
-    stall = max(m.stalls) * 1000
-    print(f"longest reactor stall: {stall:.1f} ms   (heartbeat: the whole process)")
-    print(f"  without the GC in it: {m.outside_gc * 1000:.1f} ms")
-    print(f"longest GC pause:      {max(m.gc.pauses) * 1000:.1f} ms   (whole process)")
-    print(
-        f"full GCs while running: {m.gc.full_collections} "
-        f"({', '.join(f'{p * 1000:.0f}' for p in m.gc.full_pauses) or 'none'} ms)"
-    )
-    startup_gc = max(m.gc.startup_pauses) * 1000
-    print(f"longest GC at start:   {startup_gc:.1f} ms   (master start, not measured)")
-    print(f"longest tracker.feed:  {max(m.feed_times) * 1000:.2f} ms   (the core, synchronous)")
-    figures: dict[str, Any] = {
-        "builds": len(ms) if m.with_reporter else 0,
-        "builders": m.builders,
-        "db_url": m.db_url,
-        "with_reporter": m.with_reporter,
-        "median_ms": round(median, 3),
-        "p99_ms": round(percentile(ms, 0.99), 3),
-        "max_ms": round(max(ms), 3),
-        "longest_slice_ms": round(slice_ms, 1),
-        "longest_slice_outside_gc_ms": round(outside_gc_ms, 1),
-        "p99_slice_ms": round(percentile(seconds, 0.99) * 1000, 3),
-        "longest_slice_on_cpu_ms": round(on_cpu_ms, 1),
-        "longest_slice_on_cpu_outside_gc_ms": round(max(0.0, own_ms), 1),
-        "most_slice_cpu_ms": round(cpu_ms, 1),
-        "longest_stall_ms": round(stall, 1),
-        "longest_stall_outside_gc_ms": round(m.outside_gc * 1000, 1),
-        "longest_gc_ms": round(max(m.gc.pauses) * 1000, 1),
-        "full_collections": m.gc.full_collections,
-        "full_collection_ms": [round(p * 1000, 1) for p in m.gc.full_pauses],
-        "startup_gc_ms": round(startup_gc, 1),
-        "longest_feed_ms": round(max(m.feed_times) * 1000, 3),
-    }
-    figures["targets"] = targets(figures)
-    print(json.dumps(figures), flush=True)
-
-
-# Each target: the figure and its bound.  The reporter's: the median, its
-# longest slice (wall time; the same while the process was on the CPU, as a
-# loaded machine's other processes are not the reporter's; and without the
-# whole process's collections besides); the whole process's stall, for the
-# record (the master's own stalls are in it too).
-TARGETS = (
-    ("median_ms", MEDIAN_TARGET_MS),
-    ("longest_slice_ms", STALL_TARGET_MS),
-    ("longest_slice_on_cpu_ms", STALL_TARGET_MS),
-    ("longest_slice_on_cpu_outside_gc_ms", STALL_TARGET_MS),
-    ("longest_stall_ms", STALL_TARGET_MS),
-)
-
-
-def targets(figures: dict[str, float]) -> dict[str, bool]:
-    """Which target each figure meets (see :data:`TARGETS`)."""
-    return {f"{key} <= {bound:g}": figures[key] <= bound for key, bound in TARGETS}
-
-
-# The figures --runs summarises (min and median over the runs).
-SUMMARISED = (
-    "median_ms",
-    "p99_ms",
-    "max_ms",
-    "longest_slice_ms",
-    "longest_slice_outside_gc_ms",
-    "p99_slice_ms",
-    "longest_slice_on_cpu_ms",
-    "longest_slice_on_cpu_outside_gc_ms",
-    "most_slice_cpu_ms",
-    "longest_stall_ms",
-    "longest_stall_outside_gc_ms",
-    "longest_gc_ms",
-    "full_collections",
-)
-# The control's (the master alone): its stalls are the host's.
-CONTROL_SUMMARISED = (
-    "longest_stall_ms",
-    "longest_stall_outside_gc_ms",
-    "longest_gc_ms",
-    "full_collections",
-)
 
 
 def several_runs(args: argparse.Namespace) -> int:
@@ -576,17 +355,6 @@ def several_runs(args: argparse.Namespace) -> int:
             print(f"  longest stall, reporter's median minus the control's: {added:.1f} ms")
     print(json.dumps(summary))
     return 0
-
-
-def summarise(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """The min and median of each figure over the runs."""
-    return {
-        key: {
-            "min": min(r[key] for r in runs),
-            "median": round(statistics.median(r[key] for r in runs), 3),
-        }
-        for key in keys
-    }
 
 
 def main() -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("buildbot_revert", "simulator")
+PACKAGES = ("buildbot_revert", "simulator", "benchmarks", "testkit")
 MODULE_LINES = 500
 FUNCTION_LINES = 60
 

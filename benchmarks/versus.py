@@ -35,6 +35,7 @@ from typing import NamedTuple
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.shipped_year import min_median, run_cleanly
+from simulator.history import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 # The last commit of 0.1.0: the version before the post-verdict machine.
@@ -77,7 +78,7 @@ def main() -> int:
 
 
 def benchmark(args: argparse.Namespace) -> int:
-    data = Path(os.environ.get("BUILDBOT_REVERT_DATA") or _default_data_dir())
+    data = paths.data_dir()
     revision = _resolve(args.against)
     with _worktree(revision) as tree:
         sides = [
@@ -124,7 +125,7 @@ def _run(side: Side, args: argparse.Namespace) -> Figures:
     command = [sys.executable, "benchmarks/sweep.py", "--runs", "1", "--since", args.since]
     if args.history is not None:
         command += ["--history", str(args.history.resolve())]
-    env = {**os.environ, "PYTHONPATH": str(side.tree), "BUILDBOT_REVERT_DATA": str(side.data)}
+    env = {**os.environ, "PYTHONPATH": str(side.tree), paths.DATA_ENV: str(side.data)}
     done = subprocess.run(command, cwd=side.tree, env=env, capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     try:
@@ -164,13 +165,6 @@ def _worktree(revision: str) -> Iterator[Path]:
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                 capture_output=True,
             )
-
-
-def _default_data_dir() -> Path:
-    """The data directory ``simulate`` uses when $BUILDBOT_REVERT_DATA is not set."""
-    from simulator.history import paths
-
-    return paths.shipped_history().parent
 
 
 if __name__ == "__main__":

@@ -126,8 +126,7 @@ class FileFacts:
         key = (id(given.suspects), given.failing)
         known = self._evidence.get(key)
         if known is None or known.suspects is not given.suspects:
-            own = tuple(_own(given, self, change) for change in given.suspects if change.revision)
-            known = _OwnEvidence(given.suspects, own)
+            known = _OwnEvidence(given.suspects, _owns(given, self))
             if len(self._evidence) >= _RANKINGS_REMEMBERED:
                 self._evidence.clear()
             self._evidence[key] = known
@@ -198,8 +197,7 @@ def rank_suspects(given: RankInput) -> tuple[RankedSuspect, ...]:
         given = replace(given, diff_of=None)
     held = _held(given.suspects, alike)
     if given.diff_of is not None:
-        own = tuple(_own(given, facts, change) for change in given.suspects if change.revision)
-        return _ranking(own, held, len(alike))
+        return _ranking(_owns(given, facts), held, len(alike))
     # Without a diff to read, a suspect's own evidence is the facts':
     # worked out once for these suspects and what fails.
     known = facts.own_evidence(given)
@@ -236,6 +234,11 @@ def _held(suspects: Sequence[Change], alike: Sequence[Blamelist]) -> dict[str, i
         for revision in blamelist.revisions & revisions:
             held[revision] = held.get(revision, 0) + 1
     return held
+
+
+def _owns(given: RankInput, facts: FileFacts) -> tuple[_Own, ...]:
+    """Each of ``given``'s suspects' own evidence, in landing order (none without a revision)."""
+    return tuple(_own(given, facts, change) for change in given.suspects if change.revision)
 
 
 def _own(given: RankInput, facts: FileFacts, change: Change) -> _Own:

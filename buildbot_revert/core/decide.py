@@ -103,7 +103,7 @@ class StreakDecisions(DecisionContext, DiffWants):
         if decided.reason in PROPOSING and decided.suspect is not None:
             request = self._request(decided.suspect, streak, last, numbers)
         ranked: tuple[RankedSuspect, ...] = ()
-        if decided.reason is Reason.MULTIPLE_CHANGES and len(streak.suspects) > 1:
+        if self._ranking and decided.reason is Reason.MULTIPLE_CHANGES and len(streak.suspects) > 1:
             ranked = self._rank(streak, common, specific)
         pull = None
         if decided.suspect is not None and decided.reason not in _STRUCTURAL:

@@ -51,6 +51,7 @@ class DecisionContext:
     _proposed: dict[str, RevertRequest | None]
     _shorts: dict[tuple[int, bool], str]
     _facts: FileFacts
+    _ranking: bool
 
     def flaky_cases(self, count: int) -> list[CaseFlake]:
         """The ``count`` test cases that failed alone most often (:mod:`.flaky_cases`)."""

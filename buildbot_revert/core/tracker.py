@@ -120,8 +120,13 @@ class StreakTracker(StreakDecisions):
         tags_of: Callable[[str], tuple[str, ...]] | None = None,
         evidence: EvidenceReader | None = None,
         diffs: DiffReader | None = None,
+        ranking: bool = True,
     ) -> None:
         self.policy = policy or Policy()
+        # Whether a multiple-changes verdict carries its suspects ranked for
+        # the person on watch: what it shows, not what it decides, so a
+        # shell that shows no verdict (a sweep's rows) may go without.
+        self._ranking = ranking
         self._diffs = diffs  # a change's diff (a clone's, the forge's): .caselink
         # How a failing build's signature and infrastructure flag are read
         # (see :mod:`.evidence`: a shell feeding several trackers shares a

@@ -261,7 +261,8 @@ class Replayer:
     :func:`feed_together`, their trackers note each build once between
     them.  ``feed`` is a closure over locals rather than a method: it runs
     once per build per replay, and attribute lookups were a third of a
-    sweep's own time.
+    sweep's own time.  ``ranking`` as the tracker's (see
+    :class:`~buildbot_revert.core.tracker.StreakTracker`).
     """
 
     def __init__(
@@ -273,6 +274,7 @@ class Replayer:
         *,
         evidence: EvidenceReader | None = None,
         diffs: DiffReader | None = None,
+        ranking: bool = True,
     ) -> None:
         self.kept = frozenset(b.name for b in builders)
         self.tracker = StreakTracker(
@@ -281,6 +283,7 @@ class Replayer:
             tags_of=selection.tags_of(builders),
             evidence=evidence,
             diffs=diffs,
+            ranking=ranking,
         )
         # What stands between the tracker and the result, when the plugin's
         # post-verdict methods are played out.

@@ -416,7 +416,10 @@ def _replays(
         # Verification and bisection played out by the replay's own tracker.
         costs = MethodCosts(labelled=labels is not None) if methods.any else None
         play, made = (None, []) if costs is None else methods_play(methods, labels, costs)
-        replays.replayers.append(Replayer(policy, selection, builders, play, evidence=evidence))
+        # A sweep's rows count verdicts and never show one: its trackers
+        # leave multiple-changes verdicts' suspects unranked.
+        replayer = Replayer(policy, selection, builders, play, evidence=evidence, ranking=False)
+        replays.replayers.append(replayer)
         replays.costs.append(costs)
         replays.executors.append(made)
     return replays

@@ -17,7 +17,10 @@ A page asks for one with a marker on a line of its own, ``<!-- generated: NAME -
     the Schema section of ``history/README.md``, where the history file's
     tables are described beside the shipped history they hold;
 ``changelog``
-    ``CHANGELOG.md``, which stays at the top of the repository.
+    ``CHANGELOG.md``, which stays at the top of the repository;
+``phases``
+    the post-verdict machine's moves, from
+    :data:`buildbot_revert.core.phases.TRANSITIONS`.
 
 The JSON Schemas shipped in ``simulator/reports/schemas/`` are added to the
 site as they are, so pages link to them. A marker naming nothing known
@@ -34,6 +37,7 @@ from typing import Any
 from click.testing import CliRunner
 from mkdocs.structure.files import File, Files
 
+from buildbot_revert.core.phases import TRANSITIONS
 from buildbot_revert.core.policy import GUARD_NAMES
 from buildbot_revert.core.verdicts import ANSWERED, MEANINGS, PROPOSING, Reason
 from buildbot_revert.plugin.config import SettingsError, check_arguments, parse_settings
@@ -111,6 +115,14 @@ def changelog() -> str:
     return (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
+def phase_table() -> str:
+    """Every move of the post-verdict machine, in the table's order: from, on, to."""
+    rows = ["| phase | outcome | next phase |", "|---|---|---|"]
+    for (phase, outcome), to in TRANSITIONS.items():
+        rows.append(f"| `{phase.value}` | `{outcome.value}` | `{to.value}` |")
+    return "\n".join(rows)
+
+
 GENERATORS = {
     "verdicts": verdict_table,
     "options": option_table,
@@ -118,6 +130,7 @@ GENERATORS = {
     "cli": cli_reference,
     "history-schema": history_schema,
     "changelog": changelog,
+    "phases": phase_table,
 }
 
 

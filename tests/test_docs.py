@@ -3,8 +3,9 @@
 The site is built as CI builds it (``mkdocs build --strict``: every warning,
 a broken cross-reference included, fails), and its generated tables are read
 back from the HTML: the verdict table must be the ``Reason`` enum with its
-meanings, in order; the option table ``RevertReporter``'s settings with their
-defaults; the CLI reference what ``--help`` prints. A page with a broken link
+meanings, in order; the phase table the post-verdict machine's moves; the
+option table ``RevertReporter``'s settings with their defaults; the CLI
+reference what ``--help`` prints. A page with a broken link
 must fail the build. The README, the project's front door, stays short, and
 every link in it reaches a file of the repository (and a heading of it).
 """
@@ -120,6 +121,16 @@ def test_the_option_table_is_the_reporters_settings(site: Path) -> None:
         re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", OPTION_DOCS[name]).replace("`", "")
         for name in OPTIONS
     ]
+
+
+def test_the_phase_table_is_the_machines_moves(site: Path) -> None:
+    from buildbot_revert.core.phases import TRANSITIONS, Outcome, Phase
+
+    rows = _table(site, "post-verdict.html", "phase")
+    assert rows == [[p.value, o.value, to.value] for (p, o), to in TRANSITIONS.items()]
+    # A cancelled build requested again leaves its verdict where it was.
+    for phase in (Phase.VERIFYING, Phase.BISECTING):
+        assert [phase.value, Outcome.REQUEST_AGAIN.value, phase.value] in rows
 
 
 def test_the_cli_reference_is_what_help_prints(site: Path) -> None:

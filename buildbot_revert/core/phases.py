@@ -50,6 +50,8 @@ class Outcome(StrEnum):
     FOUND = "found"  # one change is left
     OUT_OF_BUILDS = "out-of-builds"  # the caps stop the search
     TIMED_OUT = "timed-out"  # a requested build never ran
+    # A requested build ended cancelled, the first time for its key: requested once more.
+    REQUEST_AGAIN = "request-again"
     FILE = "file"  # filed at once, or a builder still red at its grace deadline
     CAPPED = "capped"  # the daily cap is reached: comment only
     COMMENT_FIRST = "comment-first"  # a grace period starts with a warning
@@ -67,12 +69,14 @@ TRANSITIONS: Mapping[tuple[Phase, Outcome], Phase] = {
     (Phase.VERIFYING, Outcome.CONFIRMED): Phase.CONCLUDED,
     (Phase.VERIFYING, Outcome.DECLINED): Phase.CONCLUDED,
     (Phase.VERIFYING, Outcome.TIMED_OUT): Phase.CONCLUDED,
+    (Phase.VERIFYING, Outcome.REQUEST_AGAIN): Phase.VERIFYING,
     (Phase.BISECTING, Outcome.WAIT): Phase.BISECTING,
     (Phase.BISECTING, Outcome.NEXT_BATCH): Phase.BISECTING,
     (Phase.BISECTING, Outcome.FOUND): Phase.CONCLUDED,
     (Phase.BISECTING, Outcome.DECLINED): Phase.CONCLUDED,
     (Phase.BISECTING, Outcome.OUT_OF_BUILDS): Phase.CONCLUDED,
     (Phase.BISECTING, Outcome.TIMED_OUT): Phase.CONCLUDED,
+    (Phase.BISECTING, Outcome.REQUEST_AGAIN): Phase.BISECTING,
     (Phase.CONCLUDED, Outcome.FILE): Phase.FILED,
     (Phase.CONCLUDED, Outcome.CAPPED): Phase.COMMENTED,
     (Phase.CONCLUDED, Outcome.COMMENT_FIRST): Phase.GRACE,

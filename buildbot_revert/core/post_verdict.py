@@ -62,6 +62,12 @@ A move not in the table is a bug (:func:`~.phases.move` raises).
   declines it; running out of builds concludes the verdict as it was.
 - A requested build not finished ``forced_build_timeout`` seconds after it
   was requested never ran: the verdict is declined ``unverified``.
+- A requested build that ends ``RETRY`` is run again by Buildbot: the
+  machine waits for the next.  One that ends ``CANCELLED`` is not (a user
+  stopped it, or Buildbot 4.3 ended a build a shutdown interrupted so):
+  the machine requests it again, once per key, the timeout counting from
+  the new request; a second cancelled build of the same key is judged as
+  it came (it neither passes nor fails alike: ``unverified``).
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
   in any 24 hours); beyond it the revert becomes a comment.  This is the
@@ -116,6 +122,9 @@ _DAY = 86400.0
 # A build the master stopped (a restart, a lost worker) that Buildbot runs
 # again: the request's next build is the one that counts.
 _AGAIN = frozenset({int(Result.RETRY)})
+# A build the master stopped and will not run again (a user's stop, or a
+# shutdown Buildbot 4.3 ended so): the machine requests it once more itself.
+_CANCELLED = int(Result.CANCELLED)
 
 
 # -- state -----------------------------------------------------------------------------
@@ -170,6 +179,9 @@ class MachineState:
     # When each revert was filed, for the daily cap on filed reverts.
     filed: list[float] = field(default_factory=list)
     revisions: GreenRevisions = field(default_factory=GreenRevisions)
+    # Requested builds that ended cancelled once and were requested again (while
+    # they wait): a second cancellation is judged, never requested a third time.
+    requested_again: set[RequestKey] = field(default_factory=set)
 
 
 # The tracker's judgement of a change bisection found (None: the streak moved on).
@@ -222,12 +234,20 @@ class PostVerdict:
         key = RequestKey.decode(build.verification)
         if key is None or build.result in _AGAIN:
             return []
+        commands = self._judge_finished(key, build)
+        self._forget_ended()
+        return commands
+
+    def _judge_finished(self, key: RequestKey, build: Build) -> list[Command]:
+        """The build ``key`` names finished: request it again, wait for more, or judge."""
         for held in self.state.verifying:
             if key in held.waiting:
-                return self._verified(held, key, build)
+                again = self._again(held, Phase.VERIFYING, key, build)
+                return again or self._verified(held, key, build)
         for search in self.state.bisecting:
             if key in search.waiting:
-                return self._probed(search, key, build)
+                again = self._again(search, Phase.BISECTING, key, build)
+                return again or self._probed(search, key, build)
         return []
 
     def clock_passed(self, now: float) -> list[Command]:
@@ -246,6 +266,7 @@ class PostVerdict:
                 commands += self._gave_up(
                     search.verdict, search.waiting[0], now - search.requested_at
                 )
+        self._forget_ended()
         return commands
 
     def restarted(self, requested: frozenset[RequestKey], now: float) -> list[Command]:
@@ -298,6 +319,32 @@ class PostVerdict:
         """Every requested build not finished yet."""
         holders: list[Verifying | Bisecting] = [*self.state.verifying, *self.state.bisecting]
         return tuple(k for h in holders for k in h.waiting)
+
+    # -- builds cancelled ----------------------------------------------------------------
+
+    def _again(
+        self, holder: Verifying | Bisecting, phase: Phase, key: RequestKey, build: Build
+    ) -> list[Command]:
+        """Request ``key`` once more if its build ended cancelled the first time (else nothing).
+
+        Buildbot does not run a cancelled build again, and a cancellation
+        says nothing about the change; judging it would decline the verdict
+        for want of proof.  Once only: a build cancelled twice is judged.
+        """
+        if build.result != _CANCELLED or key in self.state.requested_again:
+            return []
+        move(phase, Outcome.REQUEST_AGAIN)
+        self.state.requested_again.add(key)
+        # The timeout counts from this request, as after a restart.
+        holder.requested_at = build.completed_at
+        said = Say(f"the {key.describe()} was cancelled (build {build.number}): requested again")
+        return [said, RequestBuild(key)]
+
+    def _forget_ended(self) -> None:
+        """Keep only the keys requested again that are still waited for (the state stays small)."""
+        if self.state.requested_again:
+            waiting = set(self.waiting)
+            self.state.requested_again &= waiting
 
     # -- verification ------------------------------------------------------------------
 

@@ -12,6 +12,13 @@ or comments but not these fields reads the snapshots of the last.
 The tracker's memory depends on the policy it was built under too; a shell
 keys its snapshot on :func:`policy_digest` beside the format.
 
+Format 2 added the post-verdict machine's requested builds that ended
+cancelled once and were requested again (``MachineState.requested_again``);
+nothing else changed.  A document of format 1 (its schema as the last
+release wrote it, :data:`SCHEMA_1`) is still read, by the classes as they
+were then: a held machine's state comes back with that set empty, the
+tracker's memory as it was.
+
 Every import of the classes the format holds is in the block below, so
 that a class that moves between the core's modules is re-pointed here only.
 """
@@ -52,11 +59,11 @@ from buildbot_revert.core.verdicts import (
 # The version of the documents written here.  Raise it (and add a
 # migration to MIGRATIONS, or let old documents be rebuilt) when a change
 # of the fields below is one the schema digest alone should not decide.
-FORMAT = 1
+FORMAT = 2
 
 # Written migrations: a format -> the function making a document of that
 # format one of the next (its "format" and "schema" included).  None yet:
-# format 1 is the first.
+# format 1 is read as it is (see the module and ``_READERS``).
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
@@ -216,10 +223,29 @@ _TRACKER: tuple[tuple[str, Any], ...] = (
 _FROM_POLICY = frozenset({"policy", "_green", "_guards"})
 _TRACKER_TYPE = tuple.__class_getitem__(tuple(t for _, t in _TRACKER))
 
+
+def _schema_of(codec: Codec) -> str:
+    """The digest of every class a codec holds and of the tracker's fields: a document's schema."""
+    tracker = repr([(n, codec.type_name(t)) for n, t in _TRACKER])
+    return hashlib.sha256((codec.digest() + tracker).encode()).hexdigest()
+
+
+def _format_1(schema: Schema) -> Schema:
+    """A class as format 1 held it: the machine's state had no builds requested again."""
+    if schema.cls is not MachineState:
+        return schema
+    fields = tuple((n, t) for n, t in schema.fields if n != "requested_again")
+    # Made by keyword: the field format 1 lacks takes its default (an empty set).
+    return dataclasses.replace(schema, fields=fields)
+
+
 CODEC = Codec(_SCHEMAS)
-SCHEMA = hashlib.sha256(
-    (CODEC.digest() + repr([(n, CODEC.type_name(t)) for n, t in _TRACKER])).encode()
-).hexdigest()
+SCHEMA = _schema_of(CODEC)
+# Format 1, as the last release wrote it (the schema its documents carry).
+_FORMAT_1 = Codec(tuple(map(_format_1, _SCHEMAS)))
+SCHEMA_1 = _schema_of(_FORMAT_1)
+# The (format, schema) of every document this release reads, and the codec reading it.
+_READERS: tuple[tuple[int, str, Codec], ...] = ((FORMAT, SCHEMA, CODEC), (1, SCHEMA_1, _FORMAT_1))
 
 
 def check_fields() -> None:
@@ -252,16 +278,22 @@ def migrated(document: Any) -> Any:
 
 
 def check_header(document: Any) -> Mapping[str, Any]:
-    """The checked header of a saved document (migrated): its format and schema are this one's."""
+    """The checked header of a saved document (migrated): of a format and schema read here."""
+    return _reading(document)[0]
+
+
+def _reading(document: Any) -> tuple[Mapping[str, Any], Codec]:
+    """A saved document (migrated), checked, and the codec of its format."""
     document = migrated(document)
     if not isinstance(document, dict):
         raise FormatError("a saved document is an object")
-    version = document.get("format")
-    if version != FORMAT:
+    version, schema = document.get("format"), document.get("schema")
+    for known, digest, codec in _READERS:
+        if version == known and schema == digest:
+            return document, codec
+    if not any(version == known for known, _, _ in _READERS):
         raise FormatChanged(f"format {version!r}, this release reads format {FORMAT}")
-    if document.get("schema") != SCHEMA:
-        raise FormatChanged(f"format {FORMAT} of other fields (a release changed them)")
-    return document
+    raise FormatChanged(f"format {version} of other fields (a release changed them)")
 
 
 def save_tracker(tracker: StreakTracker) -> dict[str, Any]:
@@ -275,7 +307,8 @@ def save_tracker(tracker: StreakTracker) -> dict[str, Any]:
 
 def restore_tracker(document: Any, policy: Policy) -> StreakTracker:
     """A tracker for ``policy`` holding the memory ``document`` saved (FormatError if none)."""
-    values = CODEC.decode(check_header(document)["tracker"], _TRACKER_TYPE)
+    header, codec = _reading(document)
+    values = codec.decode(header["tracker"], _TRACKER_TYPE)
     tracker = StreakTracker(policy)
     state = tracker.__getstate__()
     state.update(zip((name for name, _ in _TRACKER), values, strict=True))
@@ -304,10 +337,10 @@ class RecordKind:
 
     def restore(self, document: Any) -> dict[str, Any]:
         """The fields a document of this kind holds (FormatError if it holds none)."""
-        header = check_header(document)
+        header, codec = _reading(document)
         if header.get("kind") != self.name:
             raise FormatError(f"a record of kind {header.get('kind')!r}, not {self.name!r}")
-        values = CODEC.decode(header["record"], self._type)
+        values = codec.decode(header["record"], self._type)
         return {name: value for (name, _), value in zip(self.fields, values, strict=True)}
 
 

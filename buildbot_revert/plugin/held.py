@@ -15,6 +15,12 @@ decoded row by row.  A row that does not decode (another format, a kind
 not registered, a crafted one) is one log line and is left out; the
 others are all taken back.
 
+Rows are written in format 2 (:data:`~buildbot_revert.core.snapshot.FORMAT`):
+the post-verdict machine's state now also holds the requested builds that
+ended cancelled once and were requested again, so that a restart never
+requests one a third time.  A row of format 1, written by the release
+before, is still taken back, with that set empty.
+
 The rows belong to one master and reporter (``owner``), as the memory does.
 Nothing here talks to Buildbot: the store is handed the ledger's ``run``.
 """

@@ -7,6 +7,7 @@ after a restart carries on where it stopped.
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -34,7 +35,14 @@ from buildbot_revert.core.machine_io import (
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.outcomes import Outcome as OutcomeOfPull
 from buildbot_revert.core.outcomes import RevertPull, StandDown, Step
-from buildbot_revert.core.post_verdict import TRANSITIONS, Outcome, Phase, PostVerdict, move
+from buildbot_revert.core.post_verdict import (
+    TRANSITIONS,
+    MachineState,
+    Outcome,
+    Phase,
+    PostVerdict,
+    move,
+)
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
 from tests.builds_dsl import builds, change
@@ -87,6 +95,9 @@ def judged(v: Verdict, suspects: tuple[Change, ...], width: int = 1) -> Judged:
 
 def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
     assert move(Phase.JUDGED, Outcome.HOLD) is Phase.VERIFYING
+    # A cancelled build requested again leaves its verdict (or search) where it was.
+    assert move(Phase.VERIFYING, Outcome.REQUEST_AGAIN) is Phase.VERIFYING
+    assert move(Phase.BISECTING, Outcome.REQUEST_AGAIN) is Phase.BISECTING
     with pytest.raises(AssertionError):
         move(Phase.CONCLUDED, Outcome.HOLD)
     assert {p for p, _ in TRANSITIONS} == {
@@ -269,3 +280,82 @@ def test_the_machine_chooses_the_follow_up_step_as_configured() -> None:
     assert step(merged, 5.0) is Step.RECORD
     plan = PostVerdict(MachineSettings()).pull_read(PullRead("c" * 40, merged, None))
     assert plan.outcome is OutcomeOfPull.MERGED
+
+
+def cancelled(key: RequestKey, at: float) -> Build:
+    """The build ``key`` asked for, stopped before it ended (a user, or a master's shutdown)."""
+    return ran(key, "S", at)._replace(result=int(Result.CANCELLED), failed_steps=())
+
+
+def test_a_cancelled_build_is_requested_again_and_the_timeout_counts_from_then() -> None:
+    m = machine(verification=True, forced_build_timeout=3600.0)
+    [request] = m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    key = request.key  # type: ignore[union-attr]
+    said, again = m.finished(cancelled(key, 3000.0))
+    assert again == RequestBuild(key)
+    assert "was cancelled" in said.text and key.describe() in said.text  # type: ignore[union-attr]
+    assert m.waiting == (key,) and m.state.requested_again == {key}
+    # An hour from the first request has passed, not one from the second.
+    assert m.clock_passed(200.0 + 3600.0) == []
+    assert m.clock_passed(3000.0 + 3599.0) == []
+    # The second build passes: the verdict is filed with its proof, the key forgotten.
+    _, ended = m.finished(ran(key, "S", 3100.0))
+    assert isinstance(ended, Conclude) and ended.verdict.reason is Reason.REVERT
+    assert "; verified: the parent of c1" in ended.verdict.explanation
+    assert m.waiting == () and m.state.requested_again == set()
+
+
+def test_a_build_cancelled_twice_declines_the_verdict_unverified() -> None:
+    m = machine(verification=True)
+    [request] = m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    key = request.key  # type: ignore[union-attr]
+    assert RequestBuild(key) in m.finished(cancelled(key, 300.0))
+    commands = m.finished(cancelled(key, 400.0))
+    assert not any(isinstance(c, RequestBuild) for c in commands)
+    [ended] = [c for c in commands if isinstance(c, Conclude)]
+    assert (ended.verdict.reason, ended.verdict.request) == (Reason.UNVERIFIED, None)
+    assert m.waiting == () and m.state.requested_again == set()
+
+
+def test_a_retried_build_is_not_requested_again_by_the_machine() -> None:
+    m = machine(verification=True)
+    [request] = m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    key = request.key  # type: ignore[union-attr]
+    # Buildbot runs a RETRY build again itself, as often as it takes.
+    for at in (300.0, 400.0):
+        assert m.finished(ran(key, "S", at)._replace(result=int(Result.RETRY))) == []
+    assert m.waiting == (key,) and m.state.requested_again == set()
+
+
+def test_a_cancelled_probe_is_requested_again_once_then_ends_the_search() -> None:
+    m = machine(bisection=BisectionCaps())
+    [parent] = m.judged(judged(verdict(Reason.MULTIPLE_CHANGES), C[:4]))
+    [probe] = m.finished(ran(parent.key, "S"))  # type: ignore[union-attr]
+    key = probe.key  # type: ignore[union-attr]
+    assert key.role is Role.PROBE
+    said, again = m.finished(cancelled(key, 500.0))
+    assert again == RequestBuild(key) and "bisection build (probe)" in said.text  # type: ignore[union-attr]
+    assert m.state.bisecting[0].requested_at == 500.0
+    # Cancelled a second time: judged as any probe that neither passes nor fails alike.
+    [ended] = m.finished(cancelled(key, 600.0))
+    assert isinstance(ended, Conclude) and ended.verdict.reason is Reason.UNVERIFIED
+    assert m.waiting == () and m.state.requested_again == set()
+
+
+def test_the_keys_requested_again_survive_a_restart_as_data() -> None:
+    from buildbot_revert.core.snapshot import RecordKind
+
+    kind = RecordKind("test-machine", {"state": MachineState})
+    m = machine(verification=True)
+    # (This file's verdicts carry a sketch of a revert request; the format holds real ones.)
+    v = verdict(Reason.REVERT, C[0])._replace(request=None)
+    [request] = m.judged(judged(v, (C[0],)))
+    key = request.key  # type: ignore[union-attr]
+    m.finished(cancelled(key, 300.0))
+    document = json.loads(json.dumps(kind.save({"state": m.state})))
+    state = kind.restore(document)["state"]
+    assert state.requested_again == {key} and state.verifying[0].requested_at == 300.0
+    # The new process does not request it a third time: the second cancellation is judged.
+    again = PostVerdict(m.settings, m.judge_found, state=state)
+    [ended] = [c for c in again.finished(cancelled(key, 400.0)) if isinstance(c, Conclude)]
+    assert ended.verdict.reason is Reason.UNVERIFIED

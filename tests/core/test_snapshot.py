@@ -80,6 +80,18 @@ def test_a_document_of_another_format_or_other_fields_is_refused_as_such():
         snapshot.restore_tracker({**document, "schema": "0" * 64}, Policy())
 
 
+def test_a_memory_of_format_1_is_still_read_as_it_was(history):
+    tracker = StreakTracker(Policy())
+    tracker.feed_all(history[:400])
+    # Format 2 changed the machine's state only: a tracker's memory is encoded alike.
+    document = {**snapshot.save_tracker(tracker), "format": 1, "schema": snapshot.SCHEMA_1}
+    back = snapshot.restore_tracker(json.loads(json.dumps(document)), Policy())
+    assert back.red_builders() == tracker.red_builders()
+    # Format 1 of fields no release wrote is refused as before.
+    with pytest.raises(snapshot.FormatChanged, match="format 1 of other fields"):
+        snapshot.restore_tracker({**document, "schema": snapshot.SCHEMA}, Policy())
+
+
 def test_values_are_checked_by_the_type_their_field_declares():
     document = snapshot.save_tracker(StreakTracker(Policy()))
     values = document["tracker"]["root"]

@@ -8,20 +8,23 @@ reconfiguration restores once) and drops it once nothing is held.
 
 from __future__ import annotations
 
+import json
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer
 
+from buildbot_revert.core import snapshot
 from buildbot_revert.core.machine_io import Judged
 from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.post_verdict import MachineState
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
 from buildbot_revert.plugin.held import HeldStore, held_table, key_of, metadata
-from buildbot_revert.plugin.pipeline import Hands, Pipeline
+from buildbot_revert.plugin.pipeline import KIND, Hands, Pipeline
 from testkit.databases import engine_runner
 from tests.plugin import test_ledger
 
@@ -145,3 +148,43 @@ def test_a_row_that_names_anything_outside_the_core_is_not_read(engine):
             )
         )
     assert (yield store.load()) == []
+
+
+# A post-verdict row as the release before format 2 wrote it (tests/fixtures/held/README.md).
+FORMAT_1_ROW = Path(__file__).parents[1] / "fixtures" / "held" / "post-verdict-format-1.json"
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_row_of_the_previous_format_is_taken_back_with_nothing_requested_again(engine):
+    old = FORMAT_1_ROW.read_bytes()
+    assert json.loads(old)["format"] == 1 and json.loads(old)["schema"] != snapshot.SCHEMA
+    store = HeldStore(engine_runner(engine), "m1/revert")
+    yield store.create()
+    with engine.begin() as conn:
+        row = {"owner": "m1/revert", "key": key_of(KIND), "kind": KIND, "updated_at": 1.0}
+        conn.execute(held_table.insert().values(state=old, **row))
+    master = _Asked()
+    again = pipeline(store, master)
+    yield again.restore()
+    state = again.machine.state
+    assert state.requested_again == set()
+    assert [h.verdict for h in state.verifying] == [VERDICT]
+    assert [k.role for k in again.machine.waiting] == [
+        Role.PARENT,
+        Role.SUSPECT,
+        Role.BISECTION_PARENT,
+    ]
+    # A cancelled build is requested again; the row is then written in this
+    # release's format, with the key requested again, and read back so.
+    parent = again.machine.waiting[0]
+    build = Build("B", 11, int(Result.CANCELLED), 320.0, 330.0, verification=parent.encode())
+    yield again._carry_out(again.machine.finished(build), None, True, [])
+    assert master.asked == [parent.revision]
+    with engine.begin() as conn:
+        [data] = conn.execute(sa.select(held_table.c.state)).scalars().all()
+    assert json.loads(bytes(data))["format"] == snapshot.FORMAT
+    [back] = yield store.load()
+    assert back.state["state"].requested_again == {parent}
+    restarted = pipeline(store, master)
+    yield restarted.restore()
+    assert restarted.machine.state.requested_again == {parent}

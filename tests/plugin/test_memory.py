@@ -154,12 +154,13 @@ async def test_a_snapshot_of_another_format_is_migrated_if_it_can_be_else_rebuil
                 memory_table.update().values(state=zlib.compress(json.dumps(old).encode()))
             )
         assert await memory.load("m1/r", Policy()) is None
-        assert said[-1].endswith("is of format 0, this release reads format 1: rebuilding")
+        now = snapshot.FORMAT
+        assert said[-1].endswith(f"is of format 0, this release reads format {now}: rebuilding")
         # A release that writes the migration keeps the memory.
-        monkeypatch.setitem(snapshot.MIGRATIONS, 0, lambda d: {**d, "format": 1})
+        monkeypatch.setitem(snapshot.MIGRATIONS, 0, lambda d: {**d, "format": now})
         back = await memory.load("m1/r", Policy())
         assert back is not None and back.tracker.red_builders() == tracker.red_builders()
-        assert said[-1] == "buildbot-revert: the saved memory of format 0 was migrated to 1"
+        assert said[-1] == f"buildbot-revert: the saved memory of format 0 was migrated to {now}"
     finally:
         log.removeObserver(hear)
         engine.dispose()

@@ -194,13 +194,13 @@ def test_crafted_rows_run_nothing_cost_a_line_each_and_the_reporter_rebuilds(tmp
         with engine.begin() as conn:
             [row] = conn.execute(memory_table.select()).fetchall()
         valid = zlib.decompress(row.state)
-        other_version = json.dumps({**json.loads(valid), "format": 2}).encode()
+        other_version = json.dumps({**json.loads(valid), "format": 99}).encode()
         randoms = random_rows()
         memories = [
             ("exploit", zlib.compress(evil), "a pickle"),
             ("truncated JSON", zlib.compress(valid[: len(valid) // 2]), "could not be read"),
             ("truncated zlib", zlib.compress(valid)[:40], "could not be read"),
-            ("other version", zlib.compress(other_version), "format 2, this release reads"),
+            ("other version", zlib.compress(other_version), "format 99, this release reads"),
             ("random", zlib.compress(randoms[0]), "could not be read"),
             ("random raw", randoms[1], "could not be read"),
         ]

@@ -199,3 +199,51 @@ def test_a_verification_build_that_never_runs_declines_the_verdict_after_the_tim
     time.sleep(1.0)
     assert github.revert_pulls() == []
     assert github.comments_on(number) == []
+
+
+def running_verification_step(harness) -> int | None:
+    """The id of the requested build whose ``test`` step is running now, if any."""
+    builds = harness.get("/builds", complete="false", property=PROPERTY)["builds"]
+    for build in builds:
+        if PROPERTY not in (build.get("properties") or {}):
+            continue
+        steps = harness.get(f"/builds/{build['buildid']}/steps")["steps"]
+        if any(s["name"] == "test" and s["started_at"] and not s["complete"] for s in steps):
+            return int(build["buildid"])
+    return None
+
+
+def test_a_verification_build_stopped_mid_step_is_requested_again_and_decides(
+    github, masters, tmp_path
+):
+    # A user's stop (or a shutdown Buildbot 4.3 ends so) cancels the build,
+    # and Buildbot never runs a cancelled build again: the reporter does.
+    harness = masters(builders=SLOW, extra_config=verifying(github, tmp_path))
+    number, good, bad = held_for_verification(github, harness)
+    buildid = wait_for(
+        lambda: running_verification_step(harness),
+        timeout=60,
+        what="the verification build's test step to run",
+    )
+    harness.control(f"/builds/{buildid}", "stop", reason="stopped by the test")
+    declined = "verification on fast-linux: unverified"
+    wait_for(
+        lambda: github.comments_on(number) or declined in harness.master_log.read_text(),
+        timeout=90,
+        what="the revert (or the verdict declined)",
+    )
+    log = harness.master_log.read_text()
+    assert declined not in log
+    checks = verification_builds(harness)
+    # The first ended cancelled; the one requested again passed and decided.
+    assert [c["results"] for c in checks] == [6, 0]
+    keys = [RequestKey.decode(c["properties"][PROPERTY][0]) for c in checks]
+    assert keys[0] == keys[1] == RequestKey("fast-linux", keys[0].streak, good, Role.PARENT)
+    assert log.count("requested a verification build") == 2
+    assert f"the verification build of the parent {good[:12]} on fast-linux" in log
+    assert "was cancelled (build" in log and "): requested again" in log
+    [revert] = github.revert_pulls()
+    assert "verified: the parent of" in (revert.body or "")
+    time.sleep(1.0)
+    assert len(github.revert_pulls()) == 1
+    assert len(verification_builds(harness)) == 2

@@ -123,14 +123,12 @@ class StreakTracker(StreakDecisions):
         ranking: bool = True,
     ) -> None:
         self.policy = policy or Policy()
-        # Whether a multiple-changes verdict carries its suspects ranked for
-        # the person on watch: what it shows, not what it decides, so a
-        # shell that shows no verdict (a sweep's rows) may go without.
+        # Whether multiple-changes verdicts rank their suspects: shown, never
+        # decided on, so a shell showing no verdict (a sweep) goes without.
         self._ranking = ranking
         self._diffs = diffs  # a change's diff (a clone's, the forge's): .caselink
-        # How a failing build's signature and infrastructure flag are read
-        # (see :mod:`.evidence`: a shell feeding several trackers shares a
-        # cache through it).
+        # How a failing build's signature and infrastructure flag are read (see
+        # :mod:`.evidence`: a shell feeding several trackers shares a cache).
         self._read: EvidenceReader = evidence or read_evidence
         # Builders whose streaks may propose reverts; the others are fed for
         # their evidence only (what fails where, which workers agree).
@@ -373,6 +371,7 @@ class StreakTracker(StreakDecisions):
         self._diffs = None
         self._read = read_evidence
         self._stepped = [None]
+        self._ranking = True
 
     def attach(
         self,

@@ -62,8 +62,9 @@ def test_a_snapshot_holds_all_the_tracker_knows_and_nothing_a_shell_attached():
 
     tracker = StreakTracker(Policy(), watched=lambda b: True, tags_of=lambda b: ())
     tracker.feed = lambda build: ()  # type: ignore[method-assign]  # as a benchmark's wrapper
-    # The shell's callbacks: what it watches, builders' tags, how evidence is read.
-    callbacks = {"_watched", "_tags_of", "_read", "_diffs"}
+    # The shell's callbacks (what it watches, builders' tags, how evidence is
+    # read) and whether it shows the ranking of suspects.
+    callbacks = {"_watched", "_tags_of", "_read", "_diffs", "_ranking"}
     # Derived from the changes it sees, worked out again on demand: never saved.
     derived = {"_facts", "_stepped"}
     fields = set(StreakTracker().__dict__) - callbacks - derived

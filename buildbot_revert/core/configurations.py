@@ -80,9 +80,11 @@ def configuration_specific(
     """
     if not _stale(deciding, stale_after):
         return None
-    failing = [deciding] + [
-        s for name, s in sorted(streaks.items()) if s is not deciding and change in s.suspects
-    ]
+    # The other builders failing from the change, by name (only those sorted).
+    others = sorted(
+        (name, s) for name, s in streaks.items() if s is not deciding and change in s.suspects
+    )
+    failing = [deciding] + [s for _, s in others]
     if not all(_stale(s, stale_after) for s in failing):
         return None
     names = frozenset().union(*(failed_step_names(b) for b in deciding.failing))
@@ -90,12 +92,14 @@ def configuration_specific(
         return None
     failing_names = {s.first.builder for s in failing}
     line = builders[deciding.first.builder].line
+    # Only a builder seen failing one of the steps can count: ask those.
     passing = sorted(
         name
-        for name, state in builders.items()
+        for name, known in steps.items()
         if name not in failing_names
-        and not names.isdisjoint(steps.get(name, ()))
-        and _passed(state, change, line)
+        and not names.isdisjoint(known)
+        and name in builders
+        and _passed(builders[name], change, line)
     )
     if not passing:
         return None

@@ -62,12 +62,11 @@ A move not in the table is a bug (:func:`~.phases.move` raises).
   declines it; running out of builds concludes the verdict as it was.
 - A requested build not finished ``forced_build_timeout`` seconds after it
   was requested never ran: the verdict is declined ``unverified``.
-- A requested build that ends ``RETRY`` is run again by Buildbot: the
-  machine waits for the next.  One that ends ``CANCELLED`` is not (a user
-  stopped it, or Buildbot 4.3 ended a build a shutdown interrupted so):
-  the machine requests it again, once per key, the timeout counting from
-  the new request; a second cancelled build of the same key is judged as
-  it came (it neither passes nor fails alike: ``unverified``).
+- A requested build that ends ``RETRY`` is run again by Buildbot: the machine
+  waits for the next.  One that ends ``CANCELLED`` is not (a user stopped it, or
+  Buildbot 4.3 ended a build a shutdown interrupted so): the machine requests it
+  again, once per key, the timeout counting from the new request; a second
+  cancelled build of the key is judged as it came (``unverified``).
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
   in any 24 hours); beyond it the revert becomes a comment.  This is the
@@ -84,7 +83,7 @@ come in with the events: the machine never reads a clock.  Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from buildbot_revert.core import filing_rules
@@ -119,11 +118,9 @@ from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
 
 _DAY = 86400.0
-# A build the master stopped (a restart, a lost worker) that Buildbot runs
-# again: the request's next build is the one that counts.
+# A build the master stopped: Buildbot runs a RETRY one again (its request's next
+# build counts), never a CANCELLED one (the machine requests that once more itself).
 _AGAIN = frozenset({int(Result.RETRY)})
-# A build the master stopped and will not run again (a user's stop, or a
-# shutdown Buildbot 4.3 ended so): the machine requests it once more itself.
 _CANCELLED = int(Result.CANCELLED)
 
 
@@ -269,12 +266,17 @@ class PostVerdict:
         self._forget_ended()
         return commands
 
-    def restarted(self, requested: frozenset[RequestKey], now: float) -> list[Command]:
-        """Request again what a previous process never requested (``requested``: what it did)."""
+    def restarted(self, requested: Mapping[RequestKey, int], now: float) -> list[Command]:
+        """Request again what a previous process never requested.
+
+        ``requested``: how many requests of each key the master holds; a key requested
+        again after a cancelled build needs two (a process may stop before the second).
+        """
+        again = self.state.requested_again
         commands: list[Command] = []
         holders: list[Verifying | Bisecting] = [*self.state.verifying, *self.state.bisecting]
         for holder in holders:
-            missing = [k for k in holder.waiting if k not in requested]
+            missing = [k for k in holder.waiting if requested.get(k, 0) < 1 + (k in again)]
             if missing:
                 # The timeout counts from this request: the first never happened.
                 holder.requested_at = now

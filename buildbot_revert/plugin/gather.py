@@ -34,6 +34,7 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -218,21 +219,23 @@ class Gatherer:
         return self.master.db.pool.do(thd)
 
     def requested_marks(self, since: float) -> Any:
-        """The marks of the buildsets buildbot-revert requested since ``since`` (a set).
+        """The marks of the buildsets buildbot-revert requested since ``since``, counted.
 
         What a restarted reporter checks its held verdicts against: a build
-        requested before the restart is waited for, not requested again.
+        requested before the restart is waited for, not requested again (a
+        :class:`collections.Counter`: a build requested again after it was
+        cancelled has two buildsets of one mark).
         """
         model = self.master.db.model
 
-        def thd(conn: Any) -> set[str]:
+        def thd(conn: Any) -> Counter[str]:
             props, bs = model.buildset_properties, model.buildsets
             rows = conn.execute(
                 sa.select(props.c.property_value)
                 .select_from(props.join(bs, bs.c.id == props.c.buildsetid))
                 .where(props.c.property_name == PROPERTY, bs.c.submitted_at >= int(since))
             ).fetchall()
-            return {verification_reason(row.property_value) for row in rows}
+            return Counter(verification_reason(row.property_value) for row in rows)
 
         return self.master.db.pool.do(thd)
 

@@ -31,6 +31,7 @@ again what was never requested (:meth:`Pipeline.resume`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -336,7 +337,11 @@ class Pipeline:
             return
         now = self.clock()
         marks = yield self.hands.gatherer.requested_marks(now - RESUME_LOOK_BACK)
-        requested = frozenset(k for k in map(RequestKey.decode, marks) if k is not None)
+        requested: Counter[RequestKey] = Counter()
+        for mark, count in marks.items():
+            key = RequestKey.decode(mark)
+            if key is not None:
+                requested[key] += count
         commands = self.machine.restarted(requested, now)
         if commands:
             yield self._carry_out(commands, None, True, [])

@@ -190,7 +190,7 @@ def test_a_bisection_the_caps_cannot_hold_is_not_begun_and_the_state_survives_a_
     # Taken back by a new process: the search goes on, the builds counted.
     again = PostVerdict(m.settings, m.judge_found, state=pickle.loads(pickle.dumps(m.state)))
     assert again.bisection_room("B", 200.0) == 2
-    assert again.restarted(frozenset(), 250.0) == [parent]
+    assert again.restarted({}, 250.0) == [parent]
     [probe] = again.finished(ran(parent.key, "S"))  # type: ignore[union-attr]
     assert probe.key.revision == "c1"  # type: ignore[union-attr]
     # With one build left a day, a new two-change streak is concluded as it came.
@@ -359,3 +359,21 @@ def test_the_keys_requested_again_survive_a_restart_as_data() -> None:
     again = PostVerdict(m.settings, m.judge_found, state=state)
     [ended] = [c for c in again.finished(cancelled(key, 400.0)) if isinstance(c, Conclude)]
     assert ended.verdict.reason is Reason.UNVERIFIED
+
+
+def test_a_restart_sends_the_second_request_of_a_cancelled_build_the_master_never_got() -> None:
+    m = machine(verification=True)
+    [request] = m.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    key = request.key  # type: ignore[union-attr]
+    m.finished(cancelled(key, 300.0))
+    # Saved with the key requested again; the process stops before sending it.
+    again = PostVerdict(m.settings, m.judge_found, state=pickle.loads(pickle.dumps(m.state)))
+    # The master holds the first (cancelled) request only: the second is sent.
+    assert again.restarted({key: 1}, 500.0) == [RequestBuild(key)]
+    assert again.state.verifying[0].requested_at == 500.0
+    # Holding both, nothing is sent; a key never cancelled needs one.
+    assert again.restarted({key: 2}, 600.0) == []
+    fresh = machine(verification=True)
+    [first] = fresh.judged(judged(verdict(Reason.REVERT, C[0]), (C[0],)))
+    assert fresh.restarted({first.key: 1}, 700.0) == []  # type: ignore[union-attr]
+    assert fresh.restarted({}, 700.0) == [first]

@@ -24,20 +24,14 @@ from buildbot_revert.core import snapshot
 from buildbot_revert.core.codec import FormatError
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
-from simulator.history.store import HistoryStore
-from simulator.synthetic.generator import generate
+from tests.generated import generated_builds
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory):
     """Two weeks of a small synthetic fleet: breakages, flakes, guards at work."""
     path = tmp_path_factory.mktemp("snapshot") / "h.sqlite"
-    generate(path, seed=11, days=14, builders=30)
-    store = HistoryStore(path)
-    try:
-        return list(store.iter_builds(None, None))
-    finally:
-        store.close()
+    return generated_builds(path, seed=11, days=14, builders=30)
 
 
 def test_the_format_lists_every_field_of_every_class_it_holds():

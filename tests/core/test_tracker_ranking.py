@@ -7,27 +7,19 @@ the ranking decides nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict
-from simulator.history.store import HistoryStore
-from simulator.synthetic.generator import generate
+from tests.generated import generated_builds
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> list:
     """Four weeks of a small synthetic fleet: builders back after gaps blame several changes."""
-    path: Path = tmp_path_factory.mktemp("ranking") / "h.sqlite"
-    generate(path, seed=5, days=28, builders=40)
-    store = HistoryStore(path)
-    try:
-        return list(store.iter_builds(None, None))
-    finally:
-        store.close()
+    path = tmp_path_factory.mktemp("ranking") / "h.sqlite"
+    return generated_builds(path, seed=5, days=28, builders=40)
 
 
 def _unranked(event: Verdict | Streak) -> Verdict | Streak:

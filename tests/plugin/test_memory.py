@@ -23,21 +23,15 @@ from buildbot_revert.plugin.memory import (
     loads,
     memory_table,
 )
-from simulator.history.store import HistoryStore
-from simulator.synthetic.generator import generate
 from testkit.databases import engine_runner
+from tests.generated import generated_builds
 
 
 @pytest.fixture(scope="module")
 def history_builds(tmp_path_factory):
     """A few thousand builds with real breakages, flakes and guards at work."""
     path = tmp_path_factory.mktemp("memory") / "h.sqlite"
-    generate(path, seed=7, days=21, builders=40)
-    store = HistoryStore(path)
-    try:
-        return list(store.iter_builds(None, None))
-    finally:
-        store.close()
+    return generated_builds(path, seed=7, days=21, builders=40)
 
 
 def test_a_restored_tracker_decides_as_the_one_that_never_stopped(history_builds):

@@ -34,7 +34,6 @@ sourcestamp (lowest id) naming one, by the rule both shells share
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -219,23 +218,22 @@ class Gatherer:
         return self.master.db.pool.do(thd)
 
     def requested_marks(self, since: float) -> Any:
-        """The marks of the buildsets buildbot-revert requested since ``since``, counted.
+        """The mark of each buildset buildbot-revert requested since ``since`` (a list).
 
         What a restarted reporter checks its held verdicts against: a build
-        requested before the restart is waited for, not requested again (a
-        :class:`collections.Counter`: a build requested again after it was
-        cancelled has two buildsets of one mark).
+        requested before the restart is waited for, not requested again (one
+        mark a buildset: a build requested again after it was cancelled has two).
         """
         model = self.master.db.model
 
-        def thd(conn: Any) -> Counter[str]:
+        def thd(conn: Any) -> list[str]:
             props, bs = model.buildset_properties, model.buildsets
             rows = conn.execute(
                 sa.select(props.c.property_value)
                 .select_from(props.join(bs, bs.c.id == props.c.buildsetid))
                 .where(props.c.property_name == PROPERTY, bs.c.submitted_at >= int(since))
             ).fetchall()
-            return Counter(verification_reason(row.property_value) for row in rows)
+            return [verification_reason(row.property_value) for row in rows]
 
         return self.master.db.pool.do(thd)
 

@@ -337,11 +337,7 @@ class Pipeline:
             return
         now = self.clock()
         marks = yield self.hands.gatherer.requested_marks(now - RESUME_LOOK_BACK)
-        requested: Counter[RequestKey] = Counter()
-        for mark, count in marks.items():
-            key = RequestKey.decode(mark)
-            if key is not None:
-                requested[key] += count
+        requested = Counter(k for k in map(RequestKey.decode, marks) if k is not None)
         commands = self.machine.restarted(requested, now)
         if commands:
             yield self._carry_out(commands, None, True, [])

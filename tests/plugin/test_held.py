@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +60,7 @@ class _Asked:
         return defer.succeed(None)
 
     def requested_marks(self, since: float) -> Any:
-        return defer.succeed(Counter())
+        return defer.succeed([])
 
     def addBuildset(self, **kwargs: Any) -> Any:
         [stamp] = kwargs["sourcestamps"]
@@ -103,7 +102,7 @@ def test_a_held_verdict_is_taken_back_as_it_was_and_forgotten_once_it_ends(engin
     assert (parent.role, suspect.role) == (Role.PARENT, Role.SUSPECT)
     assert again.machine.state.verifying[0].verdict == VERDICT
     # Nothing was requested again: the master has both.
-    held = Counter([parent.encode(), suspect.encode()])
+    held = [parent.encode(), suspect.encode()]
     master.requested_marks = lambda since: defer.succeed(held)
     yield again.resume()
     assert len(master.asked) == 2

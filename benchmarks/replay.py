@@ -74,10 +74,34 @@ def builds_read(path: Path, since: float | None) -> list[tuple[str, int]]:
     return list(dict.fromkeys(asked))
 
 
+def floor(path: Path, wanted: list[tuple[str, int]]) -> int:
+    """The floor: the rows-only scan, then the evidence of the ``wanted`` failing builds.
+
+    Each read as the tracker reads it; the rows and builds read.
+    """
+    failure = int(Result.FAILURE)
+    store = HistoryStore(path)
+    try:
+        count = store.scan_rows()
+        read = StoredEvidence(store)
+        for builder, number in wanted:
+            read(
+                Build(
+                    builder=builder,
+                    number=number,
+                    result=failure,
+                    started_at=0.0,
+                    completed_at=0.0,
+                )
+            )
+        return count + read.reads
+    finally:
+        store.close()
+
+
 def measure(path: Path, since: float | None, runs: int) -> dict[str, list[float]]:
     """Each figure ``runs`` times, interleaved so that drift hits all alike."""
     wanted = builds_read(path, since)
-    failure = int(Result.FAILURE)
 
     def rows() -> int:
         store = HistoryStore(path)
@@ -94,23 +118,7 @@ def measure(path: Path, since: float | None, runs: int) -> dict[str, list[float]
             store.close()
 
     def rows_evidence() -> int:
-        store = HistoryStore(path)
-        try:
-            count = store.scan_rows()
-            read = StoredEvidence(store)
-            for builder, number in wanted:
-                read(
-                    Build(
-                        builder=builder,
-                        number=number,
-                        result=failure,
-                        started_at=0.0,
-                        completed_at=0.0,
-                    )
-                )
-            return count + read.reads
-        finally:
-            store.close()
+        return floor(path, wanted)
 
     def full_replay() -> int:
         store = HistoryStore(path)

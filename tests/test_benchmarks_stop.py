@@ -43,12 +43,17 @@ def wait_for(
 
 
 def stopped_by(
-    signum: int, command: list[str], tmp: Path, busy: Callable[[], bool], what: str
+    signum: int,
+    command: list[str],
+    tmp: Path,
+    busy: Callable[[], bool],
+    what: str,
+    env: dict[str, str] | None = None,
 ) -> None:
     proc = subprocess.Popen(
         [sys.executable, *command],
         cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp)},
+        env={**os.environ, **(env or {}), "TMPDIR": str(tmp)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -119,3 +124,27 @@ def test_pull_benchmark_stops_its_master_in_the_middle_of_a_pull(
 
     command = ["benchmarks/pull.py", "--builders", "4", "--days", "14", "--runs", "50"]
     stopped_by(signum, command, tmp_path, pulling, "a pull to start")
+
+
+HOLDING_VALGRIND = """#!/bin/sh
+# Stands in for valgrind: notes the part, then becomes a process that waits.
+for arg; do part=$arg; [ "$prev" = --part ] && break; prev=$arg; done
+touch "$HOLD/$part"
+exec sleep 300
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_instructions_benchmark_ends_its_parts(tmp_path: Path, signum: int) -> None:
+    tools, hold, tmp = tmp_path / "bin", tmp_path / "hold", tmp_path / "tmp"
+    for directory in (tools, hold, tmp):
+        directory.mkdir()
+    valgrind = tools / "valgrind"
+    valgrind.write_text(HOLDING_VALGRIND)
+    valgrind.chmod(0o755)
+    history = tmp_path / "history.sqlite"
+    history.touch()
+    command = ["benchmarks/instructions.py", "--history", str(history)]
+    env = {"PATH": f"{tools}:/usr/bin:/bin", "HOLD": str(hold)}
+    two_parts = lambda: len(list(hold.iterdir())) == 2  # noqa: E731
+    stopped_by(signum, command, tmp, two_parts, "two parts to start", env=env)

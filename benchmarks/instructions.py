@@ -69,7 +69,7 @@ class Counted(NamedTuple):
 
 
 def main() -> int:
-    parser = arguments(__doc__)
+    parser = arguments(__doc__, runs=False)
     parser.add_argument("--jobs", type=int, default=2, help="parts run at once")
     parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     args = parser.parse_args()

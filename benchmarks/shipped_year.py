@@ -17,10 +17,12 @@ from pathlib import Path
 from benchmarks.stopping import Terminated, say_interrupted, terminate_like_interrupt
 
 
-def arguments(doc: str | None) -> argparse.ArgumentParser:
+def arguments(doc: str | None, *, runs: bool = True) -> argparse.ArgumentParser:
+    """The shared command line; without ``runs`` no ``--runs`` (a count that repeats exactly)."""
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--history", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=3)
+    if runs:
+        parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--since", default="2024-01-01", help="YYYY-MM-DD, or 'none' for all")
     return parser
 

@@ -92,7 +92,8 @@ def configuration_specific(
         return None
     failing_names = {s.first.builder for s in failing}
     line = builders[deciding.first.builder].line
-    # Only a builder seen failing one of the steps can count: ask those.
+    # Only a builder seen failing one of the steps can count: ask those (each
+    # has a state, unless a saved memory's two maps disagree: then it is skipped).
     passing = sorted(
         name
         for name, known in steps.items()

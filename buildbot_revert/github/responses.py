@@ -40,6 +40,8 @@ class IssueComment(NamedTuple):
     author: str
     html_url: str
     created_at: str
+    # When it was last edited (GitHub's updated_at; "" when not given).
+    updated_at: str = ""
 
 
 class CommitFile(NamedTuple):
@@ -122,4 +124,6 @@ def comment_from_rest(raw: dict[str, Any]) -> IssueComment:
         author=(raw.get("user") or {}).get("login", ""),
         html_url=raw["html_url"],
         created_at=raw["created_at"],
+        updated_at=raw.get("updated_at") or "",
     )
+

@@ -127,3 +127,19 @@ def comment_from_rest(raw: dict[str, Any]) -> IssueComment:
         updated_at=raw.get("updated_at") or "",
     )
 
+
+def role_from_rest(raw: Any) -> str:
+    """The role a collaborator-permission answer names: ``role_name``, else ``permission``.
+
+    Any other answer (an empty object, a page of HTML from a proxy, a list)
+    is a :class:`ValueError` saying its shape, never a role nor "no role":
+    a "no" to standing must come from GitHub, as a 404.
+    """
+    if isinstance(raw, dict):
+        role = raw.get("role_name") or raw.get("permission")
+        if isinstance(role, str) and role:
+            return role
+        message = raw.get("message")
+        said = f" ({' '.join(message.split())[:100]})" if isinstance(message, str) else ""
+        raise ValueError(f"unexpected answer: no role_name or permission{said}")
+    raise ValueError(f"unexpected answer: {type(raw).__name__}, not an object")

@@ -114,9 +114,7 @@ def normalise(text: str) -> str:
 
 def unquoted(body: str) -> str:
     """``body`` without its quoting lines (``>`` after optional spaces or tabs)."""
-    return "\n".join(
-        line for line in body.splitlines() if not line.lstrip(" \t").startswith(">")
-    )
+    return "\n".join(line for line in body.splitlines() if not line.lstrip(" \t").startswith(">"))
 
 
 def says_no(body: str, words: Iterable[str]) -> bool:

@@ -75,7 +75,7 @@ class Standing:
         words: Any,
         window: ObjectionWindow,
     ) -> bool:
-        """Whether someone with standing objected within ``window``; each other objector is logged."""
+        """Whether someone with standing objected within ``window``; other objectors are logged."""
         read = (
             standing.Comment(
                 author=c.author or None,

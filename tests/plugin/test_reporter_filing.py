@@ -230,7 +230,7 @@ async def test_dry_run_records_and_touches_nothing(github, ledger):
 
 
 def standin_now(github: GitHubStandIn) -> float:
-    """The stand-in's clock (it stamps comments a month behind ours), for builds GitHub saw in time."""
+    """The stand-in's clock (a month behind ours), for builds whose comments fall in time."""
     return datetime.fromisoformat(github.next_timestamp()).timestamp()
 
 

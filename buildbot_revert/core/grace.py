@@ -30,9 +30,14 @@ unrelated breakage cannot change it.
 
 An objection posted on the culprit's pull request during the grace period,
 by someone with standing (:mod:`buildbot_revert.core.standing`), also stops
-the revert.  The plugin reads the comments; the simulator cannot see them,
-so it reports how many of its proposals rest on nobody having said "no"
-(``objections_unseen``).
+the revert.  "During" is :class:`ObjectionWindow`: a comment counts when
+GitHub created it after the bot's warning comment and it was last written
+(created, or edited) no later than the deadline the revert is filed at.  A
+comment from before the warning (a review before the merge) is not an answer
+to it, and editing it later does not make it one; a comment edited after the
+deadline cannot be shown to have said "no" in time.  The plugin reads the
+comments; the simulator cannot see them, so it reports how many of its
+proposals rest on nobody having said "no" (``objections_unseen``).
 
 The facts come from the tracker's events, through :func:`fact`: a
 :class:`Qualification` for each ``revert`` or ``already-proposed`` verdict,
@@ -96,6 +101,39 @@ def decide(qualified_at: float, grace: float, now: float, ended_at: float | None
     if now >= due:
         return GraceDecision.REVERT
     return GraceDecision.WAIT
+
+
+class ObjectionWindow(NamedTuple):
+    """When a "no" on the culprit's pull request counts: after the warning, up to the deadline.
+
+    Times are epoch seconds: ``opens`` is GitHub's ``created_at`` of the
+    bot's warning comment, ``closes`` the grace deadline the revert is filed
+    at (the master's clock; both are UTC).
+    """
+
+    opens: float
+    closes: float
+
+    def holds(self, created_at: float | None, updated_at: float | None = None) -> bool:
+        """Whether a comment created at ``created_at`` and last edited at ``updated_at`` counts.
+
+        Created strictly after the warning; last written at or before the
+        deadline.  A comment of unknown time never counts.
+        """
+        if created_at is None or created_at <= self.opens:
+            return False
+        written = created_at if updated_at is None else max(created_at, updated_at)
+        return written <= self.closes
+
+
+def objection_window(warned_at: float | None, started_at: float, closes: float) -> ObjectionWindow:
+    """The window from the warning's ``warned_at``, else from ``started_at`` (the grace's start).
+
+    The warning comment may be gone (deleted by a maintainer) or not be
+    found; then the window opens when the grace period started, the
+    earliest the warning could have been posted.
+    """
+    return ObjectionWindow(started_at if warned_at is None else warned_at, closes)
 
 
 _WHEN = attrgetter("qualified_at")

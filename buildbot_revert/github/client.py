@@ -27,6 +27,7 @@ from buildbot_revert.github.responses import (
     files_from_rest,
     label_names,
     pull_from_rest,
+    role_from_rest,
 )
 from buildbot_revert.github.strategies import Reverter, RevertOutcome
 from buildbot_revert.github.transport import GitHubError, HTTPClient, Transport, TransportOptions
@@ -140,19 +141,20 @@ class GitHubClient:
 
         GitHub's ``role_name`` (``read``, ``triage``, ``write``, ``maintain``,
         ``admin`` or a custom role's name), else its older ``permission``.
+        An answer naming neither is a :class:`GitHubError`, not "no role".
         """
+        path = f"{self._repo_path}/collaborators/{quote(login, safe='')}/permission"
         try:
-            raw = await self._transport.get(
-                f"{self._repo_path}/collaborators/{quote(login, safe='')}/permission"
-            )
+            raw = await self._transport.get(path)
         except GitHubError as exc:
             if exc.status == 404:
                 return None
             raise
-        if not isinstance(raw, dict):
-            return None
-        role = raw.get("role_name") or raw.get("permission")
-        return role if isinstance(role, str) else None
+        try:
+            return role_from_rest(raw)
+        except ValueError as exc:
+            # Not a "no": the caller retries later, as after any GitHub error.
+            raise GitHubError(self._transport.redact(f"GitHub GET {path}: {exc}")) from None
 
     async def label_events(self, number: int) -> list[LabelEvent]:
         """The ``labeled``/``unlabeled`` events of issue or PR ``number``, oldest first."""

@@ -40,6 +40,8 @@ class IssueComment(NamedTuple):
     author: str
     html_url: str
     created_at: str
+    # When it was last edited (GitHub's updated_at; "" when not given).
+    updated_at: str = ""
 
 
 class CommitFile(NamedTuple):
@@ -122,4 +124,22 @@ def comment_from_rest(raw: dict[str, Any]) -> IssueComment:
         author=(raw.get("user") or {}).get("login", ""),
         html_url=raw["html_url"],
         created_at=raw["created_at"],
+        updated_at=raw.get("updated_at") or "",
     )
+
+
+def role_from_rest(raw: Any) -> str:
+    """The role a collaborator-permission answer names: ``role_name``, else ``permission``.
+
+    Any other answer (an empty object, a page of HTML from a proxy, a list)
+    is a :class:`ValueError` saying its shape, never a role nor "no role":
+    a "no" to standing must come from GitHub, as a 404.
+    """
+    if isinstance(raw, dict):
+        role = raw.get("role_name") or raw.get("permission")
+        if isinstance(role, str) and role:
+            return role
+        message = raw.get("message")
+        said = f" ({' '.join(message.split())[:100]})" if isinstance(message, str) else ""
+        raise ValueError(f"unexpected answer: no role_name or permission{said}")
+    raise ValueError(f"unexpected answer: {type(raw).__name__}, not an object")

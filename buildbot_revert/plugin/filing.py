@@ -64,7 +64,7 @@ from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
-from buildbot_revert.plugin.permissions import Standing
+from buildbot_revert.plugin.permissions import Standing, epoch_of
 
 _DAY = 86400.0
 
@@ -324,20 +324,30 @@ class Filer:
         pull, ctx = await self._pull_and_context(entry, qualified)
         facts = await self._facts(entry, pull)
         if said is not None:
-            objected = await self._objected(revision, pull)
-            if objected and isinstance(said, File):
+            if isinstance(said, File) and await self._objected(entry, pull, said):
                 said = machine.objection(Objection(revision))
             plan = actions.after_grace(said, facts)
         else:
             plan = actions.plan(facts)
         await self.steps.perform(plan, revision, entry, ctx, pull)
 
-    async def _objected(self, revision: str, pull: PullRequest | None) -> bool:
-        """Whether someone with standing objected on the culprit PR (others are logged)."""
+    async def _objected(self, entry: Entry, pull: PullRequest | None, said: File) -> bool:
+        """Whether someone with standing objected on the culprit PR in time (others are logged).
+
+        In time: after our warning comment (the ledger's ``comment_url``; its
+        ``created_at`` is GitHub's) and by the deadline ``said`` files at.
+        """
         if pull is None or self.standing is None or self.client is None:
             return False
         comments = await self.client.comments(pull.number)
-        return await self.standing.objected(revision, pull, comments, self.settings.objection_words)
+        warned = [c.created_at for c in comments if entry.comment_url == c.html_url]
+        window = grace.objection_window(
+            epoch_of(warned[0]) if warned else None,
+            started_at=entry.decided_at,
+            closes=said.at if said.at is not None else self.clock.seconds(),
+        )
+        words = self.settings.objection_words
+        return await self.standing.objected(entry.revision, pull, comments, words, window)
 
     async def _facts(self, entry: Entry, pull: PullRequest | None) -> Facts:
         """What GitHub and the machine (the daily cap, the grace period) say of the revision."""

@@ -10,17 +10,25 @@ Roles are cached per login for :data:`ROLE_TTL` seconds, at most
 :data:`MAX_CACHED` logins: a grace period ending for several revisions at
 once asks once per person, and a role taken away stops counting within the
 TTL.  A GitHub error while asking is not a "no standing": it propagates, the
-filer retries later, and nothing is filed on a guess.
+filer retries later, and nothing is filed on a guess.  So is an answer that
+names no role (``200 {}``, a proxy's HTML page): the client raises it as a
+GitHub error, logged in one line by the filer; only a 404 is "no such user".
+
+Comments are read by GitHub's ``created_at`` and ``updated_at`` (ISO 8601,
+UTC), which the core's objection window compares with the warning and the
+deadline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from twisted.python import log
 
 from buildbot_revert.core import standing
+from buildbot_revert.core.grace import ObjectionWindow
 from buildbot_revert.github import GitHubClient, IssueComment, PullRequest
 
 # Seconds a login's role is believed without asking again.
@@ -60,11 +68,24 @@ class Standing:
         return standing.has_standing(login, pull.author, role, self.required)
 
     async def objected(
-        self, revision: str, pull: PullRequest, comments: Iterable[IssueComment], words: Any
+        self,
+        revision: str,
+        pull: PullRequest,
+        comments: Iterable[IssueComment],
+        words: Any,
+        window: ObjectionWindow,
     ) -> bool:
-        """Whether someone with standing posted an objection; each other objector is logged."""
-        pairs = ((c.author or None, c.body) for c in comments)
-        for login in standing.objectors(pairs, words):
+        """Whether someone with standing objected within ``window``; other objectors are logged."""
+        read = (
+            standing.Comment(
+                author=c.author or None,
+                body=c.body,
+                created_at=epoch_of(c.created_at),
+                updated_at=epoch_of(c.updated_at),
+            )
+            for c in comments
+        )
+        for login in standing.objectors(read, words, window):
             if await self.counts(login, pull):
                 return True
             self._ignored(revision, pull, login, "objection")
@@ -87,3 +108,13 @@ class Standing:
             f"buildbot-revert: {revision[:12]}: ignored the {what} by {who} on #{pull.number}: "
             f"neither the change's author nor a user with {self.required!r} permission"
         )
+
+
+def epoch_of(stamp: str) -> float | None:
+    """Epoch seconds of one of GitHub's timestamps (``2024-05-01T12:00:00Z``); None if not one."""
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    # GitHub's are UTC and say so; one without a zone says nothing we can compare.
+    return when.timestamp() if when.tzinfo is not None else None

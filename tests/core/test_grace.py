@@ -7,10 +7,12 @@ import pytest
 from buildbot_revert.core.grace import (
     GraceDecision,
     GraceError,
+    ObjectionWindow,
     Qualification,
     Qualified,
     StreakEnd,
     fact,
+    objection_window,
     outcome,
 )
 from buildbot_revert.core.model import FailedStep
@@ -114,3 +116,27 @@ def test_a_streak_no_builder_qualified_on_is_no_fact():
     tracker = StreakTracker()
     events = tracker.feed_all(builds("S:a F:c S", builder="A"))
     assert [fact(e) for e in events] == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("created", "edited", "counts"),
+    [
+        (900.0, None, False),  # before the warning (a review before the merge)
+        (1000.0, None, False),  # the warning's own second: not after it
+        (1001.0, None, True),
+        (1600.0, None, True),  # at the deadline
+        (1600.5, None, False),
+        (1100.0, 1100.0, True),  # GitHub's updated_at of a comment never edited
+        (1100.0, 1600.0, True),
+        (1100.0, 1700.0, False),  # edited after the deadline
+        (900.0, 1200.0, False),  # an old comment edited during the grace period
+        (None, None, False),  # a comment whose time is unknown
+    ],
+)
+def test_an_objection_counts_after_the_warning_and_by_the_deadline(created, edited, counts):
+    assert ObjectionWindow(1000.0, 1600.0).holds(created, edited) is counts
+
+
+def test_without_the_warning_the_window_opens_when_the_grace_period_started():
+    assert objection_window(1010.0, started_at=1000.0, closes=1600.0) == (1010.0, 1600.0)
+    assert objection_window(None, started_at=1000.0, closes=1600.0) == (1000.0, 1600.0)

@@ -1,7 +1,10 @@
 """Standing against the stand-in: roles and label events asked of GitHub, cached, applied.
 
 In-process, as ``test_reporter_filing``: a real tracker, ledger and client,
-the stand-in over HTTP on 127.0.0.1, a clock the test sets.
+the stand-in over HTTP on 127.0.0.1, a clock the test sets.  Answers GitHub
+should never give but a proxy or an outage can (``200 {}``, a page of HTML)
+come from :class:`PermissionAnswers`, a server on 127.0.0.1 in front of the
+stand-in (which answers only what GitHub documents).
 """
 
 from __future__ import annotations
@@ -9,16 +12,28 @@ from __future__ import annotations
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
+import treq
+from twisted.internet import defer, reactor
+from twisted.web.client import HTTPConnectionPool
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Site
 
 from buildbot_revert.core import actions
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.standing import LabelEvent
+from buildbot_revert.github import GitHubError
 from buildbot_revert.plugin.config import SettingsError, parse_settings
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.permissions import ROLE_TTL, Standing
 from testkit.databases import engine_runner
-from testkit.github import running
-from tests.plugin.test_reporter_filing import SetClock, make_filer, revert_verdict, seed
+from testkit.github import DEFAULT_TOKEN, running
+from tests.plugin.test_reporter_filing import (
+    SetClock,
+    make_filer,
+    revert_verdict,
+    seed,
+    standin_now,
+)
 
 OPT_OUT = "skip-auto-revert"
 
@@ -34,6 +49,69 @@ def ledger(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
     yield Ledger(engine_runner(engine))
     engine.dispose()
+
+
+class PermissionAnswers(Resource):
+    """The stand-in behind a server that answers the permission endpoint as the test says.
+
+    ``answers`` (status, content type, body) are served in turn to the next
+    ``GET .../collaborators/{user}/permission``; every other request, and
+    that one once they are used up, goes on to the stand-in unchanged.
+    """
+
+    isLeaf = True
+
+    def __init__(self, standin_port: int) -> None:
+        super().__init__()
+        self.port = standin_port
+        self.answers: list[tuple[int, bytes, bytes]] = []
+
+    def render(self, request):
+        if request.path.endswith(b"/permission") and self.answers:
+            status, kind, body = self.answers.pop(0)
+            request.setResponseCode(status)
+            request.setHeader(b"content-type", kind)
+            return body
+        defer.ensureDeferred(self._forward(request))
+        return NOT_DONE_YET
+
+    async def _forward(self, request) -> None:
+        """``request`` sent on to the stand-in, and its answer back, as they are."""
+        request.content.seek(0)
+        url = f"http://127.0.0.1:{self.port}{request.uri.decode()}"
+        headers = {k: v for k, v in request.requestHeaders.getAllRawHeaders() if k != b"Host"}
+        answer = await treq.request(
+            request.method.decode(),
+            url,
+            headers=headers,
+            data=request.content.read() or None,
+            pool=HTTPConnectionPool(reactor, persistent=False),  # no idle sockets linger
+        )
+        body = await answer.content()
+        request.setResponseCode(answer.code)
+        for name, values in answer.headers.getAllRawHeaders():
+            if name.lower() not in (b"content-length", b"connection", b"date", b"server"):
+                request.responseHeaders.setRawHeaders(name, values)
+        request.write(body)
+        request.finish()
+
+
+HTML = b"<html><head><title>Sign in to the proxy</title></head><body>...</body></html>"
+UNEXPECTED = {
+    "an empty object": (200, b"application/json", b"{}"),
+    "a page of HTML": (200, b"text/html", HTML),
+    "a list": (200, b"application/json", b"[]"),
+    "a role that is not a name": (200, b"application/json", b'{"role_name": 5, "user": {}}'),
+}
+
+
+@pytest.fixture
+def answers(github):
+    resource = PermissionAnswers(github.port)
+    port = reactor.listenTCP(0, Site(resource), interface="127.0.0.1")
+    resource.base_url = f"http://127.0.0.1:{port.getHost().port}"
+    yield resource
+    port.stopListening()
 
 
 def permission_asks(github) -> list[str]:
@@ -76,7 +154,7 @@ async def _grace_ends_after(github, ledger, answer, **settings) -> str:
     """File a revert with a grace period, let ``answer(number)`` run in it; the row's end state."""
     await ledger.create()
     number, sha, change = seed(github)
-    verdict = revert_verdict(change)
+    verdict = revert_verdict(change, start=standin_now(github))
     clock = SetClock(verdict.decided_at + 1)
     filer = make_filer(github, ledger, clock, grace_period=600, **settings)
     assert (await filer.handle(verdict)).state == "pending"
@@ -125,3 +203,69 @@ def test_objection_permission_must_be_a_role_that_can_label():
     assert parse_settings("python/cpython", objection_permission="triage").objection_permission
     with pytest.raises(SettingsError, match="objection_permission must be one of 'triage'"):
         parse_settings("python/cpython", objection_permission="read")
+
+
+@pytest.mark.parametrize("answer", sorted(UNEXPECTED))
+@pytest_twisted.ensureDeferred
+async def test_an_answer_that_names_no_role_is_an_error_not_no_standing(github, answers, answer):
+    client = make_filer(github, None, SetClock(0.0), api_url=answers.base_url).client
+    answers.answers.append(UNEXPECTED[answer])
+    with pytest.raises(GitHubError) as raised:
+        await client.role("carol")
+    message = str(raised.value)
+    assert "collaborators/carol/permission: unexpected answer" in message
+    assert "\n" not in message and DEFAULT_TOKEN not in message and "proxy" not in message
+    # A 404 stays what GitHub documents it as: no such user, so no standing.
+    answers.answers.append((404, b"application/json", b'{"message": "Not Found"}'))
+    assert await client.role("carol") is None
+    assert await client.role("mallory") == "read"  # the stand-in itself, through the proxy
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_unexpected_permission_answer_is_retried_not_taken_for_a_no(
+    github, ledger, answers, logged
+):
+    """A maintainer's objection while GitHub answers ``200 {}``: nothing is filed on a guess."""
+    await ledger.create()
+    github.grant("carol", "write")
+    number, sha, change = seed(github)
+    verdict = revert_verdict(change, start=standin_now(github))
+    clock = SetClock(verdict.decided_at + 1)
+    filer = make_filer(github, ledger, clock, grace_period=600, api_url=answers.base_url)
+    assert (await filer.handle(verdict)).state == "pending"
+    github.comment_as(number, "carol", "/no-revert: the fix is in #4243")
+    answers.answers.append(UNEXPECTED["an empty object"])
+    clock.now = verdict.decided_at + 600 + actions.SETTLE
+    await filer.check_pending()
+    entry = await ledger.get(sha)
+    assert entry.state == "pending" and "unexpected answer" in entry.detail
+    assert github.revert_pulls() == []
+    [line] = [x for x in logged if "unexpected answer" in x]
+    assert line.startswith("buildbot-revert: GitHub failed for ") and DEFAULT_TOKEN not in line
+    assert not any("ignored the objection" in x for x in logged)
+    # The next look gets GitHub's real answer: her objection counts.
+    clock.now += actions.RETRY_AFTER
+    await filer.check_pending()
+    assert (await ledger.get(sha)).state == "withdrawn" and github.revert_pulls() == []
+
+
+@pytest.mark.parametrize(
+    ("body", "state"),
+    [
+        ("Don\u2019t revert: the fix is in #4243", "withdrawn"),
+        ("do not\nrevert, the fix is in #4243", "withdrawn"),
+        ("/no\u2011revert", "withdrawn"),
+        (
+            "> To stop it, fix the build, or comment `/no-revert` here with the reason.\n\nOn it.",
+            "filed",
+        ),
+    ],
+)
+@pytest_twisted.ensureDeferred
+async def test_a_maintainers_reply_is_read_as_written(github, ledger, body, state):
+    """Curly apostrophes, line breaks and Unicode hyphens say no; quoting the warning does not."""
+    github.grant("carol", "write")
+    assert (
+        await _grace_ends_after(github, ledger, lambda n: github.comment_as(n, "carol", body))
+        == state
+    )

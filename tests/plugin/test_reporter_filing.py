@@ -7,6 +7,8 @@ FastClock, so GitHub-sized back-offs take milliseconds.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 import pytest_twisted
 import sqlalchemy as sa
@@ -25,7 +27,7 @@ from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
 from testkit.databases import engine_runner
-from testkit.github import DEFAULT_TOKEN, Comment, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
 from tests.builds_dsl import builds
 
 LABEL = ":hammer: test-with-buildbots"
@@ -50,13 +52,13 @@ def ledger(tmp_path):
 
 def make_filer(github: GitHubStandIn, ledger: Ledger, clock, token=DEFAULT_TOKEN, **settings):
     http = HTTPClient(Agent(reactor, pool=HTTPConnectionPool(reactor, persistent=False)))
-    client = GitHubClient(
-        http, github.base_url, github.full_name, token, clock=clock, timeout=1000.0
-    )
+    # A test may put a server of its own in front of the stand-in.
+    api_url = settings.pop("api_url", github.base_url)
+    client = GitHubClient(http, api_url, github.full_name, token, clock=clock, timeout=1000.0)
     s = parse_settings(
         github.full_name,
         token=token,
-        api_url=github.base_url,
+        api_url=api_url,
         mode=settings.pop("mode", "revert"),
         revert_labels=[LABEL],
         **settings,
@@ -78,9 +80,11 @@ def seed(github: GitHubStandIn, title: str = "gh-4242: Change x") -> tuple[int, 
     return number, sha, change
 
 
-def revert_verdict(change: Change, builder: str = "AMD64 Debian") -> Verdict:
+def revert_verdict(
+    change: Change, builder: str = "AMD64 Debian", start: float = 1.7e9 + 600
+) -> Verdict:
     tracker = StreakTracker()
-    history = builds("S:a F:c F F", builder=builder, changes={"c": change}, start=1.7e9 + 600)
+    history = builds("S:a F:c F F", builder=builder, changes={"c": change}, start=start)
     # Real evidence: every failing build fails the same test (the guards want it).
     history = [
         b._replace(failed_steps=(FailedStep("test", 2, FAILING_LOG),)) if b.result == 2 else b
@@ -225,6 +229,11 @@ async def test_dry_run_records_and_touches_nothing(github, ledger):
     assert github.requests == []
 
 
+def standin_now(github: GitHubStandIn) -> float:
+    """The stand-in's clock (a month behind ours), for builds whose comments fall in time."""
+    return datetime.fromisoformat(github.next_timestamp()).timestamp()
+
+
 class SetClock(FastClock):
     """A FastClock whose ``seconds()`` the test sets: grace deadlines without waiting."""
 
@@ -290,18 +299,32 @@ async def test_a_builder_green_in_time_stands_down_even_if_the_timer_fires_late(
 async def test_an_objection_during_the_grace_period_withdraws_the_revert(github, ledger):
     await ledger.create()
     number, sha, change = seed(github)
-    verdict = revert_verdict(change)
+    verdict = revert_verdict(change, start=standin_now(github))
     clock = SetClock(verdict.decided_at + 1)
     filer = make_filer(github, ledger, clock, grace_period=600)
     await filer.handle(verdict)
-    with github.lock:  # a human answers on the PR
-        github.comments.append(
-            Comment(99999, number, "/no-revert: test_x is flaky on that worker", "alice", "")
-        )
+    # A human answers on the PR (GitHub stamps it after the warning, before the deadline).
+    github.comment_as(number, "alice", "/no-revert: test_x is flaky on that worker")
     clock.now = verdict.decided_at + 700
     await filer.check_pending()
     assert (await ledger.get(sha)).state == "withdrawn"
     assert github.revert_pulls() == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_objection_from_before_the_warning_does_not_withdraw_the_revert(github, ledger):
+    await ledger.create()
+    number, sha, change = seed(github)
+    # A review comment while the change was under review, long before any builder broke.
+    github.comment_as(number, "alice", "Tested here; don't revert this if the buildbots complain")
+    verdict = revert_verdict(change, start=standin_now(github))
+    clock = SetClock(verdict.decided_at + 1)
+    filer = make_filer(github, ledger, clock, grace_period=600)
+    assert (await filer.handle(verdict)).state == "pending"
+    clock.now = verdict.decided_at + 700
+    await filer.check_pending()
+    assert (await ledger.get(sha)).state == "filed"
+    assert len(github.revert_pulls()) == 1
 
 
 @pytest_twisted.ensureDeferred

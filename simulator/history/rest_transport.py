@@ -67,15 +67,12 @@ MAX_CONCURRENCY = 8
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0
 
-# The longest answer read (bytes).  The largest answers a pull asks for are a
-# page of 500 changes (each with its files and commit message: a merge of
-# thousands of files is a few hundred KB) and a log's last lines (a line can
-# be long); a few MB each on buildbot.python.org.  64 MiB leaves room for a
-# master with larger ones, and with ``concurrency`` answers in flight bounds
-# what a pull holds at once to 512 MiB, where without it one answer had no bound.
+# The longest answer read (bytes).  The largest a pull asks for are a page of
+# 500 changes (a merge of thousands of files is a few hundred KB) and a log's
+# last lines (a line can be long): a few MB on buildbot.python.org.  64 MiB
+# leaves room, and bounds a pull's answers in flight to 512 MiB (8 at once).
 MAX_ANSWER = 64 * 2**20
-# How much of an answer without a declared length is read at a time.
-_PIECE = 2**16
+_PIECE = 2**16  # read at a time from an answer of no declared length
 
 
 class BuildbotAPIError(Exception):

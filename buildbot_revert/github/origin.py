@@ -10,7 +10,10 @@ a path under ``api_url``, an absolute URL GitHub handed back (a redirect's
 :func:`api_url_problem` is the configuration's rule: ``https`` always,
 except for a loopback host (127.0.0.0/8, ``::1``, ``localhost``), where a
 test's stand-in or a local proxy may speak plain ``http`` because nothing on
-the wire leaves the machine.
+the wire leaves the machine (:func:`plain_http_problem`, which the webhooks'
+URLs follow too); and no ``user:password@`` (:func:`has_userinfo`): the token
+is given with ``token=``, and a URL's userinfo would be a second credential
+that messages echoing the URL would leak.
 """
 
 from __future__ import annotations
@@ -70,13 +73,37 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def has_userinfo(url: str) -> bool:
+    """Whether ``url``'s authority holds a ``user@`` or ``user:password@`` part.
+
+    Asked before anything else parses the URL, so that no later message
+    (an invalid port, plain http) can echo a URL holding a password.
+    """
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:
+        # urlsplit refuses a malformed [IPv6] authority; look at it by hand.
+        return "@" in url.partition("://")[2].split("/", 1)[0]
+
+
+def plain_http_problem(origin: Origin) -> str | None:
+    """Why ``origin`` may not carry a credential, in one clause; None when it may."""
+    if origin.scheme != "https" and not is_loopback(origin.host):
+        # Plain http would carry the credential readable by anyone on the path.
+        return "must be https (plain http only for a loopback host such as 127.0.0.1)"
+    return None
+
+
 def api_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be the API's base URL, in one sentence; None when it can."""
+    """Why ``url`` cannot be the API's base URL, in one sentence; None when it can.
+
+    The sentence never holds the URL's userinfo: a caller may echo ``url``
+    itself only when :func:`has_userinfo` is false.
+    """
+    if has_userinfo(url):
+        return "must not hold a user name or password before its host; give the token with token="
     try:
         origin = Origin.of(url)
     except OriginError as exc:
         return str(exc)
-    if origin.scheme != "https" and not is_loopback(origin.host):
-        # Plain http would carry the token readable by anyone on the path.
-        return "must be https (plain http only for a loopback host such as 127.0.0.1)"
-    return None
+    return plain_http_problem(origin)

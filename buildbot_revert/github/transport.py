@@ -32,6 +32,13 @@ endpoints used here to another host.
 Errors raise :class:`GitHubError`, whose text never holds the token or any
 request header.  Answers are returned as parsed JSON; turning them into
 records is :mod:`.responses`' job.
+
+An answer's body is read streamed, up to ``max_body`` bytes
+(:data:`MAX_BODY`, :mod:`.body`): a longer one is not held, the connection
+is dropped and the request fails at once with a :class:`GitHubError`
+(not retried here: the same page would be as long again; the caller tries
+again later, as after any GitHub error).  The JSON is parsed on the
+reactor's thread, so the limit also bounds how long that parse holds it.
 """
 
 from __future__ import annotations
@@ -41,12 +48,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple, Protocol, TypedDict
 from urllib.parse import urlencode, urljoin
 
-import treq
 from twisted.internet import defer, error, task
 from twisted.internet.interfaces import IReactorTime
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 from twisted.web.http_headers import Headers
 
+from buildbot_revert.github.body import BodyTooLarge, read_limited
 from buildbot_revert.github.origin import Origin, OriginError
 
 USER_AGENT = "buildbot-revert"
@@ -55,6 +62,14 @@ _TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 # Redirects followed within the API's origin (303 turns the request into a GET).
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS = 5
+# The longest answer read (bytes).  GitHub's largest pages here are 100 pull
+# requests or 100 comments, each body at most 65,536 characters: 6.5 MB of
+# ASCII text, 20 MB when every character takes 3 bytes in UTF-8 (CJK), plus
+# about 20 KB of JSON around each pull (its user, head and base repository
+# objects): at most about 22 MB.  A commit's files come with GitHub's diff
+# limits (1 MB of patch text).  32 MiB is above all of those with room, and
+# 50 times below the 1.5 GB a page without a limit was seen to hold.
+MAX_BODY = 32 * 2**20
 
 # Looks for what a write was creating; None when it is not there.
 Look = Callable[[], Awaitable[Any | None]]
@@ -79,6 +94,7 @@ class HTTPClient(Protocol):
         headers: dict[bytes | str, bytes | str] | None = None,
         data: bytes | None = None,
         allow_redirects: bool = True,
+        unbuffered: bool = False,
     ) -> defer.Deferred[Any]: ...
 
 
@@ -118,6 +134,7 @@ class TransportOptions(TypedDict, total=False):
     max_wait: float
     write_interval: float
     settle: float
+    max_body: int
 
 
 class Transport:
@@ -137,6 +154,7 @@ class Transport:
         max_wait: float = 3600.0,
         write_interval: float = 1.0,
         settle: float = 10.0,
+        max_body: int = MAX_BODY,
     ) -> None:
         self._http = http
         self.base_url = base_url.rstrip("/")
@@ -154,6 +172,7 @@ class Transport:
         self._max_wait = max_wait
         self._write_interval = write_interval
         self._settle = settle
+        self._max_body = max_body
         self._write_lock = defer.DeferredLock()
         self._last_write = float("-inf")
 
@@ -237,7 +256,7 @@ class Transport:
                 if found is not None:
                     return _Found(found)
             try:
-                reply = await self._send_once(method, url, body)
+                reply = await self._send_once(what, method, url, body)
             except _CONNECTION_ERRORS as exc:
                 problem = "timed out" if isinstance(exc, _TIMEOUTS) else "connection failed"
                 problem = f"{problem} ({type(exc).__name__})"
@@ -315,7 +334,8 @@ class Transport:
             return secondary_backoff, True
         return None
 
-    async def _send_once(self, method: str, url: str, body: Any) -> _Reply:
+    async def _send_once(self, what: str, method: str, url: str, body: Any) -> _Reply:
+        """One exchange, its body read up to ``max_body`` (over it: a GitHubError, not retried)."""
         headers: dict[bytes | str, bytes | str] = {
             "Authorization": f"Bearer {self.__token}",
             "Accept": "application/vnd.github+json",
@@ -329,10 +349,15 @@ class Transport:
 
         async def exchange() -> _Reply:
             # Redirects are followed by _request, which checks their origin.
+            # Unbuffered: treq's buffered response would keep every chunk of
+            # the body besides read_limited's buffer, past its limit too.
             response = await self._http.request(
-                method, url, headers=headers, data=data, allow_redirects=False
+                method, url, headers=headers, data=data, allow_redirects=False, unbuffered=True
             )
-            raw = await treq.content(response)
+            try:
+                raw = await read_limited(response, self._max_body)
+            except BodyTooLarge as exc:
+                raise GitHubError(self.redact(f"{what}: {exc}")) from None
             return _Reply(response.code, _lower_headers(response.headers), _parse_json(raw))
 
         d = defer.Deferred.fromCoroutine(exchange())
@@ -355,12 +380,14 @@ def _lower_headers(headers: Headers) -> dict[str, str]:
     }
 
 
-def _parse_json(raw: bytes) -> Any:
+def _parse_json(raw: bytes | bytearray) -> Any:
+    """The answer's JSON; a stand-in message when it is not JSON the parser can read."""
     if not raw:
         return None
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: lists or objects nested deeper than the parser goes.
         return {"message": "non-JSON answer"}
 
 

@@ -38,7 +38,7 @@ from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy, PolicyError
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.core.standing import REQUIRABLE
-from buildbot_revert.github.origin import api_url_problem
+from buildbot_revert.github.origin import api_url_problem, has_userinfo
 from buildbot_revert.plugin.config_bisection import BisectionSettings, bisection_settings
 from buildbot_revert.plugin.config_errors import SettingsError
 from buildbot_revert.plugin.config_errors import positive_number as _positive_number
@@ -231,13 +231,16 @@ def _api_url(api_url: Any) -> str:
     """The API's base URL, without a trailing slash (paths are appended to it).
 
     It receives the token, so it must be ``https`` unless its host is this
-    machine (a stand-in in tests, a local proxy): see :mod:`buildbot_revert.github.origin`.
+    machine (a stand-in in tests, a local proxy), and holds no ``user:password@``
+    (never echoed: it may be a secret): see :mod:`buildbot_revert.github.origin`.
     """
     if not isinstance(api_url, str) or not _URL_RE.match(api_url):
         raise SettingsError(f"api_url must be an http(s) URL such as {DEFAULT_API_URL}")
     problem = api_url_problem(api_url)
     if problem is not None:
-        raise SettingsError(f"api_url {problem}, not {api_url!r:.80}")
+        # A userinfo part may be a password: the URL is not echoed then.
+        shown = "" if has_userinfo(api_url) else f", not {api_url!r:.80}"
+        raise SettingsError(f"api_url {problem}{shown}")
     return api_url.rstrip("/")
 
 

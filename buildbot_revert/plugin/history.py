@@ -36,6 +36,7 @@ from buildbot_revert.core.records import (
 )
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
+from buildbot_revert.plugin.log_chunks import MAX_CHUNK, inflate
 from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, stamps_select
 
 # Builds read per batch: bounded statements (SQLite's parameters), memory,
@@ -306,7 +307,9 @@ def _tails(
 
     One statement for the chunks holding the tails of all the logs; the
     chunks decompressed and cut into lines as the connector's
-    ``getLogLines`` does (:func:`_chunk_lines`).
+    ``getLogLines`` does (:func:`_chunk_lines`), but each chunk inflated at
+    most to the largest Buildbot writes (:func:`.log_chunks.inflate`): a
+    chunk past it is left out of the tail, with one line in the log.
     """
     windows = {}
     tails: dict[int, str | None] = {}
@@ -334,7 +337,14 @@ def _tails(
         )
         for row in rows:
             _, first, last = windows[row.logid]
-            data = db.logs.COMPRESSION_BYID[row.compressed].read(row.content)
+            reader = db.logs.COMPRESSION_BYID[row.compressed].read
+            data = inflate(row.compressed, row.content, reader)
+            if data is None:
+                twisted_log.msg(
+                    f"buildbot-revert: a chunk of log {row.logid} inflates past "
+                    f"{MAX_CHUNK:,} bytes; it is left out of the tail"
+                )
+                continue
             found[row.logid].extend(_chunk_lines(row.first_line, data, first, last))
     for logid, (stepid, _, _) in windows.items():
         log = logs[stepid]

@@ -45,7 +45,7 @@ from buildbot_revert.plugin.held import HeldStore
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import Memory
 from buildbot_revert.plugin.notify import Notifier, Webhook
-from buildbot_revert.plugin.notify.settings import public_part
+from buildbot_revert.plugin.notify.settings import public_part, webhook_url_problem
 
 
 @dataclass
@@ -249,8 +249,10 @@ class Wiring:
                     f"({type(exc).__name__}); that webhook is off"
                 )
                 continue
-            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                log.msg(f"buildbot-revert: a {spec.name} webhook URL is not http(s); it is off")
+            problem = webhook_url_problem(url) if isinstance(url, str) else "is not a string"
+            if problem is not None:
+                # Checked here too: a renderable's value is unknown at checkconfig.
+                log.msg(f"buildbot-revert: a {spec.name} webhook URL {problem}; it is off")
                 continue
             hooks.append(Webhook(spec, url.strip(), self.http(), self.reactor))
             log.msg(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")

@@ -21,6 +21,11 @@ master logs it answered): on a kept-alive connection the client waits for
 the rest until the 30 s timeout (in about every other pull of
 ``benchmarks/pull.py``), on a connection the master closes the short answer
 shows at once (``IncompleteRead``) and is asked again.
+
+An answer is read up to ``max_answer`` bytes (:data:`MAX_ANSWER`), in
+pieces when it declares no length: a longer one (a hostile or broken master,
+a proxy's endless page) is not held, its connection is dropped and the
+request fails at once with one line (not retried: it would be as long again).
 """
 
 from __future__ import annotations
@@ -61,6 +66,13 @@ MAX_CONCURRENCY = 8
 
 # The longest wait between two attempts of one request.
 MAX_BACKOFF_SECONDS = 30.0
+
+# The longest answer read (bytes).  The largest a pull asks for are a page of
+# 500 changes (a merge of thousands of files is a few hundred KB) and a log's
+# last lines (a line can be long): a few MB on buildbot.python.org.  64 MiB
+# leaves room, and bounds a pull's answers in flight to 512 MiB (8 at once).
+MAX_ANSWER = 64 * 2**20
+_PIECE = 2**16  # read at a time from an answer of no declared length
 
 
 class BuildbotAPIError(Exception):
@@ -119,6 +131,7 @@ class RestTransport:
         backoff: float = 0.5,
         user_agent: str = "buildbot-revert-simulator",
         keepalive: bool | None = None,
+        max_answer: int = MAX_ANSWER,
     ) -> None:
         if not 1 <= concurrency <= MAX_CONCURRENCY:
             raise ValueError(f"concurrency must be from 1 to {MAX_CONCURRENCY}")
@@ -141,6 +154,7 @@ class RestTransport:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.max_answer = max_answer
         self.requests = 0
         # Time spent waiting for answers, and answers, by path shape
         # ("/builds/{id}/steps"): where a pull's requests go.
@@ -223,11 +237,13 @@ class RestTransport:
             f"attempt{'s' if attempt else ''})"
         )
 
-    def _send(self, path: str, target: str) -> tuple[int, bytes]:
+    def _send(self, path: str, target: str) -> tuple[int, bytes | bytearray]:
         """One attempt: the answer's status and body, whatever the status.
 
         A failed attempt is noted in :attr:`failures` and its connection
-        dropped; its ``OSError`` or ``HTTPException`` propagates.
+        dropped; its ``OSError`` or ``HTTPException`` propagates.  An answer
+        over :attr:`max_answer` drops its connection and raises
+        :class:`BuildbotAPIError`, which is not retried.
         """
         with self._count_lock:
             self.requests += 1
@@ -237,7 +253,7 @@ class RestTransport:
                 conn = self._connection()
                 conn.request("GET", target, headers=self._headers)
                 resp = conn.getresponse()
-                body = resp.read()
+                body = _read_bounded(resp, self.max_answer)
         except (OSError, http.client.HTTPException) as exc:
             self._drop_connection()
             self.failures.append(
@@ -245,6 +261,12 @@ class RestTransport:
             )
             raise
         self._answered = True
+        if body is None:
+            self._drop_connection()  # the rest of the answer is never read
+            raise BuildbotAPIError(
+                f"{self.display_url}{path}: the answer is over "
+                f"{self.max_answer // 2**20} MiB; it was not read further"
+            )
         kind = re.sub(r"/\d+", "/{id}", path) or "/"
         with self._count_lock:
             self.seconds_by_path[kind] = self.seconds_by_path.get(kind, 0.0) + (
@@ -255,7 +277,7 @@ class RestTransport:
             self._drop_connection()
         return resp.status, body
 
-    def _decode(self, path: str, status: int, body: bytes) -> Any:
+    def _decode(self, path: str, status: int, body: bytes | bytearray) -> Any:
         """The JSON of a final (not retried) answer, or the one-line error it means."""
         shown = f"{self.display_url}{path}"
         if status == 404:
@@ -264,7 +286,7 @@ class RestTransport:
             raise BuildbotAPIError(f"{shown}: HTTP {status}: {_error_text(body)}")
         try:
             return json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             raise BuildbotAPIError(
                 f"{shown} did not answer JSON: is {self.display_url} the REST API of a "
                 "Buildbot 4 master (with buildbot-www installed)?"
@@ -443,11 +465,34 @@ def _describe(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _error_text(body: bytes) -> str:
+def _read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes | bytearray | None:
+    """The answer's body, at most ``limit`` bytes; None when it is longer (``resp`` closed).
+
+    A declared ``Content-Length`` is checked before a byte is read; an answer
+    without one (chunked, or until the connection closes) is read in pieces.
+    Closing the response closes the socket it owns (the connection handed it
+    over, or gives it up when the caller drops it): nothing more is read.
+    """
+    if resp.length is not None:
+        fits = resp.length <= limit
+        body: bytes | bytearray | None = resp.read() if fits else None
+    else:
+        buffer = body = bytearray()
+        while piece := resp.read(_PIECE):
+            if len(buffer) + len(piece) > limit:
+                body = None
+                break
+            buffer += piece
+    if body is None:
+        resp.close()
+    return body
+
+
+def _error_text(body: bytes | bytearray) -> str:
     """The master's error message from an answer's body, on one line, at most 200 characters."""
     try:
         message = json.loads(body).get("error")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         message = None
     text = str(message) if message else body.decode("utf-8", "replace")
     return " ".join(text.split())[:200]

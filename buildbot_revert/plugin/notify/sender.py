@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import treq
 from twisted.internet import defer, task
 from twisted.python import log
 
+from buildbot_revert.github.body import BodyTooLarge, read_limited
 from buildbot_revert.github.transport import HTTPClient
 from buildbot_revert.plugin.notify import discord, plain, slack, zulip
 from buildbot_revert.plugin.notify.notice import Notice
@@ -36,6 +36,9 @@ from buildbot_revert.plugin.notify.settings import WebhookSpec, public_part
 MAX_QUEUED = 100
 BACKOFF = 2.0
 MAX_RETRY_AFTER = 300.0
+# The longest webhook answer read (bytes): Discord, Slack and Zulip answer in
+# a few hundred; what is past this is not read.
+MAX_ANSWER = 64 * 2**10
 USER_AGENT = "buildbot-revert"
 
 
@@ -162,10 +165,15 @@ class Webhook:
             headers["Authorization"] = self._auth
 
         async def exchange() -> tuple[int, float | None]:
+            # Unbuffered, and the answer read up to a limit: only its status
+            # and Retry-After count, and a webhook could answer endlessly.
             response = await self._http.request(
-                "POST", self._url, headers=headers, data=message.body
+                "POST", self._url, headers=headers, data=message.body, unbuffered=True
             )
-            await treq.content(response)
+            try:
+                await read_limited(response, MAX_ANSWER)
+            except BodyTooLarge:
+                pass  # the connection is dropped; the status still says what happened
             raw = response.headers.getRawHeaders(b"retry-after") or [b""]
             value = raw[-1].decode("latin-1").strip()
             return response.code, float(value) if value.replace(".", "", 1).isdigit() else None

@@ -3,12 +3,14 @@
 ``webhooks=[{'format': 'discord', 'url': util.Secret('discord_hook')}, ...]``:
 ``format`` is ``discord``, ``slack``, ``zulip`` or ``json``; ``url`` a string
 or a renderable (its secret part never reaches a message: see
-:func:`public_part`); optional ``events`` (a subset of ``proposed``,
-``filed``, ``stood-down``; all by default), ``mentions`` (GitHub login ->
-the target's id for that person: the one mention a notice may make, of the
-change's author), ``max_attempts`` (3), ``min_interval`` (seconds between
-two messages to this webhook, 1), ``timeout`` (10); for Zulip ``stream``
-and ``topic``.
+:func:`public_part`), ``https`` unless its host is a loopback one
+(:func:`webhook_url_problem`: a string at ``checkconfig``, a renderable once
+the master rendered it; a Zulip URL's ``BOT_EMAIL:API_KEY@`` is kept); optional
+``events`` (a subset of ``proposed``, ``filed``, ``stood-down``; all by
+default), ``mentions`` (GitHub login -> the target's id for that person: the
+one mention a notice may make, of the change's author), ``max_attempts`` (3),
+``min_interval`` (seconds between two messages to this webhook, 1),
+``timeout`` (10); for Zulip ``stream`` and ``topic``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from buildbot_revert.github.origin import Origin, OriginError, plain_http_problem
 from buildbot_revert.plugin.notify.notice import NoticeKind
 
 FORMATS = ("discord", "slack", "zulip", "json")
@@ -81,8 +84,9 @@ def _one(i: int, entry: Any) -> WebhookSpec:
     url = entry.get("url")
     if url is None:
         raise WebhookError(f"{where}: url is missing")
-    if isinstance(url, str) and urlsplit(url).scheme not in ("http", "https"):
-        raise WebhookError(f"{where}: url must be an http(s) URL")
+    problem = webhook_url_problem(url) if isinstance(url, str) else None
+    if problem is not None:
+        raise WebhookError(f"{where}: url {problem}")
     events = entry.get("events", [k.value for k in NoticeKind])
     try:
         kinds = frozenset(NoticeKind(e) for e in events)
@@ -117,6 +121,22 @@ def _one(i: int, entry: Any) -> WebhookSpec:
         stream=str(entry.get("stream", "")),
         topic=str(entry.get("topic", "buildbot-revert")),
     )
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a webhook's, in one clause naming only its origin; None when it can.
+
+    A webhook URL carries a secret (Discord's and Slack's path, Zulip's
+    ``BOT_EMAIL:API_KEY@``), so it takes the API URL's rule: ``https``, plain
+    ``http`` only to a loopback host.  The clause names the URL by scheme,
+    host and port, never its path or userinfo.
+    """
+    try:
+        origin = Origin.of(url.strip())
+    except OriginError:
+        return "must be an http(s) URL"
+    problem = plain_http_problem(origin)
+    return None if problem is None else f"{problem}, not {origin}"
 
 
 def public_part(url: str) -> str:

@@ -55,6 +55,7 @@ class GitHubClient:
             raise ValueError(f"repository must look like 'owner/name', got {repo!r}")
         self.repo = repo
         self._repo_path = f"/repos/{repo}"
+        self._login: str | None = None  # the token's own login, once GitHub said it
         # The HTTP rules and their defaults are the transport's own.
         self._transport = Transport(http, base_url, token, clock=clock, **transport)
         if graphql_url is None:
@@ -64,7 +65,11 @@ class GitHubClient:
                 base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
             )
         self._reverter = Reverter(
-            self._transport, repo, graphql_url=graphql_url, scan_pages=scan_pages
+            self._transport,
+            repo,
+            graphql_url=graphql_url,
+            scan_pages=scan_pages,
+            login=self.own_login,
         )
 
     def __repr__(self) -> str:
@@ -164,6 +169,21 @@ class GitHubClient:
             for e in raw
             if e.get("event") in ("labeled", "unlabeled") and isinstance(e.get("label"), dict)
         ]
+
+    async def own_login(self) -> str:
+        """The login the token acts as (GitHub's ``GET /user``), asked once and kept.
+
+        A token's identity does not change while the client lives.  An
+        answer without a login is an error, not a guess: nothing is adopted
+        as "ours" on a login nobody confirmed.
+        """
+        if self._login is None:
+            raw = await self._transport.get("/user")
+            login = raw.get("login") if isinstance(raw, dict) else None
+            if not isinstance(login, str) or not login:
+                raise GitHubError("GitHub GET /user: the answer names no login for the token")
+            self._login = login
+        return self._login
 
     async def rate_limit(self) -> dict[str, Any]:
         limits: dict[str, Any] = await self._transport.get("/rate_limit")

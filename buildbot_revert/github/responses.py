@@ -30,6 +30,9 @@ class PullRequest(NamedTuple):
     html_url: str
     labels: tuple[str, ...] = ()
     draft: bool = False
+    # ``owner/name`` of the repository the head branch is in (a fork's, or
+    # the base's); None when GitHub no longer knows it (a deleted fork).
+    head_repo: str | None = None
 
 
 class IssueComment(NamedTuple):
@@ -70,6 +73,7 @@ def files_from_rest(raw: Any) -> tuple[CommitFile, ...]:
 
 PULL_FIELDS = """
   id number title body url state merged isDraft headRefName baseRefName
+  headRepository { nameWithOwner }
   author { login } mergeCommit { oid } labels(first: 50) { nodes { name } }
 """
 
@@ -95,6 +99,7 @@ def pull_from_rest(raw: dict[str, Any]) -> PullRequest:
         html_url=raw["html_url"],
         labels=label_names(raw.get("labels") or ()),
         draft=bool(raw.get("draft")),
+        head_repo=_text((raw["head"].get("repo") or {}).get("full_name")),
     )
 
 
@@ -114,7 +119,13 @@ def pull_from_graphql(raw: dict[str, Any]) -> PullRequest:
         html_url=raw["url"],
         labels=label_names((raw.get("labels") or {}).get("nodes") or ()),
         draft=bool(raw.get("isDraft")),
+        head_repo=_text((raw.get("headRepository") or {}).get("nameWithOwner")),
     )
+
+
+def _text(value: Any) -> str | None:
+    """``value`` when GitHub gave a string there, else None."""
+    return value if isinstance(value, str) else None
 
 
 def comment_from_rest(raw: dict[str, Any]) -> IssueComment:

@@ -17,16 +17,33 @@
 
 Revert PRs carry a marker, ``<!-- buildbot-revert:<sha> -->``, in their body;
 :meth:`Reverter.find_revert_pull` finds a revert by that marker, by our
-branch, or by GitHub's own revert branch ``revert-<number>-...``.  Every
-write that creates something visible hands the transport a look for it, so
-a retried write never files a second PR or ref.
+branch, or by GitHub's own revert branch ``revert-<number>-...``, and
+adopts only what :mod:`buildbot_revert.core.ownership` says is ours (opened
+by the token's login) or a maintainer's (GitHub's branch in the base
+repository); a stranger's look-alike is ignored, logged once.  Every write
+that creates something visible hands the transport a look for it, so a
+retried write never files a second PR or ref; the look is
+:meth:`Reverter.find_revert_pull` too, so it ignores the same strangers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from twisted.python import log
+
+from buildbot_revert.core.markdown import strip_controls
+from buildbot_revert.core.ownership import (
+    Candidate,
+    Sought,
+    Whose,
+    claims_ours,
+    counts,
+    whose,
+)
 from buildbot_revert.core.references import revert_marker, reverts_commit
 from buildbot_revert.github.responses import (
     PULL_FIELDS,
@@ -42,6 +59,8 @@ REVERT_MUTATION = (
 )
 # GitHub's compare API lists at most 300 files: at that many the list may be cut short.
 _COMPARE_FILE_LIMIT = 300
+# How many ignored pull requests are remembered, so each is logged once (then the oldest goes).
+_IGNORED_REMEMBERED = 1024
 
 
 class RevertImpossible(GitHubError):
@@ -87,13 +106,24 @@ class Reverter:
     """Finds and files the revert PRs of one repository, through a transport."""
 
     def __init__(
-        self, transport: Transport, repo: str, *, graphql_url: str, scan_pages: int
+        self,
+        transport: Transport,
+        repo: str,
+        *,
+        graphql_url: str,
+        scan_pages: int,
+        login: Callable[[], Awaitable[str]],
     ) -> None:
         self._transport = transport
+        self._repo = repo
         self._repo_path = f"/repos/{repo}"
         self._owner = repo.split("/")[0]
         self._graphql_url = graphql_url
         self._scan_pages = scan_pages
+        # The token's own login (asked of GitHub once, by the client that holds it).
+        self._login = login
+        # Strangers' pull requests already logged (insertion order: the oldest goes first).
+        self._ignored: dict[int, None] = {}
 
     async def open_revert(
         self, pull: PullRequest, title: str, body: str, *, draft: bool = False
@@ -124,16 +154,24 @@ class Reverter:
         """An existing PR (open, closed or merged) that reverts ``sha``, if any.
 
         Matches our marker, our branch, or GitHub's own revert branch
-        ``revert-<number>-...`` of the original PR (a human pressed Revert).
+        ``revert-<number>-...`` of the original PR (a human pressed Revert);
+        of those, only ours or a maintainer's count (:func:`.ownership.whose`).
         """
-        marker, branch = revert_marker(sha), revert_branch(sha)
+        branch = revert_branch(sha)
+        sought = Sought(
+            marker=revert_marker(sha),
+            branch=branch,
+            github_prefix=f"revert-{original.number}-" if original is not None else None,
+            repo=self._repo,
+            login="",  # asked of GitHub only when a pull request claims to be ours
+        )
         by_branch = await self._transport.get(
             f"{self._repo_path}/pulls",
             {"state": "all", "head": f"{self._owner}:{branch}", "per_page": "10"},
         )
-        if by_branch:
-            return pull_from_rest(by_branch[0])
-        github_prefix = f"revert-{original.number}-" if original is not None else None
+        found = await self._first_counting(by_branch or [], sought)
+        if found is not None:
+            return found
         for page in range(1, self._scan_pages + 1):
             pulls = await self._transport.get(
                 f"{self._repo_path}/pulls",
@@ -145,14 +183,44 @@ class Reverter:
                     "page": str(page),
                 },
             )
-            for raw in pulls:
-                if marker in (raw.get("body") or "") or (
-                    github_prefix and raw["head"]["ref"].startswith(github_prefix)
-                ):
-                    return pull_from_rest(raw)
+            found = await self._first_counting(pulls, sought)
+            if found is not None:
+                return found
             if len(pulls) < 100:
                 break
         return None
+
+    async def _first_counting(
+        self, listed: list[dict[str, Any]], sought: Sought
+    ) -> PullRequest | None:
+        """The first of ``listed`` that is our revert or a maintainer's; strangers' are logged."""
+        for raw in listed:
+            pull = pull_from_rest(raw)
+            candidate = Candidate(
+                author=pull.author, head_ref=pull.head_ref, head_repo=pull.head_repo, body=pull.body
+            )
+            if not sought.login and claims_ours(candidate, sought):
+                sought = replace(sought, login=await self._login())
+            who = whose(candidate, sought)
+            if counts(who):
+                return pull
+            if who is Whose.STRANGERS:
+                self._log_ignored(pull)
+        return None
+
+    def _log_ignored(self, pull: PullRequest) -> None:
+        """Say, once per pull request while this process remembers it, that it was ignored."""
+        if pull.number in self._ignored:
+            return
+        if len(self._ignored) >= _IGNORED_REMEMBERED:
+            del self._ignored[next(iter(self._ignored))]
+        self._ignored[pull.number] = None
+        # A login is GitHub's answer: untrusted, kept to one printable line.
+        author = " ".join(strip_controls(pull.author).split())[:100] or "an unknown user"
+        log.msg(
+            f"buildbot-revert: ignoring pull request #{pull.number} by {author}: "
+            f"not opened by this bot nor from a branch of {self._repo}"
+        )
 
     # ------------------------------------------------------------ native
 

@@ -1,9 +1,12 @@
 """Misbehaviour a test injects: queued per method and path, taken by the next matching requests.
 
 Plain 5xx statuses, primary and secondary rate limits (with GitHub's headers
-and messages), a response delayed past the client's timeout (the write still
-happens), a write whose response is lost (the connection closes after the
-write), and a corrupted body (to test the validator itself).
+and messages), a GraphQL mutation GitHub refuses, a response delayed past the
+client's timeout (the write still happens), a write whose response is lost
+(the connection closes after the write), and a corrupted body (to test the
+validator itself).  Any of them may also make something happen on GitHub
+while the client waits for the answer (:meth:`Fault.meanwhile`), such as
+someone else opening a pull request.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import fnmatch
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from testkit.github.openapi import DOCS
@@ -33,6 +36,8 @@ class Fault:
     body: Any = None  # a JSON object, or a list for a page of items
     delay: float = 0.0
     mutate: Callable[[Any], Any] | None = None
+    # Run on the server when the fault is served, before the answer goes out.
+    happens: Callable[[], object] | None = None
 
     @classmethod
     def server_error(cls, status: int = 500) -> Fault:
@@ -64,6 +69,21 @@ class Fault:
         """Answer 200 with ``items`` and a ``Link`` whose ``rel="next"`` is ``location``."""
         headers = {"Link": f'<{location}>; rel="next", <{location}>; rel="last"'}
         return cls("status", 200, headers=headers, body=items or [])
+
+    @classmethod
+    def graphql_error(cls, message: str) -> Fault:
+        """Refuse a GraphQL mutation as GitHub does: ``200`` with ``errors`` and no data."""
+        body = {
+            "data": {"revertPullRequest": None},
+            "errors": [
+                {"type": "UNPROCESSABLE", "path": ["revertPullRequest"], "message": message}
+            ],
+        }
+        return cls("status", 200, body=body)
+
+    def meanwhile(self, happens: Callable[[], object]) -> Fault:
+        """This fault, doing ``happens`` (e.g. a stranger opening a PR) as it is served."""
+        return replace(self, happens=happens)
 
     @classmethod
     def slow(cls, delay: float) -> Fault:

@@ -129,6 +129,7 @@ def pull_request(repo: Repository, pr: Pull) -> dict[str, Any]:
         "closed": pr.state == "closed",
         "isDraft": pr.draft,
         "headRefName": pr.head_ref,
+        "headRepository": {"__typename": "Repository", "nameWithOwner": pr.fork or repo.full_name},
         "baseRefName": pr.base_ref,
         "headRefOid": pr.head_sha,
         "baseRefOid": pr.base_sha,

@@ -90,6 +90,12 @@ def _rate_limit(repo: Repository, params: Params, query: Query, body: Any) -> An
     return 200, {"rate": core, "resources": {"core": core, "search": search, "graphql": graph}}
 
 
+@_route("GET", "/user")
+def _authenticated_user(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
+    """The user the token acts as: the bot, who opens every PR and comment the client makes."""
+    return 200, shapes_people.authenticated_user(repo, BOT_LOGIN)
+
+
 @_route("GET", R + "/commits/{commit_sha}/pulls")
 def _commit_pulls(repo: Repository, params: Params, query: Query, body: Any) -> Answer:
     sha = repo.resolve_commitish(params["commit_sha"])
@@ -117,8 +123,13 @@ def _list_pulls(repo: Repository, params: Params, query: Query, body: Any) -> An
     state = _q(query, "state", "open")
     pulls = [pr for pr in repo.pulls.values() if state == "all" or pr.state == state]
     if "head" in query:
+        # ``user:ref``: the branch ``ref`` in ``user``'s repository (a fork's, or this one).
         owner, _, ref = _q(query, "head").partition(":")
-        pulls = [pr for pr in pulls if owner == repo.owner and pr.head_ref == ref]
+        pulls = [
+            pr
+            for pr in pulls
+            if owner == (pr.fork or repo.full_name).split("/")[0] and pr.head_ref == ref
+        ]
     if "base" in query:
         pulls = [pr for pr in pulls if pr.base_ref == _q(query, "base")]
     key = {"created": "created_at", "updated": "updated_at"}.get(_q(query, "sort", "created"))
@@ -135,7 +146,7 @@ def _create_pull(repo: Repository, params: Params, query: Query, body: Any) -> A
     if f"refs/heads/{head}" not in repo.refs or f"refs/heads/{base}" not in repo.refs:
         raise StandInError(422, "Validation Failed: head or base does not exist")
     for pr in repo.pulls.values():
-        if pr.state == "open" and pr.head_ref == head and pr.base_ref == base:
+        if pr.state == "open" and not pr.fork and pr.head_ref == head and pr.base_ref == base:
             raise StandInError(422, f"A pull request already exists for {repo.owner}:{head}.")
     title, text, draft = body.get("title", ""), body.get("body"), bool(body.get("draft"))
     pull = repo.open_pull_as_bot(title, text, head, base, draft)

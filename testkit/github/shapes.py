@@ -88,25 +88,28 @@ def simple_user(repo: Repository, login: str) -> dict[str, Any]:
     }
 
 
-def repository(repo: Repository) -> dict[str, Any]:
-    api = api_url(repo)
+def repository(repo: Repository, fork: str | None = None) -> dict[str, Any]:
+    """``repo``'s repository object, or that of its fork ``fork`` (``owner/name``)."""
+    full_name = fork or repo.full_name
+    serial = int(sha1(fork.encode())[:6], 16) if fork else 0
+    api, html = f"https://api.github.com/repos/{full_name}", f"https://github.com/{full_name}"
     out: dict[str, Any] = {key: api + suffix for key, suffix in _REPOSITORY_URL_TEMPLATES.items()}
     out.update(
         {
-            "id": 81598961,
-            "node_id": repo.node_id("R", 0),
-            "name": repo.name,
-            "full_name": repo.full_name,
-            "owner": simple_user(repo, repo.owner),
+            "id": 81598961 + serial,
+            "node_id": repo.node_id("R", serial),
+            "name": full_name.split("/")[1],
+            "full_name": full_name,
+            "owner": simple_user(repo, full_name.split("/")[0]),
             "private": False,
-            "html_url": html_url(repo),
+            "html_url": html,
             "description": "",
-            "fork": False,
+            "fork": fork is not None,
             "url": api,
-            "clone_url": html_url(repo, ".git"),
-            "git_url": f"git://github.com/{repo.full_name}.git",
-            "ssh_url": f"git@github.com:{repo.full_name}.git",
-            "svn_url": html_url(repo),
+            "clone_url": html + ".git",
+            "git_url": f"git://github.com/{full_name}.git",
+            "ssh_url": f"git@github.com:{full_name}.git",
+            "svn_url": html,
             "mirror_url": None,
             "homepage": None,
             "language": "Python",
@@ -184,15 +187,15 @@ def review(repo: Repository, r: Review) -> dict[str, Any]:
 def pull_request_simple(repo: Repository, pr: Pull) -> dict[str, Any]:
     n = pr.number
     api, html = api_url(repo, f"/pulls/{n}"), html_url(repo, f"/pull/{n}")
-    repository_json = repository(repo)
 
-    def branch(ref: str, sha: str) -> dict[str, Any]:
+    def branch(ref: str, sha: str, fork: str | None = None) -> dict[str, Any]:
+        owner = (fork or repo.full_name).split("/")[0]
         return {
-            "label": f"{repo.owner}:{ref}",
+            "label": f"{owner}:{ref}",
             "ref": ref,
             "sha": sha,
-            "user": simple_user(repo, repo.owner),
-            "repo": repository_json,
+            "user": simple_user(repo, owner),
+            "repo": repository(repo, fork),
         }
 
     return {
@@ -226,7 +229,7 @@ def pull_request_simple(repo: Repository, pr: Pull) -> dict[str, Any]:
         "assignees": [],
         "requested_reviewers": [],
         "requested_teams": [],
-        "head": branch(pr.head_ref, pr.head_sha),
+        "head": branch(pr.head_ref, pr.head_sha, pr.fork),
         "base": branch(pr.base_ref, pr.base_sha),
         "_links": _pull_links(repo, pr),
         "author_association": "CONTRIBUTOR",

@@ -1,7 +1,9 @@
-"""Who may do what: a collaborator's permission and an issue's label events, as GitHub shapes them.
+"""Who is who and who may do what: the token's user, a collaborator's permission, label events.
 
-Kept beside :mod:`.shapes` (which shapes the repository's objects) for the
-two answers the permission rule reads: ``GET .../collaborators/{username}/permission``
+Kept beside :mod:`.shapes` (which shapes the repository's objects) for
+``GET /user`` (the user the token acts as, a ``private-user``: the bot
+knows its own revert pull requests by that login) and the two answers the
+permission rule reads: ``GET .../collaborators/{username}/permission``
 (``permission`` is GitHub's older four-level name, ``role_name`` the role
 itself: a triager's ``permission`` is ``read``) and ``GET .../issues/{n}/events``
 (who set a label, ``actor.login`` of a ``labeled`` event).
@@ -23,6 +25,34 @@ _LEGACY = {
     "read": "read",
     "none": "none",
 }
+
+
+def authenticated_user(repo: Repository, login: str) -> dict[str, Any]:
+    """``GET /user`` for ``login``'s token: GitHub's ``private-user``, as a token sees itself."""
+    return {
+        **simple_user(repo, login),
+        "user_view_type": "private",
+        "name": None,
+        "company": None,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "twitter_username": None,
+        "public_repos": 0,
+        "public_gists": 0,
+        "followers": 0,
+        "following": 0,
+        "created_at": "2024-01-02T03:04:05Z",
+        "updated_at": "2024-01-02T03:04:05Z",
+        "private_gists": 0,
+        "total_private_repos": 0,
+        "owned_private_repos": 0,
+        "disk_usage": 0,
+        "collaborators": 0,
+        "two_factor_authentication": True,
+    }
 
 
 def collaborator_permission(repo: Repository, login: str) -> dict[str, Any]:

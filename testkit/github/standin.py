@@ -147,6 +147,8 @@ class GitHubStandIn(Repository):
             body = None
             self._violate(f"{method} {path}: request body is not JSON")
         fault = self._faults.take(method, path)
+        if fault is not None and fault.happens is not None:
+            fault.happens()
         authorization = handler.headers.get("Authorization")
         status, payload, headers = self._response(authorization, method, path, query, body, fault)
         status, text = self._checked_text(method, path, status, payload)

@@ -51,6 +51,8 @@ class Pull:
     updated_at: str = ""
     closed_at: str | None = None
     merged_at: str | None = None
+    # The fork (``owner/name``) the head branch is in; None: the repository's own branch.
+    fork: str | None = None
 
 
 @dataclass
@@ -238,15 +240,21 @@ class Repository:
         files: dict[str, str | None],
         body: str = "",
         head_ref: str | None = None,
+        fork: str | None = None,
     ) -> int:
-        """Open (not merge) a PR from a new branch; return its number."""
+        """Open (not merge) a PR from a new branch; return its number.
+
+        ``fork``: the head branch is in that fork (``owner/name``), not here,
+        as anyone with read access may open one.
+        """
         with self.lock:
             number = next(self._numbers)
             base_sha = self.head()
             tree = self._tree_with(self.commits[base_sha].tree, files)
             head_sha = self.store_commit(tree, [base_sha], title, author_login)
             head_ref = head_ref or f"{author_login}/pr-{number}"
-            self.refs[f"refs/heads/{head_ref}"] = head_sha
+            if fork is None:  # a fork's branches are not this repository's
+                self.refs[f"refs/heads/{head_ref}"] = head_sha
             now = self.next_timestamp()
             self.pulls[number] = Pull(
                 number,
@@ -260,6 +268,7 @@ class Repository:
                 base_sha,
                 created_at=now,
                 updated_at=now,
+                fork=fork,
             )
             return number
 

@@ -38,6 +38,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "/repos/{owner}/{repo}/pulls/{pull_number}/merge": ("put",),
     "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ("get", "post"),
     "/search/issues": ("get",),
+    "/user": ("get",),
 }
 
 

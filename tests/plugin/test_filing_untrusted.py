@@ -16,12 +16,13 @@ import pytest
 import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import reactor
+from twisted.python import log
 
 from buildbot_revert.core import untrusted
 from buildbot_revert.plugin.ledger import Ledger
 from testkit.databases import engine_runner
 from testkit.github import DEFAULT_TOKEN, FastClock, running
-from tests.core.test_untrusted import BIDI_AND_CONTROLS, CLOSING, MENTION
+from tests.core.test_untrusted import BIDI_AND_CONTROLS, CLOSING, MENTION, TERMINAL
 from tests.plugin.test_reporter_filing import make_filer, revert_verdict, seed
 
 HOSTILE_TITLE = (
@@ -120,3 +121,24 @@ async def test_the_revert_title_and_commit_message_close_ping_and_hide_nothing(
         'Revert "gh-4242: Fixes #12, closes python/cpython#3 ]0;ownedtxt.exe '
         'cc `@octocat Café@python/core-team (#1)"'.replace("(#1)", f"(#{number})")
     )
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_log_shows_a_builders_escapes_escaped(github, ledger):
+    await ledger.create()
+    number, sha, change = seed(github)
+    lines: list[str] = []
+
+    def observer(event: dict) -> None:
+        lines.append(log.textFromEventDict(event) or "")
+
+    log.addObserver(observer)
+    try:
+        filer = make_filer(github, ledger, FastClock(reactor), mode="dry-run")
+        builder = "AMD64 \x1b]52;c;cm0gLXJmIH4=\x07\u202eDebian"
+        await filer.handle(revert_verdict(change, builder=builder))
+    finally:
+        log.removeObserver(observer)
+    [line] = [line for line in lines if "dry-run: would revert" in line]
+    assert not TERMINAL.search(line)
+    assert "AMD64 \\x1b]52;c;cm0gLXJmIH4=\\x07\\u202eDebian builds" in line

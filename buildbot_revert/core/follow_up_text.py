@@ -3,12 +3,13 @@
 The summary comment is one comment, edited as results arrive; its marker
 (:data:`SUMMARY_MARKER`) lets the plugin find it again after a restart.
 Builder names come from the master and go through :mod:`.markdown` like
-every untrusted text.  Pure: the plugin passes in the facts.
+every untrusted text; each comment fits GitHub's 65,536 characters.
+Pure: the plugin passes in the facts.
 """
 
 from __future__ import annotations
 
-from buildbot_revert.core import markdown, references
+from buildbot_revert.core import markdown, references, untrusted
 from buildbot_revert.core.outcomes import BuilderStatus, Summary
 
 # The hidden marker of the one summary comment on a revert PR.
@@ -46,7 +47,7 @@ def summary_comment(summary: Summary) -> str:
         lines.append("Waiting for the other builders; this comment is updated as they finish.")
     else:
         lines.append("Every builder that failed passes with the revert: it fixes the breakage.")
-    return "\n".join(lines) + "\n"
+    return untrusted.cut("\n".join(lines) + "\n", untrusted.BODY_LIMIT)
 
 
 def stand_down_comment(why: str, closing: bool, touched: bool) -> str:
@@ -60,8 +61,9 @@ def stand_down_comment(why: str, closing: bool, touched: bool) -> str:
         )
     else:
         what = "It is left open; close it if it is no longer wanted."
-    return (
+    return untrusted.cut(
         f"{STAND_DOWN_MARKER}\n"
         f"**This revert is no longer needed:** {markdown.text(why)} (a fix landed, or the "
-        f"breakage went away).\n\n{what}\n"
+        f"breakage went away).\n\n{what}\n",
+        untrusted.BODY_LIMIT,
     )

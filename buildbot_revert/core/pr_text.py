@@ -5,9 +5,12 @@ web UI), which rule of the policy fired and why, what the reader should do,
 and mentions the author of the change.  Everything that comes from commits,
 logs or the master (titles, builder names, test names, explanations) is
 untrusted: it goes through :mod:`.markdown` so that it can neither break the
-layout nor @-mention anyone.  The only mention is the culprit PR's author,
+layout, @-mention anyone nor close an issue, and the revert's title (which
+is also its commit's, and a squash merge's) through
+:func:`.untrusted.for_commit`.  The only mention is the culprit PR's author,
 whose login comes from GitHub itself and is checked against GitHub's login
-syntax before use.
+syntax before use.  Every text fits GitHub's limits (a title of 256
+characters, a body of 65,536): a long commit title is cut, and says so.
 
 Pure: the reporter passes in the links and facts, nothing here fetches.
 """
@@ -17,9 +20,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from buildbot_revert.core import feedback, markdown, references
+from buildbot_revert.core import feedback, markdown, references, untrusted
 
+# The culprit's title in the revert's title (``Revert "..."``, within
+# GitHub's 256), in its body, and each builder or evidence name, at most.
 _TITLE_MAX = 200
+_TITLE_IN_BODY = 1_000
+_NAME_MAX = 200
+# The verdict's explanation (the core's words, quoting test and file names).
+_EXPLANATION_MAX = 5_000
+# Room left in a revert body for what the GitHub adapter adds (its marker).
+_ADAPTER_ROOM = 1_000
 
 
 class BuildLink(NamedTuple):
@@ -57,11 +68,14 @@ def mention(login: str | None) -> str:
 
 
 def revert_title(ctx: RevertContext) -> str:
-    """The revert PR's title, in git's own wording (``Revert "..."``)."""
-    title = " ".join(ctx.title.split())
-    if len(title) > _TITLE_MAX:
-        title = title[: _TITLE_MAX - 1] + "\u2026"
-    return references.revert_title(title)
+    """The revert PR's title, in git's own wording (``Revert "..."``); its commit's title too.
+
+    Plain text on GitHub, and written into git by the revert's commit or a
+    squash merge: no control or bidi character, no live mention or closing
+    keyword, at most 256 characters with a long title cut and saying so.
+    """
+    title = untrusted.for_commit(" ".join(ctx.title.split()))
+    return references.revert_title(untrusted.cut(title, _TITLE_MAX))
 
 
 def _builds_list(builds: Sequence[BuildLink]) -> str:
@@ -74,36 +88,43 @@ def _builds_list(builds: Sequence[BuildLink]) -> str:
         for link in links:
             label = f"#{link.number}"
             parts.append(markdown.link(label, link.url) if link.url else label)
-        lines.append(f"- {markdown.code(builder)}: failing builds {', '.join(parts)}")
+        name = markdown.code(untrusted.cut(builder, _NAME_MAX))
+        lines.append(f"- {name}: failing builds {', '.join(parts)}")
     return "\n".join(lines)
 
 
 def _culprit(ctx: RevertContext) -> str:
-    what = f"{markdown.code(ctx.revision[:12])} ({markdown.text(ctx.title)})"
+    title = markdown.text(untrusted.cut(ctx.title, _TITLE_IN_BODY))
+    what = f"{markdown.code(ctx.revision[:12])} ({title})"
     if ctx.pr_number is not None:
         what += f", merged from #{ctx.pr_number}"
     return what
 
 
+def _explanation(ctx: RevertContext) -> str:
+    """The verdict's explanation as Markdown prose, cut if it is very long."""
+    return markdown.text(untrusted.cut(ctx.explanation, _EXPLANATION_MAX))
+
+
 def _evidence(ctx: RevertContext) -> str:
     if not ctx.evidence:
         return ""
-    shown = ", ".join(markdown.code(e) for e in ctx.evidence[:10])
+    shown = ", ".join(markdown.code(untrusted.cut(e, _NAME_MAX)) for e in ctx.evidence[:10])
     more = f" and {len(ctx.evidence) - 10} more" if len(ctx.evidence) > 10 else ""
     return f"\nWhat the failing builds have in common: {shown}{more}.\n"
 
 
 def revert_body(ctx: RevertContext) -> str:
-    """The revert PR's body."""
+    """The revert PR's body, short enough for GitHub with the adapter's marker added."""
     builders = len({b.builder for b in ctx.builds})
-    return (
+    return fit(
         f"{references.MARKER}\n"
         f"This reverts {_culprit(ctx)}.\n\n"
         f"{mention(ctx.author_login)}: after this change landed, "
         f"{builders} builder(s) failed {ctx.failures} builds in a row:\n\n"
         f"{_builds_list(ctx.builds)}\n"
         f"{_evidence(ctx)}\n"
-        f"**Why this PR:** {markdown.text(ctx.explanation)}.\n\n"
+        f"**Why this PR:** {_explanation(ctx)}.\n\n"
         "**What to do:**\n"
         "- If the change did break these builders, merge this revert and reland the "
         "change with a fix.\n"
@@ -115,13 +136,23 @@ def revert_body(ctx: RevertContext) -> str:
         f"{markdown.code(feedback.WRONG_LABEL)}: it is counted as a false positive of "
         "the bot's, on its dashboard.\n\n"
         "This pull request was opened by buildbot-revert, a Buildbot reporter; "
-        "nothing is merged automatically.\n"
+        "nothing is merged automatically.\n",
+        room=_ADAPTER_ROOM,
     )
+
+
+def fit(body: str, *, room: int = 0) -> str:
+    """``body`` within GitHub's 65,536 characters less ``room``, cut and saying so if longer.
+
+    The untrusted parts are cut to a sensible length first; this is the
+    limit's last guard (hundreds of builders failing at once).
+    """
+    return untrusted.cut(body, untrusted.BODY_LIMIT - room)
 
 
 def reverted_comment(ctx: RevertContext, revert_url: str, revert_number: int) -> str:
     """The comment on the culprit PR once the revert is open."""
-    return (
+    return fit(
         f"{_opening(ctx)}"
         f"A revert is proposed in {markdown.link(f'#{revert_number}', revert_url)}. "
         "If the change is not at fault, please say so there and close it; otherwise "
@@ -131,8 +162,8 @@ def reverted_comment(ctx: RevertContext, revert_url: str, revert_number: int) ->
 
 def warning_comment(ctx: RevertContext, grace_period: float, objection: str) -> str:
     """The comment that opens a grace period; ``objection`` is a phrase that stops it."""
-    return (
-        f"{_opening(ctx)}**Why:** {markdown.text(ctx.explanation)}.\n\n"
+    return fit(
+        f"{_opening(ctx)}**Why:** {_explanation(ctx)}.\n\n"
         f"If these builders are still red in {_duration(grace_period)}, a revert pull "
         f"request will be opened. To stop it, fix the build, or comment "
         f"{markdown.code(objection)} here with the reason.\n"
@@ -141,8 +172,8 @@ def warning_comment(ctx: RevertContext, grace_period: float, objection: str) -> 
 
 def notice_comment(ctx: RevertContext, why: str) -> str:
     """A comment that proposes no revert PR (mode ``comment``, daily cap)."""
-    return (
-        f"{_opening(ctx)}**Why:** {markdown.text(ctx.explanation)}.\n\n"
+    return fit(
+        f"{_opening(ctx)}**Why:** {_explanation(ctx)}.\n\n"
         f"No revert pull request is opened ({markdown.text(why)}). Please take a look: "
         "fix the build or revert the change.\n"
     )
@@ -154,7 +185,7 @@ def manual_comment(ctx: RevertContext, reason: str, files: Sequence[str] = ()) -
     if files:
         shown = ", ".join(markdown.code(f) for f in files[:20])
         listed = f"\nFiles that changed since: {shown}.\n"
-    return (
+    return fit(
         f"{_opening(ctx)}"
         f"A revert could not be prepared automatically ({markdown.text(reason)}).{listed}\n"
         "**A manual revert is needed**, or a fix.\n"
@@ -164,7 +195,7 @@ def manual_comment(ctx: RevertContext, reason: str, files: Sequence[str] = ()) -
 def more_builders_comment(builds: Sequence[BuildLink], failures: int) -> str:
     """The comment on the revert PR naming builders that qualified after it was opened."""
     builders = len({b.builder for b in builds})
-    return (
+    return fit(
         f"{references.MARKER}\n"
         f"{builders} more builder(s) failed {failures} builds in a row from this change "
         "since this pull request was opened:\n\n"

@@ -5,7 +5,8 @@ master's database; :mod:`.render` turns it into HTML and :meth:`Page.as_json`
 into the JSON endpoint's body, so both say the same thing.  Nothing here
 does I/O.  Texts are kept as they came (commit titles, builder names, log
 lines are untrusted): escaping is the renderer's job, done by the template
-engine for every value.
+engine for every value, and both the page and the JSON drop their control and
+bidi characters (:func:`buildbot_revert.core.untrusted.for_page`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from buildbot_revert.core.untrusted import for_page
 
 SCHEMA_VERSION = 1
 # The window of the blind spots and of the decisions listed.
@@ -230,7 +233,7 @@ class Page:
     flaky_cases: tuple[FlakyCaseView, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        """The JSON endpoint's body: every field, times as ISO 8601 UTC."""
+        """The JSON endpoint's body: every field, times as ISO 8601 UTC, texts without controls."""
         body = _times(dataclasses.asdict(self))
         assert isinstance(body, dict)
         return {"schema_version": SCHEMA_VERSION, **body}
@@ -241,6 +244,9 @@ def iso(ts: float) -> str:
 
 
 def _times(value: Any, key: str = "") -> Any:
+    """``value`` for JSON: epoch seconds under a time key as ISO 8601, texts via ``for_page``."""
+    if isinstance(value, str):
+        return for_page(value)
     if isinstance(value, dict):
         return {k: _times(v, k) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -2,9 +2,12 @@
 
 Every value reaches the HTML through Jinja2's autoescape, so a commit title
 like ``<script>...`` is text, never markup; the only values written
-unescaped are the template's own.  Links go through :func:`href`, which
-lets only ``http``/``https`` addresses through (a ``javascript:`` URL from a
-hostile record becomes no link).  The page holds no script: it works with
+unescaped are the template's own.  Before that, every value printed loses
+its control and bidi characters (:func:`page_text`, the environment's
+``finalize``), so a title cannot show in another order than it is read.
+Links go through :func:`href`, which lets only ``http``/``https``
+addresses through (a ``javascript:`` URL from a hostile record becomes no
+link).  The page holds no script: it works with
 JavaScript off, and inside Buildbot's web UI, which inserts it into the
 page as HTML (where scripts would not run anyway).
 """
@@ -13,13 +16,31 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
 
+from buildbot_revert.core.untrusted import for_page
 from buildbot_revert.dashboard.model import BLIND_SPOT_DAYS, METRIC_WEEKS, Page
 
+
+def page_text(value: Any) -> Any:
+    """A value the template prints, its text without control or bidi characters.
+
+    Markup (a macro's output, already escaped and already filtered) stays
+    Markup, so that autoescape does not escape it twice.
+    """
+    if isinstance(value, Markup):
+        return Markup(for_page(str(value)))
+    if isinstance(value, str):
+        return for_page(value)
+    return value
+
+
 _ENV = Environment(
+    finalize=page_text,
     loader=PackageLoader("buildbot_revert.dashboard", "templates"),
     autoescape=True,
     undefined=StrictUndefined,

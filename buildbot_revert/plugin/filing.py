@@ -43,7 +43,7 @@ from typing import Any
 
 from twisted.python import log
 
-from buildbot_revert.core import actions, grace, pr_text
+from buildbot_revert.core import actions, grace, pr_text, untrusted
 from buildbot_revert.core.actions import Facts, RevertState
 from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd
 from buildbot_revert.core.machine_io import (
@@ -174,8 +174,10 @@ class Filer:
                 what.revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
             )
             log.msg(
-                f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
-                f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
+                untrusted.for_terminal(
+                    f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
+                    f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
+                )
             )
             self.notify(
                 Notice(

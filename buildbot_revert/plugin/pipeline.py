@@ -53,6 +53,7 @@ from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.post_verdict import MachineState, PostVerdict
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.untrusted import for_terminal
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.diffs import DiffSource
@@ -387,9 +388,13 @@ class Pipeline:
         """Keep the verdict among the latest and write it to the log."""
         self.verdicts.append(event)
         del self.verdicts[:-1000]
+        # The builder's name and the explanation (which quotes test names
+        # from logs) are untrusted: shown escaped, they drive no terminal.
         log.msg(
-            f"buildbot-revert: {event.builder} streak from build "
-            f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+            for_terminal(
+                f"buildbot-revert: {event.builder} streak from build "
+                f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
+            )
         )
         if live and event.reason in PROPOSING and self.hands and self.hands.filer is None:
             revision = event.request.revision if event.request else "?"

@@ -36,7 +36,7 @@ from github.GithubException import (
 )
 from urllib3 import Retry
 
-from buildbot_revert.core.markdown import strip_controls
+from buildbot_revert.core.untrusted import strip_controls
 from simulator.outcomes.github_api import DEFAULT_API_URL, GitHubError, display_url
 from simulator.outcomes.pulls import PullRecord
 

@@ -37,8 +37,16 @@ def text_lines(ctx: ReportContext) -> list[str]:
     if not flaky:
         return []
     lines = ["", "Most often flaky test cases (failed alone, then passed):"]
-    lines += [f"  {f.runs:>5}x  {f.case}  (last on {f.builder}, {day(f.at)})" for f in flaky]
+    lines += [
+        f"  {f.runs:>5}x  {_one_line(f.case)}  (last on {_one_line(f.builder)}, {day(f.at)})"
+        for f in flaky
+    ]
     return lines
+
+
+def _one_line(name: str) -> str:
+    """A case or builder name on one line (the text report shows its controls escaped)."""
+    return " ".join(name.split())
 
 
 def markdown_lines(ctx: ReportContext) -> list[str]:

@@ -2,21 +2,21 @@
 
 Every piece of text from the history (titles, authors, builder names) goes
 through :func:`text`: control and bidirectional formatting characters
-dropped (:func:`buildbot_revert.core.markdown.strip_controls`), HTML-escaped,
-and with ``@`` defused so that text copied out of the page cannot ping
-anybody either.
+dropped (:func:`buildbot_revert.core.untrusted.for_page`), HTML-escaped,
+and with every ``@`` defused (:func:`buildbot_revert.core.untrusted.defuse_at`)
+so that text copied out of the page cannot ping anybody either.
 """
 
 from __future__ import annotations
 
 import html
 
-from buildbot_revert.core.markdown import strip_controls
+from buildbot_revert.core.untrusted import defuse_at, for_page
 
 
 def text(value: object) -> str:
     """Untrusted text, safe inside HTML elements and attributes."""
-    return html.escape(strip_controls(str(value)), quote=True).replace("@", "@\u200b")
+    return defuse_at(html.escape(for_page(str(value)), quote=True))
 
 
 def short(name: str, limit: int = 36) -> str:

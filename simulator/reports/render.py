@@ -2,6 +2,9 @@
 
 ``text`` for a terminal, ``json`` the documented schema, ``markdown`` to
 paste into an issue or pull request, ``html`` one self-contained page.
+Each renderer makes the history's untrusted text safe for its own output
+(:mod:`buildbot_revert.core.untrusted`); the JSON documents get theirs here,
+every string in them without control or bidi characters.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from buildbot_revert.core.untrusted import for_page
 from simulator.reports.html import render_html, render_sweep_html
 from simulator.reports.markdown import render_markdown, render_sweep_markdown
 from simulator.reports.model import ReportContext, SweepReport
@@ -42,4 +46,16 @@ def render_sweep(report: SweepReport, fmt: str) -> str:
 
 
 def _dump(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2) + "\n"
+    """The JSON document as text, every string in it (keys too) through ``for_page``."""
+    return json.dumps(_plain(doc), indent=2) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every string in it, at any depth, without control or bidi characters."""
+    if isinstance(value, str):
+        return for_page(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

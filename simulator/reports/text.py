@@ -3,8 +3,10 @@
 The JSON documents are a stable interface (their JSON Schemas are in
 ``simulator/reports/schemas/``, described in docs/report-schema.md): keys are
 only ever added, never renamed.  The text renderings are for people
-and may change freely.  One renderer per report kind: the backtest
-(:func:`to_json`, :func:`render_text`), its blind spots
+and may change freely; what they print passes through
+:func:`buildbot_revert.core.untrusted.for_terminal`, so that no control,
+escape or bidi character from a history reaches the terminal.  One
+renderer per report kind: the backtest (:func:`to_json`, :func:`render_text`), its blind spots
 (:func:`render_blind_spots_text`) and the sweep (:func:`sweep_to_json`,
 :func:`render_sweep_text`).  Markdown lives in :mod:`.markdown`, HTML in
 :mod:`.html`.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from buildbot_revert.core.untrusted import for_terminal
 from buildbot_revert.core.verdicts import PullRequestEvidence, Streak
 from simulator.formatting import iso, pct
 from simulator.reports import flaky, suspects
@@ -204,7 +207,7 @@ def render_text(ctx: ReportContext) -> str:
         f"{iso(result.first_build_at) or '-'} to {iso(result.last_build_at) or '-'}.",
         f"Policy: revert after {result.policy.failures} consecutive failures following a "
         "green build, when the first failing build holds exactly one change.",
-        _printable(ctx.selection_line),
+        ctx.selection_line,
         *_calibration_lines(ctx),
         "",
         f"Red streaks: {len(result.streaks):,}",
@@ -228,7 +231,7 @@ def render_text(ctx: ReportContext) -> str:
     lines += _github_lines(ctx)
     lines += _evaluation_lines(ctx)
     lines += flaky.text_lines(ctx)
-    return "\n".join(lines) + "\n"
+    return _terminal(lines)
 
 
 def _calibration_lines(ctx: ReportContext) -> list[str]:
@@ -243,7 +246,7 @@ def _calibration_lines(ctx: ReportContext) -> list[str]:
     off = [x.name for x in cal.lines if x.status == "out of tolerance"]
     if off:
         line += f"; out of tolerance: {', '.join(off)}"
-    return [_printable(line + " (the Markdown and HTML reports show the table).")]
+    return [line + " (the Markdown and HTML reports show the table)."]
 
 
 def _grace_lines(ctx: ReportContext) -> list[str]:
@@ -306,8 +309,8 @@ def _proposal_lines(ctx: ReportContext) -> list[str]:
         req = p.request
         others = f" (+{len(p.builders) - 1} more builders)" if len(p.builders) > 1 else ""
         lines.append(
-            f"  {iso(req.qualified_at)}  {req.revision[:12]}  {req.change.author}: "
-            f"{_one_line(req.change.title)}  [{req.builder} #{req.build_number}{others}]"
+            f"  {iso(req.qualified_at)}  {req.revision[:12]}  {_one_line(req.change.author)}: "
+            f"{_one_line(req.change.title)}  [{_one_line(req.builder)} #{req.build_number}{others}]"
         )
         lines.append(
             f"      files: {_one_line(files_text(p.files))}; "
@@ -373,10 +376,10 @@ def render_blind_spots_text(ctx: ReportContext) -> str:
     ]
     for r in spots.red_at_end:
         lines.append(
-            f"  {_printable(r.builder)[:40]:<40} red {r.red_hours:>7,.1f} h, "
+            f"  {_one_line(r.builder, 40):<40} red {r.red_hours:>7,.1f} h, "
             f"{r.failing_builds} failing, {r.blamelist_size} change(s): {r.reason}"
         )
-    return "\n".join(lines) + "\n"
+    return _terminal(lines)
 
 
 def render_sweep_text(report: SweepReport) -> str:
@@ -393,20 +396,19 @@ def render_sweep_text(report: SweepReport) -> str:
     ]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in report.rows]
     lines += ["", *report.legend]
-    return "\n".join(lines) + "\n"
+    return _terminal(lines)
 
 
 # Commit titles, authors and builder names come from the history: untrusted.
-# Neither helper lets a control character through to drive the reader's
-# terminal.
+# Each is put on one line where it is printed, and the whole text goes
+# through for_terminal at the end, whatever section a name turned up in.
 
 
-def _one_line(text: str) -> str:
-    """A title on one line of at most 100 characters."""
-    printable = "".join(ch for ch in text if ch.isprintable() or ch.isspace())
-    return " ".join(printable.split())[:100]
+def _one_line(text: str, limit: int = 100) -> str:
+    """A title or name on one line of at most ``limit`` characters, controls shown escaped."""
+    return for_terminal(" ".join(text.split())[:limit])
 
 
-def _printable(text: str) -> str:
-    """A name with each unprintable character shown as ``?``."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+def _terminal(lines: list[str]) -> str:
+    """The report's lines as one text, with no control character but its newlines."""
+    return for_terminal("\n".join(lines) + "\n", multiline=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 import graphql
 
+from testkit.github import limits
 from testkit.github.openapi import DESCRIPTIONS
 from testkit.github.shapes import html_url
 from testkit.github.state import Pull, Repository
@@ -97,6 +98,9 @@ def _root(repo: Repository, revert_error: str | None) -> dict[str, Any]:
     def revert_pull_request(info: Any, input: dict[str, Any]) -> dict[str, Any]:
         if revert_error:
             raise GraphQLUserError(revert_error)
+        too_long = limits.refuse_graphql(input)
+        if too_long:
+            raise GraphQLUserError(too_long)
         return _revert(repo, input)
 
     return {

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from testkit.github import shapes, shapes_people
+from testkit.github import limits, shapes, shapes_people
 from testkit.github.openapi import DOCS, find_operation, validate_request
 from testkit.github.state import BOT_LOGIN, Comment, Pull, Repository, StandInError, iso
 
@@ -42,6 +42,9 @@ def dispatch(
     problems = validate_request(method, path, body) if body is not None else []
     if problems:
         return 422, {"message": "Validation Failed", "documentation_url": DOCS}, problems
+    refused = limits.refuse_rest(method, op.template, body)
+    if refused is not None:
+        return 422, refused, []
     route = _ROUTES.get((method, op.template))
     if route is None:
         unimplemented = f"{method} {op.template}: documented but not implemented by the stand-in"

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from buildbot_revert.core import markdown
+from buildbot_revert.core import markdown, untrusted
 
-ZWSP = "&#8203;"
+ZWSP = "\u200b"
 
 
 def test_mentions_of_anyone_are_neutralised():
@@ -26,9 +26,10 @@ def test_the_intended_author_mention_is_kept_and_checked():
             markdown.mention(bad)
 
 
-def test_email_addresses_and_issue_links_survive():
+def test_email_addresses_read_the_same_and_issue_links_survive():
     out = markdown.text("Reported by a@example.com in #1234 (gh-1234)")
-    assert "a@example.com" in out
+    # Every @ is defused, an address's too: it reads the same, unlinked.
+    assert "a@example.com" not in out and "a@example.com" in out.replace(ZWSP, "")
     assert "#1234" in out  # auto-links are fine
 
 
@@ -89,13 +90,13 @@ DROPPED = (
 
 
 def test_strip_controls_drops_control_and_bidi_characters_only():
-    assert markdown.strip_controls("".join(DROPPED)) == ""
+    assert untrusted.strip_controls("".join(DROPPED)) == ""
     assert (
-        markdown.strip_controls("a\tb\nc\u200bd é 名 \U0001f600")
+        untrusted.strip_controls("a\tb\nc\u200bd é 名 \U0001f600")
         == "a\tb\nc\u200bd é 名 \U0001f600"
     )
     title = "gh-1: \u202eexe.txt\u202c \u2067x\u2069 \x07\x9b31m\u200f"
-    assert markdown.strip_controls(title) == "gh-1: exe.txt x 31m"
+    assert untrusted.strip_controls(title) == "gh-1: exe.txt x 31m"
     for helper in (markdown.text, markdown.code, markdown.code_block):
         out = helper(title)
         assert not set(out) & set(DROPPED), helper
@@ -118,7 +119,7 @@ def test_code_block_cannot_be_escaped():
     block = markdown.code_block("ok\n```\n@everyone <b>\n````", language="py; rm")
     lines = block.splitlines()
     assert lines[0] == "`````pyrm" and lines[-1] == "`````"
-    assert "@everyone <b>" in lines  # inert inside a fence, kept verbatim
+    assert "@\u200beveryone <b>" in lines  # kept verbatim inside a fence, the @ defused too
 
 
 def test_links_only_to_http():
@@ -134,7 +135,7 @@ def test_links_only_to_http():
 def test_no_untrusted_text_can_mention_link_or_inject_html(value):
     out = markdown.text(value)
     assert "<" not in out and ">" not in out
-    assert not re.search(r"(?<![\w`])@[\w-]", out)
+    assert not re.search(r"@[\w-]", out)
     assert not re.search(r"(?<!\\)(?:\\\\)*[\[\]`]", out)
     assert "\n" not in out
 

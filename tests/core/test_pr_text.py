@@ -62,8 +62,9 @@ def test_comments_link_the_revert_or_say_why_there_is_none():
     assert "[#200](https://github.com/python/cpython/pull/200)" in reverted and "@ada" in reverted
     warning = pr_text.warning_comment(c, 3600, "/no-revert")
     assert "1 hour(s)" in warning and "`/no-revert`" in warning
-    # The phrase is the master's own setting, and a setting is shown as code.
-    assert "`` `stop` @here ``" in pr_text.warning_comment(c, 3600, "`stop` @here")
+    # The phrase is the master's own setting, and a setting is shown as code
+    # (where, as everywhere in a text the bot posts, no @ is live).
+    assert "`` `stop` @\u200bhere ``" in pr_text.warning_comment(c, 3600, "`stop` @here")
     manual = pr_text.manual_comment(c, "files changed since", ["Lib/a.py"])
     assert "manual revert is needed" in manual and "`Lib/a.py`" in manual
     assert "daily cap" in pr_text.notice_comment(c, "the daily cap of 3 revert PR(s) is reached")

@@ -6,11 +6,7 @@ import re
 from enum import StrEnum
 from typing import NamedTuple
 
-from buildbot_revert.core.markdown import strip_controls
-
-_ZWSP = "\u200b"
-# Every ``@word`` (a person, a group, ``@everyone``, ``@here``, ``@channel``).
-_AT = re.compile(r"@(?=\S)")
+from buildbot_revert.core.untrusted import strip_controls
 
 
 class NoticeKind(StrEnum):
@@ -50,11 +46,6 @@ def one_line(value: str, limit: int = 300) -> str:
     """Untrusted text on one line, without control or bidi characters, at most ``limit``."""
     text = " ".join(strip_controls(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
-
-
-def defuse_at(value: str) -> str:
-    """A zero-width space after every ``@``: it reads the same and pings no one."""
-    return _AT.sub("@" + _ZWSP, value)
 
 
 def safe_url(url: str | None) -> str | None:

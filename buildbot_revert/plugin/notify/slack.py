@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import re
 
-from buildbot_revert.plugin.notify.notice import Notice, defuse_at, one_line, safe_url
+from buildbot_revert.core.untrusted import defuse_at
+from buildbot_revert.plugin.notify.notice import Notice, one_line, safe_url
 from buildbot_revert.plugin.notify.render import Message
 
 _FORMATTING = re.compile(r"([*_~`])")

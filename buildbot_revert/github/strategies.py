@@ -35,7 +35,6 @@ from urllib.parse import quote
 
 from twisted.python import log
 
-from buildbot_revert.core.markdown import strip_controls
 from buildbot_revert.core.ownership import (
     Candidate,
     Sought,
@@ -45,6 +44,7 @@ from buildbot_revert.core.ownership import (
     whose,
 )
 from buildbot_revert.core.references import revert_marker, reverts_commit
+from buildbot_revert.core.untrusted import for_terminal
 from buildbot_revert.github.responses import (
     PULL_FIELDS,
     PullRequest,
@@ -216,7 +216,7 @@ class Reverter:
             del self._ignored[next(iter(self._ignored))]
         self._ignored[pull.number] = None
         # A login is GitHub's answer: untrusted, kept to one printable line.
-        author = " ".join(strip_controls(pull.author).split())[:100] or "an unknown user"
+        author = for_terminal(pull.author)[:100] or "an unknown user"
         log.msg(
             f"buildbot-revert: ignoring pull request #{pull.number} by {author}: "
             f"not opened by this bot nor from a branch of {self._repo}"

@@ -160,7 +160,7 @@ async def test_a_login_that_is_no_line_of_text_is_logged_as_one(github, client, 
     assert await client.find_revert_pull(sha, pull) is None
 
     [line] = ignored(logged)
-    assert "by mal]0;ownedlory root: not opened" in line
+    assert "by mal\\x1b]0;owned\\x07lory\\u202e\\nroot: not opened" in line
     assert not re.search(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", line)
 
 

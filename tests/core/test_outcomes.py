@@ -139,7 +139,9 @@ def test_summary_when_the_revert_fixes_every_builder():
 def test_summary_escapes_builder_names():
     summary = summarise(["@everyone <b>"], [])
     text = summary_comment(summary)
-    assert "`@everyone <b>`" in text  # inline code: inert
+    # Inline code keeps HTML inert; the @ is defused there too (GitHub's
+    # notifications are not read from the rendered page alone).
+    assert "`@\u200beveryone <b>`" in text
 
 
 def test_stand_down_comment_says_why_and_what():

@@ -54,8 +54,9 @@ from tests.test_parity import regrtest_failure
 pytestmark = pytest.mark.live
 
 # Long enough for (d)'s second streak and (c)'s restart to happen inside a
-# grace period on a loaded machine (the test checks they did).
-GRACE = 8.0
+# grace period on a loaded machine (the test checks they did): 8 s was
+# passed at a load of 3 to 4 on two cores.
+GRACE = 20.0
 A, B, C, FLAKY = "AMD64 Debian", "ARM64 macOS", "AMD64 Windows", "PPC64 Fedora 3.13"
 MAIN = (A, B, C)
 BUILDERS = [(A, ["stable"]), (B, ["stable"]), (C, ["stable"]), (FLAKY, ["stable", "3.13"])]

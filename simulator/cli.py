@@ -13,6 +13,7 @@ slow parts (replay, sweep, pull) in :mod:`simulator.progress`.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -314,6 +315,13 @@ def main(
             run_backtest(history, policy, selection, grace_s, fmt, output, github, methods, diffs)
     except EvidenceNotFetched as exc:
         raise CLIError(str(exc)) from None
+    except HistoryError as exc:
+        # A row that does not decode (simulator.history.rows), named in the message.
+        raise CLIError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        # A file damaged past what opening it checks (a truncated one fails here).
+        path = history if history is not None else paths.shipped_history()
+        raise CLIError(f"{path}: cannot read the history ({exc})") from None
 
 
 def run_backtest(

@@ -13,7 +13,6 @@ slow parts (replay, sweep, pull) in :mod:`simulator.progress`.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from buildbot_revert.core.diffs import DiffReader
-from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from simulator.analysis import calibration_cache
 from simulator.analysis.culprit_methods import Methods
@@ -45,6 +44,7 @@ from simulator.cli_files import (
     empty_window,
     open_git_repo,
     open_history,
+    reading_history,
     write_output,
 )
 from simulator.cli_github import (
@@ -307,21 +307,12 @@ def main(
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
         history, _ = pull_master(master, history, selection, evidence_depth=depth)
-    try:
+    methods = Methods(verification=verification, bisection=bisection)
+    with reading_history(history):
         if specs:
             run_sweep_command(history, policy, selection, specs, fmt, output)
         else:
-            methods = Methods(verification=verification, bisection=bisection)
             run_backtest(history, policy, selection, grace_s, fmt, output, github, methods, diffs)
-    except EvidenceNotFetched as exc:
-        raise CLIError(str(exc)) from None
-    except HistoryError as exc:
-        # A row that does not decode (simulator.history.rows), named in the message.
-        raise CLIError(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
-        # A file damaged past what opening it checks (a truncated one fails here).
-        path = history if history is not None else paths.shipped_history()
-        raise CLIError(f"{path}: cannot read the history ({exc})") from None
 
 
 def run_backtest(

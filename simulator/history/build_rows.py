@@ -62,15 +62,16 @@ def without_steps(
     for row in builds:
         builder_id, number, result, started, completed, worker, branch, blame = row
         try:
-            # The checks of rows.build_problem, written out: a call a build costs more.
+            # The checks of rows.build_problem, written out: a call a build costs
+            # more.  (Not the completion times' index ends: a crafted file's
+            # index need not agree with its rows.)
             if not (
                 low <= started <= high
                 and low <= completed <= high
                 and result in results
                 and number >= 0
-                and number.__class__ is int
-                and worker.__class__ in text
-                and branch.__class__ in text
+                and type(worker) in text
+                and type(branch) in text
             ):
                 raise BadValue(build_problem(row) or "not a build")
             blamed = blamed_by.get(blame)
@@ -117,9 +118,8 @@ def with_steps(
                 and low <= completed <= high
                 and result in results
                 and number >= 0
-                and number.__class__ is int
-                and worker.__class__ in text
-                and branch.__class__ in text
+                and type(worker) in text
+                and type(branch) in text
             ):
                 raise BadValue(build_problem(row) or "not a build")
             blamed = blamed_by.get(blame)
@@ -149,7 +149,8 @@ def failed_step(row: Row, errors: RowErrors) -> FailedStep:
     """
     builder_id, number, name, result, log_tail = row
     try:
-        check(text_problem("name", name), result_problem("result", result))
+        if type(name) is not str or result not in RESULTS:
+            check(text_problem("name", name), result_problem("result", result))
         return new_failed_step((name, result, tails.unpack(log_tail)))
     except (BadValue, tails.TailError) as exc:
         raise errors.step(builder_id, number, name, str(exc)) from None

@@ -125,6 +125,30 @@ def change_problem(row: tuple[Any, ...]) -> str | None:
     )
 
 
+def files_problem(files: object) -> str:
+    """What is wrong with a ``changes.files`` value that did not decode."""
+    try:
+        json_strings("files", files)
+    except BadValue as exc:
+        return str(exc)
+    return "files is not a JSON list of strings"
+
+
+def breakage_problem(
+    row: tuple[Any, ...], revisions: dict[int, str], builders: dict[int, str]
+) -> str | None:
+    """What is wrong with a ``label_breakages`` row (change_id, builder_id, broken_at,
+    fixed_at, fixed_by); None when nothing is."""
+    cid, bid, broken, fixed, how = row
+    return (
+        (None if cid in revisions else f"change_id {cid!r} names no change")
+        or (None if bid in builders else f"builder_id {bid!r} names no builder")
+        or time_problem("broken_at", broken)
+        or (None if fixed is None else time_problem("fixed_at", fixed))
+        or text_problem("fixed_by", how, optional=True)
+    )
+
+
 def json_strings(column: str, text: object) -> tuple[str, ...]:
     """A JSON column that holds a list of strings (NULL: none), decoded; else :class:`BadValue`."""
     if text is None:

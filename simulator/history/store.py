@@ -188,9 +188,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
     def builders(self) -> list[Builder]:
         """Every stored builder with its tags (a JSON list of strings, checked)."""
         out = []
-        for bid, name, tags in self.conn.execute(
-            "SELECT id, name, tags FROM builders ORDER BY name"
-        ):
+        for bid, name, tags in self.conn.execute("SELECT id, name, tags FROM builders ORDER BY 2"):
             try:
                 rows.check(rows.text_problem("name", name))
                 out.append(Builder(name, rows.json_strings("tags", tags)))
@@ -222,7 +220,8 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         return self._changes("")
 
     def _changes(self, where: str, *params: int) -> dict[int, Change]:
-        """The changes ``where`` selects, by id, each row checked as it is made a record.
+        """The changes ``where`` selects, by id, each row checked as it is made a record
+        (the checks of :func:`~simulator.history.rows.change_problem`, written out).
 
         Authors, paths and branch names repeat from change to change (a
         year of CPython: 250 authors, 4,600 paths in 32,000 mentions):
@@ -237,7 +236,6 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         ):
             cid, rev, author, title, message, when, pr, files, branch = row
             try:
-                # rows.change_problem's checks, written out: this runs once a change.
                 if not (
                     rev.__class__ is str
                     and author.__class__ is str
@@ -263,7 +261,9 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 )
             except (TypeError, ValueError) as exc:
                 problem = str(exc) if isinstance(exc, rows.BadValue) else None
-                raise self._errors.row("changes", cid, problem or _files_problem(files)) from None
+                raise self._errors.row(
+                    "changes", cid, problem or rows.files_problem(files)
+                ) from None
         return out
 
     def _change_lookup(self) -> Callable[[int], Change]:
@@ -404,8 +404,8 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         builds = self.conn.execute(builds_sql, params)
         if not steps:
             return build_rows.without_steps(builds, names, change, self._errors)
-        steps_read = self.conn.execute(steps_sql, params)
-        return build_rows.with_steps(builds, steps_read, names, change, self._errors)
+        steps_of = self.conn.execute(steps_sql, params)
+        return build_rows.with_steps(builds, steps_of, names, change, self._errors)
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
         """One build's failed steps, with their log tails, in step order.
@@ -460,14 +460,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             " ORDER BY broken_at, change_id, builder_id"
         ):
             cid, bid, broken, fixed, how = row
-            problem = (
-                (None if cid in revs else f"change_id {cid!r} names no change")
-                or (None if bid in names else f"builder_id {bid!r} names no builder")
-                or rows.time_problem("broken_at", broken)
-                or (None if fixed is None else rows.time_problem("fixed_at", fixed))
-                or rows.text_problem("fixed_by", how, optional=True)
-            )
-            if problem is not None:
+            if problem := rows.breakage_problem(row, revs, names):
                 key = f"(change_id {cid!r}, builder_id {bid!r})"
                 raise rows.HistoryRowError(self.path, "label_breakages", key, problem)
             out.append(Breakage(revs[cid], names[bid], broken, fixed, how))
@@ -497,15 +490,6 @@ class _RecentChanges(dict[int, Change]):
         chunk = chunks[low] = self._read("WHERE id >= ? AND id < ?", low, low + _CHUNK)
         self.update(chunk)
         return chunk[cid]
-
-
-def _files_problem(files: object) -> str:
-    """What is wrong with a ``changes.files`` value that did not decode."""
-    try:
-        rows.json_strings("files", files)
-    except rows.BadValue as exc:
-        return str(exc)
-    return "files is not a JSON list of strings"
 
 
 def _ids_named(names: dict[int, str], wanted: Iterable[str]) -> list[int]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from buildbot_revert.core.diffs import DiffReader
-from buildbot_revert.core.evidence import EVIDENCE_DEPTH, EvidenceNotFetched
+from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from simulator.analysis import calibration_cache
 from simulator.analysis.culprit_methods import Methods
@@ -44,6 +44,7 @@ from simulator.cli_files import (
     empty_window,
     open_git_repo,
     open_history,
+    reading_history,
     write_output,
 )
 from simulator.cli_github import (
@@ -306,14 +307,12 @@ def main(
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
         history, _ = pull_master(master, history, selection, evidence_depth=depth)
-    try:
+    methods = Methods(verification=verification, bisection=bisection)
+    with reading_history(history):
         if specs:
             run_sweep_command(history, policy, selection, specs, fmt, output)
         else:
-            methods = Methods(verification=verification, bisection=bisection)
             run_backtest(history, policy, selection, grace_s, fmt, output, github, methods, diffs)
-    except EvidenceNotFetched as exc:
-        raise CLIError(str(exc)) from None
 
 
 def run_backtest(

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 import click
 
+from buildbot_revert.core.evidence import EvidenceNotFetched
 from simulator.analysis.replay import ReplayResult
 from simulator.cli_errors import CLIError
 from simulator.formatting import day
@@ -80,6 +84,24 @@ def open_history(path: Path | None) -> HistoryStore:
         return HistoryStore(path if path is not None else default_history())
     except HistoryError as exc:
         raise CLIError(str(exc)) from None
+
+
+@contextmanager
+def reading_history(path: Path | None) -> Iterator[None]:
+    """A history that fails as it is read (after it opened) becomes one line.
+
+    A row that does not decode is a :class:`HistoryError` naming it
+    (:mod:`simulator.history.rows`); a file SQLite cannot read part-way
+    through (a damaged page) is SQLite's error, said with the file's name;
+    a policy that needs logs the pull did not fetch says so.
+    """
+    try:
+        yield
+    except (HistoryError, EvidenceNotFetched) as exc:
+        raise CLIError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        where = path if path is not None else paths.shipped_history()
+        raise CLIError(f"{where}: cannot read the history ({exc})") from None
 
 
 def empty_window(store: HistoryStore, result: ReplayResult) -> str:

@@ -15,12 +15,16 @@ from pathlib import Path
 
 import click
 
+from simulator.cli_errors import CLIError
 from simulator.cli_files import open_history
-from simulator.history.tails import register
+from simulator.history.tails import TailError, unpack
 
+# The tails are unpacked here, not by SQL's log_text: a tail that does not
+# unpack is then one line naming its row, not SQLite's "user-defined
+# function raised exception".
 _DUMP = (
     "SELECT r.name, b.number, b.completed_at, f.step_number, f.name, f.result,"
-    " log_text(f.log_tail) FROM failed_steps f JOIN builds b ON b.id = f.build_id"
+    " f.log_tail FROM failed_steps f JOIN builds b ON b.id = f.build_id"
     " JOIN builders r ON r.id = b.builder_id {where} ORDER BY b.completed_at, b.id, f.step_number"
 )
 _FIELDS = ("builder", "number", "completed_at", "step", "name", "result", "log_tail")
@@ -43,7 +47,6 @@ def dump_command(history: Path | None, builder: str | None, number: int | None) 
     """Print the failed steps with their log tails as text, one JSON object a line."""
     store = open_history(history)
     try:
-        register(store.conn)
         conditions: list[str] = []
         params: list[str | int] = []
         if builder is not None:
@@ -53,7 +56,12 @@ def dump_command(history: Path | None, builder: str | None, number: int | None) 
             conditions.append("b.number = ?")
             params.append(number)
         where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        for row in store.conn.execute(_DUMP.format(where=where), params):
+        for *row, packed in store.conn.execute(_DUMP.format(where=where), params):
+            try:
+                row.append(unpack(packed))
+            except TailError as exc:
+                step = f"step {row[3]!r} of {row[0]!r} #{row[1]!r}"
+                raise CLIError(f"{store.path}: failed_steps row of {step}: {exc}") from None
             click.echo(json.dumps(dict(zip(_FIELDS, row, strict=True)), ensure_ascii=False))
     finally:
         store.close()

@@ -135,7 +135,41 @@ BLAMELIST_VIEW = (
 
 # The tables without which a file is not a history at all (a file before
 # version 6 also needs its ``blamelist`` table: HistoryStore checks).
-REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "meta"})
+REQUIRED_TABLES = frozenset({"builders", "builds", "changes", "failed_steps", "meta"})
+# The columns the reads select, by table (since the version that added them):
+# a file that claims a version its tables do not have is refused when opened,
+# not in the middle of a replay.
+READ_COLUMNS: dict[str, tuple[tuple[str, int], ...]] = {
+    "builders": (("id", 2), ("name", 2), ("tags", 2)),
+    "builds": (
+        ("id", 2),
+        ("builder_id", 2),
+        ("number", 2),
+        ("result", 2),
+        ("started_at", 2),
+        ("completed_at", 2),
+        ("worker", 2),
+        ("branch", 3),
+        ("changes", 4),
+    ),
+    "changes": tuple(
+        (c, 2)
+        for c in (
+            "id",
+            "revision",
+            "author",
+            "title",
+            "message",
+            "when_ts",
+            "pr_number",
+            "files",
+            "branch",
+        )
+    ),
+    "failed_steps": tuple(
+        (c, 2) for c in ("build_id", "step_number", "name", "result", "log_tail")
+    ),
+}
 
 # (table, columns, unique)
 INDEXES: list[tuple[str, list[str], bool]] = [
@@ -194,6 +228,15 @@ UPGRADES: dict[int, tuple[str | Callable[[sqlite3.Connection], object], ...]] = 
     # Every build's ``changes`` holds its blamelist since version 4.
     5: ("DROP TABLE blamelist", BLAMELIST_VIEW),
 }
+
+
+def missing_columns(conn: sqlite3.Connection, version: int) -> list[str]:
+    """The ``table.column`` names of :data:`READ_COLUMNS` that a file of ``version`` lacks."""
+    missing = []
+    for table, columns in READ_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        missing += [f"{table}.{c}" for c, since in columns if since <= version and c not in have]
+    return missing
 
 
 def create_tables(db: sqlite_utils.Database) -> None:

@@ -36,7 +36,7 @@ from buildbot_revert.core.model import (
     FailedStep,
     Result,
 )
-from simulator.history import build_rows, schema, tails
+from simulator.history import build_rows, rows, schema, tails
 from simulator.history.labels import Breakage, Labels
 from simulator.history.schema import HistoryError as HistoryError
 from simulator.history.store_bookkeeping import PullBookkeeping
@@ -88,6 +88,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         try:
             self.db = sqlite_utils.Database(self.path)
             self.conn: sqlite3.Connection = self.db.conn
+            self._errors = rows.RowErrors(self.path, self.conn)
             if create:
                 self._create_schema()
             else:
@@ -137,6 +138,12 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
             raise HistoryError(
                 f"{self.path}: not a buildbot-revert history (missing tables: blamelist)"
             )
+        columns = schema.missing_columns(self.conn, self.schema_version)
+        if columns:
+            raise HistoryError(
+                f"{self.path}: not a history of schema version {version} (missing columns: "
+                f"{', '.join(columns)})"
+            )
 
     def _upgrade(self) -> None:
         """Bring an older file to the current schema (inside the writer's transaction)."""
@@ -179,11 +186,15 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
     # -- reading --------------------------------------------------------------
 
     def builders(self) -> list[Builder]:
-        """Every stored builder with its tags."""
-        return [
-            Builder(name, tuple(json.loads(tags)))
-            for name, tags in self.conn.execute("SELECT name, tags FROM builders ORDER BY name")
-        ]
+        """Every stored builder with its tags (a JSON list of strings, checked)."""
+        out = []
+        for bid, name, tags in self.conn.execute("SELECT id, name, tags FROM builders ORDER BY 2"):
+            try:
+                rows.check(rows.text_problem("name", name))
+                out.append(Builder(name, rows.json_strings("tags", tags)))
+            except rows.BadValue as exc:
+                raise self._errors.row("builders", bid, str(exc)) from None
+        return out
 
     def buildbot_builder_ids(self) -> dict[str, int]:
         """Builder name -> the id the master gave it, for imported builders."""
@@ -209,28 +220,50 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         return self._changes("")
 
     def _changes(self, where: str, *params: int) -> dict[int, Change]:
-        """The changes ``where`` selects, by id.
+        """The changes ``where`` selects, by id, each row checked as it is made a record
+        (the checks of :func:`~simulator.history.rows.change_problem`, written out).
 
         Authors, paths and branch names repeat from change to change (a
         year of CPython: 250 authors, 4,600 paths in 32,000 mentions):
         each is held once (``sys.intern``) however many changes name it.
         """
         out: dict[int, Change] = {}
-        for cid, rev, author, title, message, when, pr, files, branch in self.conn.execute(
+        low, high, text = rows.EARLIEST, rows.LATEST, rows.TEXT_OR_NULL
+        for row in self.conn.execute(
             "SELECT id, revision, author, title, message, when_ts, pr_number, files, branch"
             f" FROM changes {where}",
             params,
         ):
-            out[cid] = Change(
-                rev,
-                intern(author),
-                title,
-                when,
-                pr,
-                message or "",
-                tuple(map(intern, json.loads(files or "[]"))),
-                branch if branch is None else intern(branch),
-            )
+            cid, rev, author, title, message, when, pr, files, branch = row
+            try:
+                if not (
+                    rev.__class__ is str
+                    and author.__class__ is str
+                    and title.__class__ is str
+                    and message.__class__ in text
+                    and branch.__class__ in text
+                    and low <= when <= high
+                    and (pr is None or (pr.__class__ is int and pr >= 0))
+                ):
+                    raise rows.BadValue(rows.change_problem(row) or "not a change")
+                paths = json.loads(files or "[]")
+                if paths.__class__ is not list:
+                    raise rows.BadValue("files is not a JSON list of strings")
+                out[cid] = Change(
+                    rev,
+                    intern(author),
+                    title,
+                    when,
+                    pr,
+                    message or "",
+                    tuple(map(intern, paths)),
+                    branch if branch is None else intern(branch),
+                )
+            except (TypeError, ValueError) as exc:
+                problem = str(exc) if isinstance(exc, rows.BadValue) else None
+                raise self._errors.row(
+                    "changes", cid, problem or rows.files_problem(files)
+                ) from None
         return out
 
     def _change_lookup(self) -> Callable[[int], Change]:
@@ -304,9 +337,16 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         return builds, steps, params
 
     def builder_ids(self, names: Iterable[str] | None = None) -> dict[str, int]:
-        rows = self.conn.execute("SELECT name, id FROM builders").fetchall()
+        """Builder name -> its id in this file (of ``names`` only, if given); each row checked."""
         wanted = None if names is None else set(names)
-        return {n: i for n, i in rows if wanted is None or n in wanted}
+        out = {}
+        for name, bid in self.conn.execute("SELECT name, id FROM builders"):
+            problem = rows.text_problem("name", name) or rows.count_problem("id", bid)
+            if problem is not None:
+                raise self._errors.row("builders", bid, problem)
+            if wanted is None or name in wanted:
+                out[name] = bid
+        return out
 
     def _builder_names(self) -> dict[int, str]:
         """Store builder id -> builder name."""
@@ -363,17 +403,18 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         builds = self.conn.execute(builds_sql, params)
         if not steps:
-            return build_rows.without_steps(builds, names, change)
-        return build_rows.with_steps(builds, self.conn.execute(steps_sql, params), names, change)
+            return build_rows.without_steps(builds, names, change, self._errors)
+        steps_of = self.conn.execute(steps_sql, params)
+        return build_rows.with_steps(builds, steps_of, names, change, self._errors)
 
     def failed_steps_of(self, builder_id: int, number: int) -> tuple[FailedStep, ...]:
         """One build's failed steps, with their log tails, in step order.
 
         ``builder_id`` is the builder's id in this file (:meth:`builder_ids`).
         """
-        rows = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
+        read = self.conn.execute(_FAILED_STEPS_OF, (builder_id, number))
         return tuple(
-            FailedStep(name, result, tails.unpack(log_tail)) for name, result, log_tail in rows
+            build_rows.failed_step((builder_id, number, *row), self._errors) for row in read
         )
 
     def labels(
@@ -390,13 +431,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         """
         names = self._builder_names()
         revs = dict(self.conn.execute("SELECT id, revision FROM changes").fetchall())
-        breakages = tuple(
-            Breakage(revs[cid], names[bid], broken, fixed, how)
-            for cid, bid, broken, fixed, how in self.conn.execute(
-                "SELECT change_id, builder_id, broken_at, fixed_at, fixed_by FROM label_breakages"
-                " ORDER BY broken_at, change_id, builder_id"
-            )
-        )
+        breakages = self._breakages(names, revs)
         by_build: dict[tuple[str, int], str] = {}
         culprits: dict[tuple[str, int], str] = {}
         if self.db["label_builds"].exists():
@@ -405,12 +440,31 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 "SELECT b.builder_id, b.number, l.cause, l.change_id FROM label_builds l"
                 f" JOIN builds b ON b.id = l.build_id{only}"
             ):
+                problem = rows.text_problem("cause", cause, optional=True)
+                if problem is not None or builder_id not in names:
+                    where = f"of the build of builder_id {builder_id!r}, number {number!r}"
+                    problem = problem or "its build names no builder"
+                    raise rows.HistoryRowError(self.path, "label_builds", where, problem)
                 key = (names[builder_id], number)
                 if causes and (causes_of is None or key in causes_of):
                     by_build[key] = cause
                 if change_id is not None and change_id in revs:
                     culprits[key] = revs[change_id]
         return Labels(breakages, by_build, culprits)
+
+    def _breakages(self, names: dict[int, str], revs: dict[int, str]) -> tuple[Breakage, ...]:
+        """The ``label_breakages`` rows as records, each checked (builder, change, times)."""
+        out = []
+        for row in self.conn.execute(
+            "SELECT change_id, builder_id, broken_at, fixed_at, fixed_by FROM label_breakages"
+            " ORDER BY broken_at, change_id, builder_id"
+        ):
+            cid, bid, broken, fixed, how = row
+            if problem := rows.breakage_problem(row, revs, names):
+                key = f"(change_id {cid!r}, builder_id {bid!r})"
+                raise rows.HistoryRowError(self.path, "label_breakages", key, problem)
+            out.append(Breakage(revs[cid], names[bid], broken, fixed, how))
+        return tuple(out)
 
 
 class _RecentChanges(dict[int, Change]):

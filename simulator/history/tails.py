@@ -13,6 +13,13 @@ a file of an older version holds the text itself, and :func:`unpack` reads
 both (SQLite keeps a value's type per row: text stays ``str``, a blob
 ``bytes``).  The dictionary is fixed: the frames name it (its id), and a
 new dictionary would need a new schema version to re-pack old files.
+
+A stored tail is input (a history may come from anyone), and a few KB of
+zstd can claim, and inflate to, a GiB: :func:`unpack` reads at most
+:data:`MAX_TAIL_BYTES` of text, and a frame that claims or makes more, or
+that does not decompress, raises :class:`TailError`.  :func:`pack` keeps the
+last :data:`MAX_TAIL_BYTES` of a longer text, so that no tail this project
+writes is refused when read.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ import zstandard
 # MB for several times the writing time (docs/history-schema.md).
 LEVEL = 3
 DICTIONARY_NAME = "log_tails.zdict"
+# The most text a stored tail may unpack to: 1 MiB.  A tail is the last
+# LOG_TAIL_LINES (300) lines of a log, 1.8 KB on average and 3.6 KB at most
+# in the shipped year; 1 MiB leaves 3.5 KB a line, and a tail is decision
+# evidence (read whole into the core's signatures), so one past it is
+# refused, not cut: cutting would change what the replay decides.
+MAX_TAIL_BYTES = 1 << 20
 # Tails packed per batch when a whole file is re-packed (:func:`pack_stored`).
 _BATCH = 5000
 
@@ -51,18 +64,55 @@ def _decompressor() -> zstandard.ZstdDecompressor:
     return zstandard.ZstdDecompressor(dict_data=_dictionary())
 
 
+class TailError(ValueError):
+    """A stored log tail that does not unpack, or unpacks past :data:`MAX_TAIL_BYTES`."""
+
+
 def pack(text: str | None) -> bytes | None:
-    """The stored form of one log tail (``None``, a tail not kept, stays ``None``)."""
+    """The stored form of one log tail (``None``, a tail not kept, stays ``None``).
+
+    A text of more than :data:`MAX_TAIL_BYTES` keeps its end (what a tail is).
+    """
     if text is None:
         return None
-    return _compressor().compress(text.encode())
+    return _compressor().compress(_bounded(text.encode()))
+
+
+def _bounded(data: bytes) -> bytes:
+    """``data``, or its last :data:`MAX_TAIL_BYTES` from a line's start (or a character's)."""
+    if len(data) <= MAX_TAIL_BYTES:
+        return data
+    end = data[-MAX_TAIL_BYTES:]
+    line = end.find(b"\n")
+    if line >= 0:
+        return end[line + 1 :]
+    # No line break: start at a character, not inside one (UTF-8 continuation bytes).
+    return end.decode(errors="ignore").encode()
 
 
 def unpack(stored: str | bytes | None) -> str | None:
-    """A stored log tail's text: packed (``bytes``) or, in an older file, the text itself."""
+    """A stored log tail's text: packed (``bytes``) or, in an older file, the text itself.
+
+    :class:`TailError` when it is neither, does not decompress, or would
+    be more than :data:`MAX_TAIL_BYTES`: the frame's header is read first,
+    since zstd allocates what a frame claims whatever bound it is given.
+    """
     if stored is None or isinstance(stored, str):
         return stored
-    return _decompressor().decompress(stored).decode()
+    if not isinstance(stored, bytes):
+        raise TailError(f"log_tail is {stored!r}, neither a packed tail nor text")
+    try:
+        claimed = zstandard.frame_content_size(stored)
+        if claimed > MAX_TAIL_BYTES:
+            raise TailError(
+                f"log_tail claims {claimed:,} bytes unpacked, more than a tail's {MAX_TAIL_BYTES:,}"
+            )
+        # A frame that does not say its size is bounded by max_output_size.
+        return _decompressor().decompress(stored, max_output_size=MAX_TAIL_BYTES).decode()
+    except zstandard.ZstdError as exc:
+        raise TailError(f"log_tail does not unpack ({exc})") from None
+    except UnicodeDecodeError:
+        raise TailError("log_tail does not unpack to UTF-8 text") from None
 
 
 def pack_rows(
@@ -71,7 +121,8 @@ def pack_rows(
     """``(build_id, step_number, name, result, log_tail)`` rows with their tails packed."""
     compress = _compressor().compress
     for build_id, number, name, result, tail in rows:
-        yield build_id, number, name, result, None if tail is None else compress(tail.encode())
+        packed = None if tail is None else compress(_bounded(tail.encode()))
+        yield build_id, number, name, result, packed
 
 
 def pack_stored(conn: sqlite3.Connection) -> int:
@@ -91,7 +142,7 @@ def pack_stored(conn: sqlite3.Connection) -> int:
             return done
         conn.executemany(
             "UPDATE failed_steps SET log_tail = ? WHERE build_id = ? AND step_number = ?",
-            [(compress(tail.encode()), bid, number) for bid, number, tail in rows],
+            [(compress(_bounded(tail.encode())), bid, number) for bid, number, tail in rows],
         )
         done += len(rows)
 

@@ -33,8 +33,6 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from twisted.python import log
-
 from buildbot_revert.core.ownership import (
     Candidate,
     Sought,
@@ -44,7 +42,6 @@ from buildbot_revert.core.ownership import (
     whose,
 )
 from buildbot_revert.core.references import revert_marker, reverts_commit
-from buildbot_revert.core.untrusted import for_terminal
 from buildbot_revert.github.responses import (
     PULL_FIELDS,
     PullRequest,
@@ -52,6 +49,7 @@ from buildbot_revert.github.responses import (
     pull_from_rest,
 )
 from buildbot_revert.github.transport import GitHubError, Look, Transport
+from buildbot_revert.logline import say
 
 REVERT_MUTATION = (
     "mutation RevertPullRequest($input: RevertPullRequestInput!) {\n"
@@ -215,9 +213,9 @@ class Reverter:
         if len(self._ignored) >= _IGNORED_REMEMBERED:
             del self._ignored[next(iter(self._ignored))]
         self._ignored[pull.number] = None
-        # A login is GitHub's answer: untrusted, kept to one printable line.
-        author = for_terminal(pull.author)[:100] or "an unknown user"
-        log.msg(
+        # A login is GitHub's answer: untrusted (say() escapes it), and kept short.
+        author = pull.author[:100] or "an unknown user"
+        say(
             f"buildbot-revert: ignoring pull request #{pull.number} by {author}: "
             f"not opened by this bot nor from a branch of {self._repo}"
         )

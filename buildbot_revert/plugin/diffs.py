@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from twisted.internet import defer
-from twisted.python import log
 
 from buildbot_revert.core.diffs import Diff, from_patches
 from buildbot_revert.core.model import Change
 from buildbot_revert.github import GitHubError
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_patches import Patch
 from buildbot_revert.plugin.notify.notice import one_line
@@ -74,7 +74,7 @@ class DiffSource:
         try:
             stored: dict[str, Patch] = yield self.ledger.patches_of(wanted)
         except Exception as exc:
-            log.msg(f"buildbot-revert: could not read stored patches ({type(exc).__name__})")
+            say(f"buildbot-revert: could not read stored patches ({type(exc).__name__})")
             stored = {}
         for revision in wanted:
             if revision in stored:
@@ -94,7 +94,7 @@ class DiffSource:
         except Exception as exc:
             if not isinstance(exc, GitHubError) or exc.status not in _MISSING:
                 self._failed.add(revision)
-                log.msg(
+                say(
                     f"buildbot-revert: could not fetch the diff of {revision[:12]} from GitHub "
                     f"({one_line(str(exc) or type(exc).__name__, 200)}); deciding without it"
                 )
@@ -105,7 +105,7 @@ class DiffSource:
             yield self.ledger.keep_patch(revision, files, self.clock())
         except Exception as exc:
             # The decision still has it; the next one will ask GitHub again.
-            log.msg(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")
+            say(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")
         return _diff(revision, files)
 
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.python import log
-
 from buildbot_revert.core import feedback, standing
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import Entry, Ledger, WrongReport
 from buildbot_revert.plugin.permissions import Standing
 
@@ -70,7 +69,7 @@ class Feedback:
             try:
                 await self.read(entry)
             except GitHubError as exc:
-                log.msg(f"buildbot-revert: {entry.revision[:12]}: reading reports: {exc}")
+                say(f"buildbot-revert: {entry.revision[:12]}: reading reports: {exc}")
 
     async def read(self, entry: Entry) -> WrongReport | None:
         """Record the first report on the entry's revert PR that counts; the report, or None."""
@@ -90,7 +89,7 @@ class Feedback:
                     entry.revision, pull.number, login, how, float(self.clock.seconds())
                 )
                 if await self.ledger.record_wrong(report):
-                    log.msg(
+                    say(
                         f"buildbot-revert: {entry.revision[:12]}: revert PR #{pull.number} "
                         f"reported wrong by {login!r} ({how}): counted as a false positive"
                     )
@@ -110,7 +109,7 @@ class Feedback:
     def _ignored(self, entry: Entry, pull: PullRequest, login: str | None, how: str) -> None:
         """The one log line for a report that does not count, naming who made it."""
         who = repr(login) if login is not None else "an unknown account"
-        log.msg(
+        say(
             f"buildbot-revert: {entry.revision[:12]}: ignored the report of a wrong revert "
             f"({how}) by {who} on #{pull.number}: not a user with "
             f"{self.standing.required!r} permission"

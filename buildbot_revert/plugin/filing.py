@@ -43,7 +43,7 @@ from typing import Any
 
 from twisted.python import log
 
-from buildbot_revert.core import actions, grace, pr_text, untrusted
+from buildbot_revert.core import actions, grace, pr_text
 from buildbot_revert.core.actions import Facts, RevertState
 from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd
 from buildbot_revert.core.machine_io import (
@@ -59,6 +59,7 @@ from buildbot_revert.core.machine_io import (
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Mode, Settings, machine_settings
 from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
@@ -145,9 +146,7 @@ class Filer:
         if won:
             return what.revision
         if what.proposer and claim:
-            log.msg(
-                f"buildbot-revert: {what.revision[:12]} is already in the ledger; not acting again"
-            )
+            say(f"buildbot-revert: {what.revision[:12]} is already in the ledger; not acting again")
         if new and entry.state == LedgerState.FILED:
             return what.revision  # a builder to name on the revert PR
         return None
@@ -173,11 +172,9 @@ class Filer:
             await self.ledger.transition(
                 what.revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
             )
-            log.msg(
-                untrusted.for_terminal(
-                    f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
-                    f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
-                )
+            say(
+                f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
+                f"({what.builder} builds {list(what.failing_builds)}): {verdict.explanation}"
             )
             self.notify(
                 Notice(
@@ -241,7 +238,7 @@ class Filer:
         except Exception as exc:
             if isinstance(exc, GitHubError):
                 # The client redacts secrets from its messages.
-                log.msg(f"buildbot-revert: GitHub failed for {revision[:12]}: {exc}")
+                say(f"buildbot-revert: GitHub failed for {revision[:12]}: {exc}")
                 detail = f"GitHub error: {exc}"
             else:
                 _log_failure(exc, f"buildbot-revert: acting on {revision[:12]} failed")
@@ -266,7 +263,7 @@ class Filer:
             updated_at=now,
         ):
             return
-        log.msg(
+        say(
             f"buildbot-revert: {entry.revision[:12]} was left 'filing' "
             f"(by {entry.master or 'a master'}); looking on GitHub for its revert PR"
         )

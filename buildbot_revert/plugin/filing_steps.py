@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from twisted.python import log
-
 from buildbot_revert.core import actions, pr_text
 from buildbot_revert.core.actions import Plan, RevertState, Step
 from buildbot_revert.github import GitHubClient, PullRequest, RevertOutcome
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
@@ -61,7 +60,7 @@ class Steps:
     ) -> None:
         """Carry out ``plan`` for ``revision``: skip, withdraw, adopt, comment, wait or file."""
         now = self.clock.seconds()
-        log.msg(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
+        say(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
         # What every outcome of the step writes to the row, besides its own fields.
         step_fields: dict[str, Any] = {"updated_at": now, "detail": plan.why}
         if pull is not None:
@@ -276,7 +275,7 @@ class Steps:
         except BaseException:
             await self.ledger.unannounce(entry.revision, taken)
             raise
-        log.msg(
+        say(
             f"buildbot-revert: {entry.revision[:12]}: named {len(late)} more builder(s) "
             f"on revert PR #{entry.revert_pr}"
         )

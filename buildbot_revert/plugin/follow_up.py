@@ -41,8 +41,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from twisted.python import log
-
 from buildbot_revert.core import human_reverts, outcomes
 from buildbot_revert.core.follow_up_text import (
     NO_LONGER_NEEDED,
@@ -57,6 +55,7 @@ from buildbot_revert.core.model import Build, Change
 from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.feedback import INTERVALS, Feedback
@@ -158,9 +157,7 @@ class FollowUp:
                     self._stale.discard(revision)
                 except GitHubError as exc:
                     self._stale.add(revision)
-                    log.msg(
-                        f"buildbot-revert: {revision[:12]}: could not update the summary: {exc}"
-                    )
+                    say(f"buildbot-revert: {revision[:12]}: could not update the summary: {exc}")
                 if revision not in self._again:
                     break
         finally:
@@ -190,7 +187,7 @@ class FollowUp:
             await self.ledger.set_summary_comment(revision, comment.id)
         else:
             await self.client.update_comment(comment_id, body)
-        log.msg(
+        say(
             f"buildbot-revert: {revision[:12]}: revert PR #{entry.revert_pr} builds: "
             f"{len(summary.passing)} pass, {len(summary.failing)} fail, "
             f"{len(summary.waiting)} waiting"
@@ -210,7 +207,7 @@ class FollowUp:
             try:
                 await self.follow(entry)
             except GitHubError as exc:
-                log.msg(f"buildbot-revert: {entry.revision[:12]}: following its revert PR: {exc}")
+                say(f"buildbot-revert: {entry.revision[:12]}: following its revert PR: {exc}")
         self._merged = [
             (e.revision, e.title or "") for e in await self.ledger.merged_unrelanded() if e.title
         ]
@@ -244,7 +241,7 @@ class FollowUp:
             return
         if plan.step is Step.RECORD:
             if await self.ledger.set_outcome(entry.revision, plan.outcome.value, now):
-                log.msg(f"buildbot-revert: {entry.revision[:12]}: {plan.why} (#{number})")
+                say(f"buildbot-revert: {entry.revision[:12]}: {plan.why} (#{number})")
             return
         if not any(c.body.startswith(STAND_DOWN_MARKER) for c in comments):
             closing = plan.step is Step.CLOSE
@@ -254,7 +251,7 @@ class FollowUp:
         elif plan.step is Step.MARK:
             await self.client.add_labels(number, [NO_LONGER_NEEDED])
         if await self.ledger.set_outcome(entry.revision, Outcome.SUPERSEDED.value, now):
-            log.msg(
+            say(
                 f"buildbot-revert: {entry.revision[:12]}: stood down revert PR #{number} "
                 f"({plan.step.value}): {plan.why}"
             )
@@ -299,7 +296,7 @@ class FollowUp:
             if await self.ledger.set_outcome(
                 revision, Outcome.RELANDED.value, now, unless=("merged",), reland=reland
             ):
-                log.msg(f"buildbot-revert: {revision[:12]} was relanded as {reland[:12]}")
+                say(f"buildbot-revert: {revision[:12]} was relanded as {reland[:12]}")
             self._merged = [(r, t) for r, t in self._merged if r != revision]
 
     # -- human reverts (false negatives) ------------------------------------------
@@ -321,7 +318,7 @@ class FollowUp:
             try:
                 await self._note_human_revert(change)
             except Exception as exc:
-                log.msg(f"buildbot-revert: {change.revision[:12]}: reading it as a revert: {exc}")
+                say(f"buildbot-revert: {change.revision[:12]}: reading it as a revert: {exc}")
                 continue
             self._reverts_read[change.revision] = None
             while len(self._reverts_read) > _READ_KEPT:
@@ -339,7 +336,7 @@ class FollowUp:
         if found is None:
             return
         if await self.ledger.record_human_revert(found, self.clock.seconds()):
-            log.msg(
+            say(
                 f"buildbot-revert: {found.revision[:12]} was reverted by a human "
                 f"({found.revert[:12]}) and not by the bot ({found.how}): a false negative"
             )

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet import defer
-from twisted.python import log
 
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
+from buildbot_revert.logline import say
 
 # The property linking a requested build to the red streak it serves.
 STREAK_PROPERTY = "buildbot_revert_streak"
@@ -42,7 +42,7 @@ def request_build(master: Any, gatherer: Any, builderid: int, key: RequestKey, s
         properties={PROPERTY: (key.encode(), SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
         builderids=[builderid],
     )
-    log.msg(f"buildbot-revert: requested a {key.describe()}")
+    say(f"buildbot-revert: requested a {key.describe()}")
 
 
 def builder_slots(master: Any, builder: str) -> int:

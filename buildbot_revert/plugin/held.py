@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from twisted.python import log
 
 from buildbot_revert.core.snapshot import RecordKind
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import Runner, TableSet
 
 HELD_TABLE = "buildbot_revert_held"
@@ -166,5 +166,5 @@ def _decoded(rows: list[Any]) -> list[HeldRow]:
             out.append(HeldRow(row.key, row.kind, decode_row(row.kind, row.state)))
         except Exception as exc:  # whatever a crafted row makes a decoder raise
             why = f"{type(exc).__name__}: {str(exc)[:200]!r}"
-            log.msg(f"buildbot-revert: a held {str(row.kind)[:16]!r} row was not read ({why})")
+            say(f"buildbot-revert: a held {str(row.kind)[:16]!r} row was not read ({why})")
     return out

@@ -34,6 +34,7 @@ from buildbot_revert.core.records import (
     stdio_log,
     tail_window,
 )
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
 from buildbot_revert.plugin.log_chunks import MAX_CHUNK, inflate
@@ -340,7 +341,7 @@ def _tails(
             reader = db.logs.COMPRESSION_BYID[row.compressed].read
             data = inflate(row.compressed, row.content, reader)
             if data is None:
-                twisted_log.msg(
+                say(
                     f"buildbot-revert: a chunk of log {row.logid} inflates past "
                     f"{MAX_CHUNK:,} bytes; it is left out of the tail"
                 )

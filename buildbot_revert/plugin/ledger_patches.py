@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
-from twisted.python import log
 
 from buildbot_revert.github.responses import CommitFile
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger_tables import Runner, insert_once, patches_table
 
 # The format :func:`encode_patch` writes; a row of any other is not read.
@@ -112,7 +112,7 @@ def _decoded(documents: dict[str, str]) -> dict[str, Patch]:
         try:
             out[revision] = decode_patch(document)
         except PatchFormatError as exc:
-            log.msg(
+            say(
                 f"buildbot-revert: the stored patch of {revision[:12]} is unreadable ({exc}); "
                 "it is fetched again"
             )

@@ -31,7 +31,6 @@ from collections import deque
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from twisted.python import log
 
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.snapshot import (
@@ -43,6 +42,7 @@ from buildbot_revert.core.snapshot import (
     save_tracker,
 )
 from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import TableSet
 
 TABLE = "buildbot_revert_memory"
@@ -233,7 +233,7 @@ class Memory(TableSet):
 
         def told(loaded: Loaded) -> Snapshot | None:
             if loaded.why:
-                log.msg(f"buildbot-revert: {loaded.why}")
+                say(f"buildbot-revert: {loaded.why}")
             return loaded.snapshot
 
         return self._run(thd).addCallback(told)

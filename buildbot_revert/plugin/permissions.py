@@ -25,11 +25,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from twisted.python import log
-
 from buildbot_revert.core import standing
 from buildbot_revert.core.grace import ObjectionWindow
 from buildbot_revert.github import GitHubClient, IssueComment, PullRequest
+from buildbot_revert.logline import say
 
 # Seconds a login's role is believed without asking again.
 ROLE_TTL = 600.0
@@ -104,7 +103,7 @@ class Standing:
     def _ignored(self, revision: str, pull: PullRequest, login: str | None, what: str) -> None:
         """The one log line for a "no" that does not count, naming who said it."""
         who = repr(login) if login is not None else "an unknown account"
-        log.msg(
+        say(
             f"buildbot-revert: {revision[:12]}: ignored the {what} by {who} on #{pull.number}: "
             f"neither the change's author nor a user with {self.required!r} permission"
         )

@@ -53,8 +53,8 @@ from buildbot_revert.core.outcomes import pull_number_of_branch
 from buildbot_revert.core.post_verdict import MachineState, PostVerdict
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.tracker import StreakTracker
-from buildbot_revert.core.untrusted import for_terminal
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
@@ -271,14 +271,14 @@ class Pipeline:
                     self._log_verdict(verdict, live=act)
                 yield self._record(verdict, act, to_file)
             elif isinstance(command, Say):
-                log.msg(f"buildbot-revert: {command.text}")
+                say(f"buildbot-revert: {command.text}")
 
     def _request(self, key: RequestKey) -> Any:
         """Ask the master for the build ``key`` names."""
         assert self.hands is not None
         builderid = self.builder_ids.get(key.builder)
         if builderid is None:
-            log.msg(f"buildbot-revert: cannot request a {key.describe()}: unknown builder")
+            say(f"buildbot-revert: cannot request a {key.describe()}: unknown builder")
             return defer.succeed(None)
         streak = self.build_url(key.builder, key.streak) or (f"{key.builder} build {key.streak}")
         return request_build(self.master, self.hands.gatherer, builderid, key, streak)
@@ -326,7 +326,7 @@ class Pipeline:
             state = row.state.get("state") if row.kind == KIND else None
             if isinstance(state, MachineState):
                 self.machine = PostVerdict(self.machine.settings, self._judge_found, state=state)
-                log.msg(
+                say(
                     f"buildbot-revert: took back {len(state.verifying)} verdict(s) held for "
                     f"verification and {len(state.bisecting)} bisection(s) in flight"
                 )
@@ -342,7 +342,7 @@ class Pipeline:
         commands = self.machine.restarted(requested, now)
         if commands:
             yield self._carry_out(commands, None, True, [])
-            log.msg(f"buildbot-revert: requested {len(commands)} build(s) again that never were")
+            say(f"buildbot-revert: requested {len(commands)} build(s) again that never were")
 
     def save(self) -> Any:
         """Write the machine's state (or drop it when nothing is held)."""
@@ -390,15 +390,13 @@ class Pipeline:
         del self.verdicts[:-1000]
         # The builder's name and the explanation (which quotes test names
         # from logs) are untrusted: shown escaped, they drive no terminal.
-        log.msg(
-            for_terminal(
-                f"buildbot-revert: {event.builder} streak from build "
-                f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
-            )
+        say(
+            f"buildbot-revert: {event.builder} streak from build "
+            f"{event.first_failing_build}: {event.reason.value}: {event.explanation}"
         )
         if live and event.reason in PROPOSING and self.hands and self.hands.filer is None:
             revision = event.request.revision if event.request else "?"
-            log.msg(
+            say(
                 f"buildbot-revert: not acting on {revision[:12]}: "
                 "no usable GitHub token (see the line about it above)"
             )

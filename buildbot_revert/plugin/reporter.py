@@ -52,6 +52,7 @@ from twisted.python.failure import Failure
 
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import Verdict
+from buildbot_revert.logline import say
 from buildbot_revert.plugin import history
 from buildbot_revert.plugin.builder_updates import BuilderUpdates
 from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_arguments
@@ -201,7 +202,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         # Several masters without a shared message queue: say once that streaks may be split.
         warning = split_streaks_warning(getattr(self.master, "config", None))
         if warning is not None:
-            log.msg(warning)
+            say(warning)
         # Subscribe before replaying, so no build finishes unseen in between;
         # the lock makes the events wait for the replay.
         self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
@@ -293,7 +294,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
                     skip=skip,
                     decisions=self.decisions,
                 )
-            log.msg(
+            say(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )

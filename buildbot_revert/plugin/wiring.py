@@ -25,10 +25,10 @@ from typing import Any, Generic, TypeVar, cast
 
 from treq.client import HTTPClient
 from twisted.internet import defer
-from twisted.python import log
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.github import GitHubClient
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import (
     Mode,
     Settings,
@@ -164,12 +164,12 @@ class Wiring:
         if token is None:
             # A dry run needs no token: without one it says so without the
             # token's error line, and the file names decide.
-            log.msg(
+            say(
                 "buildbot-revert: a dry run without a usable GitHub token: the suspects' "
                 "diffs are not read from GitHub (the file names decide)"
             )
             return None
-        log.msg(
+        say(
             f"buildbot-revert: reading the diffs of suspect commits from GitHub with "
             f"{describe_token(settings.token)} (nothing else is done on GitHub in a dry run)"
         )
@@ -179,7 +179,7 @@ class Wiring:
     def _github(self, settings: Settings) -> Any:
         """The GitHub client the mode needs, or None (dry run, or no usable token)."""
         if settings.mode is Mode.DRY_RUN:
-            log.msg(
+            say(
                 f"buildbot-revert: {settings.repo}, mode 'dry-run': verdicts are logged and "
                 "proposed reverts recorded in the master's database; nothing is done on GitHub"
             )
@@ -187,7 +187,7 @@ class Wiring:
         token = yield self.render_token(settings)
         if token is None:
             return None
-        log.msg(
+        say(
             f"buildbot-revert: {settings.repo}, mode {settings.mode.value!r}: "
             f"acting on GitHub with {describe_token(settings.token)}"
         )
@@ -208,7 +208,7 @@ class Wiring:
             return token
         what = describe_token(settings.token)
         needs = f"mode {settings.mode.value!r} needs it, so nothing is done on GitHub"
-        log.msg(
+        say(
             f"buildbot-revert: {what} {problem}; {needs} until it is supplied and the "
             "master restarted"
         )
@@ -244,7 +244,7 @@ class Wiring:
             try:
                 url = yield self.render(spec.url)
             except Exception as exc:
-                log.msg(
+                say(
                     f"buildbot-revert: a {spec.name} webhook URL could not be rendered "
                     f"({type(exc).__name__}); that webhook is off"
                 )
@@ -252,10 +252,10 @@ class Wiring:
             problem = webhook_url_problem(url) if isinstance(url, str) else "is not a string"
             if problem is not None:
                 # Checked here too: a renderable's value is unknown at checkconfig.
-                log.msg(f"buildbot-revert: a {spec.name} webhook URL {problem}; it is off")
+                say(f"buildbot-revert: a {spec.name} webhook URL {problem}; it is off")
                 continue
             hooks.append(Webhook(spec, url.strip(), self.http(), self.reactor))
-            log.msg(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")
+            say(f"buildbot-revert: notifying a {spec.name} webhook at {public_part(url)}")
         return Notifier(hooks)
 
     def master_name(self) -> str:

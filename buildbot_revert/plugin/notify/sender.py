@@ -28,6 +28,7 @@ from twisted.python import log
 
 from buildbot_revert.github.body import BodyTooLarge, read_limited
 from buildbot_revert.github.transport import HTTPClient
+from buildbot_revert.logline import say
 from buildbot_revert.plugin.notify import discord, plain, slack, zulip
 from buildbot_revert.plugin.notify.notice import Notice
 from buildbot_revert.plugin.notify.render import Message
@@ -52,7 +53,7 @@ class Webhook:
         http: HTTPClient,
         clock: Any,
         *,
-        say: Callable[[str], None] = log.msg,
+        say: Callable[[str], None] = say,
     ) -> None:
         self.spec = spec
         self.public = public_part(url)

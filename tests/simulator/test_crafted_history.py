@@ -122,20 +122,31 @@ CASES: dict[str, Callable[[Path, Build], None]] = {
 }
 
 
+# The child writes its own peak RSS (VmHWM of the memory it made after exec)
+# when it exits. The rusage of wait4 would not do: Linux starts a forked
+# child's peak at its parent's size, and an xdist worker is hundreds of MB.
+_PEAK_ON_EXIT = (
+    "import atexit, os\n"
+    "def _peak():\n"
+    "    with open('/proc/self/status') as status:\n"
+    "        hwm = next(line for line in status if line.startswith('VmHWM:'))\n"
+    "    with open(os.environ['CRAFTED_PEAK_FILE'], 'w') as out:\n"
+    "        out.write(hwm.split()[1])\n"
+    "atexit.register(_peak)\n"
+    "from simulator.cli import run\n"
+    "run()\n"
+)
+
+
 def simulate(history: Path, data: Path) -> tuple[int, str, int]:
-    """Run the real ``simulate`` on ``history``: exit status, stderr, its peak RSS in KB."""
-    env = {**os.environ, paths.DATA_ENV: str(data)}
-    argv = [sys.executable, "-c", "from simulator.cli import run; run()"]
-    argv += ["--history", str(history), "--since", SINCE]
-    with subprocess.Popen(
+    """Run the real ``simulate`` on ``history``: exit status, stderr, its own peak RSS in KB."""
+    peak_file = data.parent / f"{history.stem}.peak"
+    env = {**os.environ, paths.DATA_ENV: str(data), "CRAFTED_PEAK_FILE": str(peak_file)}
+    argv = [sys.executable, "-c", _PEAK_ON_EXIT, "--history", str(history), "--since", SINCE]
+    proc = subprocess.run(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True
-    ) as proc:
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-        # wait4 gives this child's own usage, not the largest of every child so far.
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err, usage.ru_maxrss
+    )
+    return proc.returncode, proc.stderr, int(peak_file.read_text())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

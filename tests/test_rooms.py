@@ -1,8 +1,11 @@
-"""Small rooms: no module over 500 lines, no function over 60, in the code people read.
+"""Rooms: no module over 800 lines, no function over 60, in the code people read.
 
 The limits ``docs/development.md`` states for the project's code, checked
 here so that a change cannot quietly grow a module or a function past them.
 A function counts from its ``def`` to its last line, docstring included.
+A module holds one responsibility; above about 800 lines, look again
+(issue 45: a class keeps one larger module rather than being cut into
+mixins over several to meet a smaller number).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("buildbot_revert", "simulator", "benchmarks", "testkit")
-MODULE_LINES = 500
+MODULE_LINES = 800
 FUNCTION_LINES = 60
 
 

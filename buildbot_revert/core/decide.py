@@ -1,28 +1,38 @@
 """Deciding a red streak at its N-th failure: the checks, in the theory of operation's order.
 
 The tracker (:mod:`.tracker`) feeds builds and opens and closes streaks;
-when a streak reaches the policy's N failures it asks the methods here
-(:class:`StreakDecisions`, a base of :class:`~.tracker.StreakTracker`) for
-its verdict: the structural rule (green before, exactly one suspect, not a
-revert, not too old), the narrowing of several suspects by intersection,
-the evidence guards (:mod:`.guards`) with corroboration, and the last word
-(already proposed, tolerated, or a revert).  Each check that declines gives
-a :class:`~.guards.Decline`; the verdict is built from the first.
+when a streak reaches the policy's N failures it asks its
+:class:`StreakDecisions` for the verdict: the structural rule (green
+before, exactly one suspect, not a revert, not too old), the narrowing of
+several suspects by intersection, the evidence guards (:mod:`.guards`)
+with corroboration, and the last word (already proposed, tolerated, or a
+revert).  Each check that declines gives a :class:`~.guards.Decline`; the
+verdict is built from the first.  Beside its checks a decision reads facts
+that are not checks: what in a change's diff links it to the failing cases
+(:mod:`.caselink`), what its own pull request's builds showed
+(:mod:`.pullbuilds`), the configurations that passed it
+(:mod:`.configurations`).
 
-The methods read the tracker's own state (its policy, builders, memories
-and proposals, declared on :class:`~.decision_context.DecisionContext` with
-the facts a decision reads beside its checks), which stays on the tracker:
-that state is what a shell saves and restores, and what a
-:class:`~.group.TrackerGroup` shares.
+:class:`StreakDecisions` is a collaborator the tracker owns, not a base
+of it: everything it reads or writes of the tracker's memory (its policy,
+builders, streaks, memories and proposals) and the shell's callbacks come
+in by keyword as one :class:`DecisionInputs`, which the tracker hands over
+whenever it binds them (made, restored, given callbacks, joined to a
+group).  The memory stays the tracker's: it is what a shell saves and
+restores, and what a :class:`~.group.TrackerGroup` shares.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import NamedTuple
 
-from buildbot_revert.core.decision_context import DecisionContext
-from buildbot_revert.core.diff_wants import DiffWants
+from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.configurations import Configurations, configuration_specific
+from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.guards import (
     Compared,
     Decline,
@@ -32,11 +42,14 @@ from buildbot_revert.core.guards import (
     specific_tests,
 )
 from buildbot_revert.core.intersection import Blamelist, describe, intersect, outcome
+from buildbot_revert.core.memory import FailureMemory, FlakeMemory, Landings
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.policy import CORROBORABLE, Guard
+from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
+from buildbot_revert.core.pullbuilds import PullRequestBuilds, evidence
 from buildbot_revert.core.references import is_revert
-from buildbot_revert.core.streaks import OpenStreak
-from buildbot_revert.core.suspects import RankInput, rank_suspects
+from buildbot_revert.core.relevance import code_files
+from buildbot_revert.core.streaks import BuilderState, OpenStreak
+from buildbot_revert.core.suspects import FileFacts, RankInput, rank_suspects
 from buildbot_revert.core.verdicts import (
     PROPOSING,
     PullRequestEvidence,
@@ -72,13 +85,66 @@ class Decided(NamedTuple):
     suspect: Change | None
 
 
-class StreakDecisions(DecisionContext, DiffWants):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionInputs:
+    """What a :class:`StreakDecisions` reads and writes: the tracker's memory and callbacks.
+
+    The same objects the tracker holds (not copies): a decision records its
+    proposals, pointing workers and intersectable streaks in them.
+    """
+
+    policy: Policy
+    # The evidence guards the policy asks.
+    guards: frozenset[Guard]
+    # Builders whose streaks may propose (None: every builder).
+    watched: Callable[[str], bool] | None
+    builders: dict[str, BuilderState]
+    # Each builder's open streak.
+    streaks: dict[str, OpenStreak]
+    # The decided streaks an intersection may take part in (see StreakTracker).
+    intersectable: dict[str, tuple[int, str, OpenStreak]]
+    failures: FailureMemory
+    landings: Landings
+    flakes: FlakeMemory
+    # builder -> the step names seen failing on it (.configurations).
+    steps: dict[str, frozenset[str]]
+    pulls: PullRequestBuilds
+    # revision -> worker -> what its streak failed (see StreakDecisions._point_at).
+    pointing: dict[str, dict[str, frozenset[str]]]
+    # revision -> the request that first proposed it (None: before the tracker).
+    proposed: dict[str, RevertRequest | None]
+    facts: FileFacts
+    read: EvidenceReader
+    diffs: DiffReader | None
+    # Whether multiple-changes verdicts rank their suspects.
+    ranking: bool
+
+
+class StreakDecisions:
     """The checks that decide a streak at its N-th failure (see the module)."""
 
-    # The deciding builder and the other red builders' blamelists, within one decision.
-    _red_now: tuple[str, list[Blamelist]] | None = None
+    def __init__(self, given: DecisionInputs) -> None:
+        self._policy = given.policy
+        self._guards = given.guards
+        self._watched = given.watched
+        self._builders = given.builders
+        self._streaks = given.streaks
+        self._intersectable = given.intersectable
+        self._failures = given.failures
+        self._landings = given.landings
+        self._flakes = given.flakes
+        self._steps = given.steps
+        self._pulls = given.pulls
+        self._pointing = given.pointing
+        self._proposed = given.proposed
+        self._facts = given.facts
+        self._read = given.read
+        self._diffs = given.diffs
+        self._ranking = given.ranking
+        # The deciding builder and the other red builders' blamelists, within one decision.
+        self._red_now: tuple[str, list[Blamelist]] | None = None
 
-    def _decide(self, streak: OpenStreak, last: Build) -> Verdict:
+    def decide(self, streak: OpenStreak, last: Build) -> Verdict:
         """The verdict on a streak at its N-th failure; what the tracker remembers of it."""
         self._red_now = None
         decided = self._check(streak, last)
@@ -134,7 +200,7 @@ class StreakDecisions(DecisionContext, DiffWants):
         """
         return rank_suspects(
             RankInput(
-                policy=self.policy,
+                policy=self._policy,
                 suspects=streak.suspects,
                 failing=common,
                 cases=tuple(specific.names()) if specific is not None else (),
@@ -192,7 +258,7 @@ class StreakDecisions(DecisionContext, DiffWants):
         if declined is None:
             change = streak.suspects[0]
             return Decided(*self._single(streak, change, last), change)
-        if declined.reason is Reason.MULTIPLE_CHANGES and self.policy.intersection:
+        if declined.reason is Reason.MULTIPLE_CHANGES and self._policy.intersection:
             return self._by_intersection(streak, last, declined)
         suspect = streak.suspects[0] if len(streak.suspects) == 1 else None
         return Decided(*declined, suspect)
@@ -204,7 +270,7 @@ class StreakDecisions(DecisionContext, DiffWants):
             return Decline(
                 Reason.NOT_WATCHED, "the builder is not watched: its evidence only informs"
             )
-        n = self.policy.failures
+        n = self._policy.failures
         declined = self._guard(streak, change, last)
         if declined is None:
             return self._propose(
@@ -213,7 +279,7 @@ class StreakDecisions(DecisionContext, DiffWants):
                 f"{n} consecutive failing builds after a green build, and the first failing "
                 f"build holds exactly this one change{self._linked(streak, change)}",
             )
-        k = self.policy.corroboration
+        k = self._policy.corroboration
         agreeing = sum(1 for other in workers.values() if other & failed)
         if not (k and agreeing >= k and declined.reason.value in CORROBORABLE):
             return declined
@@ -245,7 +311,7 @@ class StreakDecisions(DecisionContext, DiffWants):
             )
         state = self._builders[last.builder]
         if state.tolerated:
-            tags = ", ".join(sorted(state.tags & self.policy.tolerated_tags))
+            tags = ", ".join(sorted(state.tags & self._policy.tolerated_tags))
             return Decline(
                 Reason.TOLERATED_BUILDER,
                 f"the builder is allowed to fail (tagged {tags}): it never proposes alone; "
@@ -275,7 +341,7 @@ class StreakDecisions(DecisionContext, DiffWants):
                 Reason.MULTIPLE_CHANGES, f"{declined.sentence}; {outcome(found)} ({who})", None
             )
         why = (
-            f"{self.policy.failures} consecutive failing builds after a green build; the first "
+            f"{self._policy.failures} consecutive failing builds after a green build; the first "
             f"holds {len(streak.suspects)} changes, and {outcome(found)}: {who}"
         )
         how = f"{outcome(found)} ({who})"
@@ -316,7 +382,7 @@ class StreakDecisions(DecisionContext, DiffWants):
             common_tests(named) if len(named) == len(streak.signatures) else frozenset(),
             frozenset(c.revision for c in streak.suspects),
         )
-        if streak.count >= self.policy.failures:
+        if streak.count >= self._policy.failures:
             # Past the evidence, nothing of it changes (see StreakTracker._failed).
             streak.blamelist = blamelist
         return blamelist
@@ -324,7 +390,7 @@ class StreakDecisions(DecisionContext, DiffWants):
     def _red_blamelists(self, deciding: str) -> list[Blamelist]:
         """Every other builder that may take part in an intersection, as it stands now.
 
-        Made once per decision (:meth:`_decide`), for the intersection and
+        Made once per decision (:meth:`decide`), for the intersection and
         the ranking alike: nothing but the deciding builder's own entry
         changes in between, and it is not among them.
         """
@@ -370,12 +436,12 @@ class StreakDecisions(DecisionContext, DiffWants):
 
     def _too_old(self, change: Change, last: Build) -> Decline | None:
         """The change landed longer before the N-th failure than the policy allows."""
-        max_age = self.policy.max_culprit_age
+        max_age = self._policy.max_culprit_age
         if max_age is not None and last.completed_at - change.when > max_age:
             age_h = (last.completed_at - change.when) / _HOUR
             return Decline(
                 Reason.CULPRIT_TOO_OLD,
-                f"the change landed {age_h:.1f} h before failure number {self.policy.failures}, "
+                f"the change landed {age_h:.1f} h before failure number {self._policy.failures}, "
                 f"more than the {max_age / _HOUR:g} h the policy allows",
             )
         return None
@@ -417,7 +483,7 @@ class StreakDecisions(DecisionContext, DiffWants):
         state = self._builders[last.builder]
         return first_decline(
             GuardInput(
-                policy=self.policy,
+                policy=self._policy,
                 change=change,
                 builder=last.builder,
                 signatures=[s for s in streak.signatures if s is not None],
@@ -435,6 +501,55 @@ class StreakDecisions(DecisionContext, DiffWants):
                 tied_by_pull_request=self._tied(streak, change, asked),
             ),
             asked,
+        )
+
+    def _linked(self, streak: OpenStreak, change: Change) -> str:
+        """What in the change's diff links it to the failing cases ("" without a diff)."""
+        diff = self._diffs(change) if self._diffs is not None and change.files else None
+        if diff is None:
+            return ""
+        named = [s for s in streak.signatures if s is not None and not s.generic]
+        policy = self._policy
+        files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+        linked = link_cases(
+            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
+        )
+        return f"; {linked.sentence}" if linked.linked else f"; in its diff, {linked.sentence}"
+
+    def _pull_request(self, streak: OpenStreak, change: Change) -> PullRequestEvidence | None:
+        """What the change's own pull request's builds showed before it was merged."""
+        named = [s for s in streak.signatures if s is not None and not s.generic]
+        return evidence(
+            self._pulls,
+            change,
+            specific_tests(named).ids if named else frozenset(),
+            streak.first.worker,
+            self._policy,
+            self._read,
+        )
+
+    def _tied(self, streak: OpenStreak, change: Change, asked: frozenset[Guard]) -> bool:
+        """Whether the pull request's own failing build ties ``change`` after a long gap."""
+        if Guard.STALE_GREEN not in asked or streak.green_at is None:
+            return False
+        if streak.first.completed_at - streak.green_at <= self._policy.stale_green_after:
+            return False
+        pull = self._pull_request(streak, change)
+        return pull is not None and pull.ties
+
+    def _configurations(
+        self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
+    ) -> Configurations | None:
+        """The configurations that passed ``change`` while every failing one is stale."""
+        if Guard.CONFIGURATION not in asked:
+            return None
+        return configuration_specific(
+            streak,
+            change,
+            self._streaks,
+            self._builders,
+            self._steps,
+            self._policy.stale_green_after,
         )
 
 

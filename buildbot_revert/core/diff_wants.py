@@ -25,6 +25,12 @@ builder's streak after a long gap: a change found is judged then.  Only
 changes whose files are known: the core reads no diff of the others.
 Everything else (the builds before N, those past it, green builds) wants
 none.  This is a read: the tracker is not changed.
+
+:class:`DiffWants` is a collaborator the tracker owns, not a base of it:
+it is given the tracker's policy, guards, ``watched`` callback, builders
+and open streaks (the same objects, not copies) whenever the tracker binds
+them, and the tracker's :meth:`~.tracker.StreakTracker.diffs_wanted` asks
+it.
 """
 
 from __future__ import annotations
@@ -41,14 +47,24 @@ _NONE: tuple[Change, ...] = ()
 
 
 class DiffWants:
-    """The question a shell asks before feeding a build; a base of the tracker."""
+    """The question a shell asks before feeding a build (see the module)."""
 
-    # The tracker's state the question reads (set by StreakTracker.__init__).
-    policy: Policy
-    _watched: Callable[[str], bool] | None
-    _guards: frozenset[Guard]
-    _builders: dict[str, BuilderState]
-    _streaks: dict[str, OpenStreak]
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        guards: frozenset[Guard],
+        watched: Callable[[str], bool] | None,
+        builders: dict[str, BuilderState],
+        streaks: dict[str, OpenStreak],
+    ) -> None:
+        self._policy = policy
+        self._guards = guards
+        # Builders whose streaks may propose (None: every builder).
+        self._watched = watched
+        # The tracker's builders and their open streaks, as it feeds them.
+        self._builders = builders
+        self._streaks = streaks
 
     def diffs_wanted(self, build: Build, *, bisection: bool = False) -> tuple[Change, ...]:
         """The changes whose diffs feeding ``build`` may read (see the module).
@@ -70,12 +86,12 @@ class DiffWants:
         if build.result != _FAILURE:
             return _NONE
         if streak is None:
-            if self.policy.failures != 1 or state is None:
+            if self._policy.failures != 1 or state is None:
                 return _NONE
             suspects, green_at = (*state.untested, *build.changes), state.green_at
             started_at = build.completed_at
         else:
-            if streak.count + 1 != self.policy.failures:
+            if streak.count + 1 != self._policy.failures:
                 return _NONE
             suspects, green_at = streak.suspects, streak.green_at
             started_at = streak.first.completed_at
@@ -91,6 +107,6 @@ class DiffWants:
         """The suspects with known files, when the stale-green guard will read their diffs."""
         if green_at is None or Guard.STALE_GREEN not in self._guards:
             return _NONE
-        if started_at - green_at <= self.policy.stale_green_after:
+        if started_at - green_at <= self._policy.stale_green_after:
             return _NONE
         return tuple(c for c in suspects if c.files)

@@ -76,8 +76,9 @@ class TrackerGroup:
         ] = []
         for members in by_key.values():
             lead = trackers[members[0]]
+            books = lead.books()
             for i in members:
-                trackers[i].share_books(lead)
+                trackers[i].share_books(books)
             # Past every member's evidence, a FAILURE build changes nothing
             # any of them judges (a streak counts its run's builds, and the
             # failure memory follows the run: see StreakTracker.judge).

@@ -61,7 +61,7 @@ class OpenStreak:
         self.verdict: Verdict | None = None
         # What the evidence builds fail in common, once decided.
         self.evidence: frozenset[str] = frozenset()
-        # The streak as an intersection sees it (StreakTracker._blamelist),
+        # The streak as an intersection sees it (StreakDecisions._blamelist),
         # once its evidence is complete: it is asked again at every other
         # builder's decision while this one stays red.
         self.blamelist: Blamelist | None = None

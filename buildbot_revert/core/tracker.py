@@ -1,9 +1,14 @@
 """The streak tracker: the policy's rules, as a pure state machine.
 
-Here builds are fed and streaks opened and closed; deciding a streak at its
-N-th failure is :mod:`.decide`, the guards :mod:`.guards`, their memories
-:mod:`.memory`, what it holds of builders and streaks :mod:`.streaks`; a
-sweep's trackers share their bookkeeping through :mod:`.group`.
+Here builds are fed and streaks opened and closed.  The tracker owns its
+memory and two collaborators it hands that memory to explicitly: deciding
+a streak at its N-th failure is its :class:`~.decide.StreakDecisions`
+(given a :class:`~.decide.DecisionInputs`), and which diffs a decision
+will read, for a shell that must fetch them first, its
+:class:`~.diff_wants.DiffWants`.  The guards are :mod:`.guards`, their
+memories :mod:`.memory`, what it holds of builders and streaks
+:mod:`.streaks`; a sweep's trackers share their bookkeeping (:class:`Books`)
+through :mod:`.group`.
 
 Theory of operation
 ===================
@@ -82,11 +87,14 @@ started (the plugin's ledger), a restarted tracker never proposes one twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from buildbot_revert.core.configurations import remember_build_steps
-from buildbot_revert.core.decide import StreakDecisions
+from buildbot_revert.core.decide import DecisionInputs, StreakDecisions
+from buildbot_revert.core.diff_wants import DiffWants
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader, ReadBuild, read_evidence, read_off
+from buildbot_revert.core.flaky_cases import CaseFlake
 from buildbot_revert.core.memory import (
     FailureMemory,
     FailureRun,
@@ -109,8 +117,32 @@ _NO_EVENTS: tuple[Event, ...] = ()
 _FAILURE = int(Result.FAILURE)
 
 
-class StreakTracker(StreakDecisions):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Books:
+    """A tracker's bookkeeping of every build, which the trackers of a group share.
+
+    What :meth:`StreakTracker.books` gives and :meth:`StreakTracker.share_books`
+    takes: the same objects, not copies.
+    """
+
+    # The policy they were kept under: whether the derived memories fit another's.
+    policy: Policy
+    builders: dict[str, BuilderState]
+    landings: Landings
+    branches: set[str | None]
+    steps: dict[str, frozenset[str]]
+    stepped: list[Build | None]
+    pulls: PullRequestBuilds
+    facts: FileFacts
+    flakes: FlakeMemory
+
+
+class StreakTracker:
     """Tracks every builder's red streaks under one :class:`Policy`."""
+
+    # Its collaborators, handed its memory and callbacks (see _hand_over).
+    _decisions: StreakDecisions
+    _wants: DiffWants
 
     def __init__(
         self,
@@ -170,6 +202,42 @@ class StreakTracker(StreakDecisions):
         self._shorts: dict[tuple[int, bool], str] = {}
         # What changes' files say, for ranking suspects: derived, never saved.
         self._facts = FileFacts()
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the collaborators the tracker's memory and callbacks as they are bound now.
+
+        Called wherever the tracker binds them: when it is made, restored,
+        given the shell's callbacks, or joins a group's books.
+        """
+        self._decisions = StreakDecisions(
+            DecisionInputs(
+                policy=self.policy,
+                guards=self._guards,
+                watched=self._watched,
+                builders=self._builders,
+                streaks=self._streaks,
+                intersectable=self._intersectable,
+                failures=self._failures,
+                landings=self._landings,
+                flakes=self._flakes,
+                steps=self._steps,
+                pulls=self._pulls,
+                pointing=self._pointing,
+                proposed=self._proposed,
+                facts=self._facts,
+                read=self._read,
+                diffs=self._diffs,
+                ranking=self._ranking,
+            )
+        )
+        self._wants = DiffWants(
+            policy=self.policy,
+            guards=self._guards,
+            watched=self._watched,
+            builders=self._builders,
+            streaks=self._streaks,
+        )
 
     # -- feeding ------------------------------------------------------------
 
@@ -304,13 +372,13 @@ class StreakTracker(StreakDecisions):
                 state.run,
             )
             if self.policy.failures == 1:
-                return (self._decide(streak, build),)
+                return (self._decisions.decide(streak, build),)
             return _NO_EVENTS
         streak.failing.append(build)
         streak.signatures.append(signature)
         streak.infra.append(infra)
         if streak.count == self.policy.failures:
-            return (self._decide(streak, build),)
+            return (self._decisions.decide(streak, build),)
         return _NO_EVENTS
 
     def feed_all(self, builds: Iterable[Build]) -> list[Event]:
@@ -337,21 +405,38 @@ class StreakTracker(StreakDecisions):
         for revision in revisions:
             self._proposed.setdefault(revision, None)
 
-    def share_books(self, lead: StreakTracker) -> None:
-        """Keep ``lead``'s bookkeeping of every build instead of this tracker's own.
+    def books(self) -> Books:
+        """This tracker's bookkeeping of every build, for others to share (:meth:`share_books`)."""
+        return Books(
+            policy=self.policy,
+            builders=self._builders,
+            landings=self._landings,
+            branches=self._branches,
+            steps=self._steps,
+            stepped=self._stepped,
+            pulls=self._pulls,
+            facts=self._facts,
+            flakes=self._flakes,
+        )
 
-        For a :class:`~.group.TrackerGroup`: ``lead`` books each build (:meth:`book`) and
-        this tracker only judges it (:meth:`judge`), before either is fed.
+    def share_books(self, books: Books) -> None:
+        """Keep a lead tracker's ``books`` of every build instead of this tracker's own.
+
+        For a :class:`~.group.TrackerGroup`: the lead books each build (:meth:`book`) and
+        this tracker only judges it (:meth:`judge`), before either is fed.  What
+        changes' files say and the flakes noted are shared only when the two
+        policies read them alike.
         """
         if self._builders or self._streaks:
             raise ValueError("a tracker joins a group before it is fed")
-        self._builders = lead._builders
-        self._landings = lead._landings
-        self._branches = lead._branches
-        self._steps, self._stepped = lead._steps, lead._stepped
-        self._pulls = lead._pulls
-        self._facts = lead._facts if same_file_rules(self.policy, lead.policy) else self._facts
-        self._flakes = lead._flakes if same_flake_notes(self.policy, lead.policy) else self._flakes
+        self._builders = books.builders
+        self._landings = books.landings
+        self._branches = books.branches
+        self._steps, self._stepped = books.steps, books.stepped
+        self._pulls = books.pulls
+        self._facts = books.facts if same_file_rules(self.policy, books.policy) else self._facts
+        self._flakes = books.flakes if same_flake_notes(self.policy, books.policy) else self._flakes
+        self._hand_over()
 
     # -- memory across restarts ---------------------------------------------
 
@@ -365,6 +450,7 @@ class StreakTracker(StreakDecisions):
         return {name: self.__dict__[name] for name in _STATE}
 
     def __setstate__(self, state: dict[str, object]) -> None:
+        """The tracker ``state`` describes, with no callbacks (see :meth:`attach`)."""
         self.__dict__.update(state)
         self._watched = None
         self._tags_of = None
@@ -372,6 +458,9 @@ class StreakTracker(StreakDecisions):
         self._read = read_evidence
         self._stepped = [None]
         self._ranking = True
+        # Derived, never saved; set here too for a copy, which skips __init__.
+        self._facts = FileFacts()
+        self._hand_over()
 
     def attach(
         self,
@@ -383,6 +472,27 @@ class StreakTracker(StreakDecisions):
         self._watched = watched
         self._tags_of = tags_of
         self._diffs = diffs
+        self._hand_over()
+
+    def diffs_wanted(self, build: Build, *, bisection: bool = False) -> tuple[Change, ...]:
+        """The changes whose diffs feeding ``build`` may read (:mod:`.diff_wants`; a read).
+
+        ``bisection``: whether the shell runs bisection builds, which may
+        pin one change of several later.
+        """
+        return self._wants.diffs_wanted(build, bisection=bisection)
+
+    def judge_found(self, builder: str, change: Change, how: str) -> Verdict | None:
+        """The verdict on a change bisection found among the builder's suspects.
+
+        See :meth:`.decide.StreakDecisions.judge_found`: None when the
+        builder's streak is over or no longer holds the change.
+        """
+        return self._decisions.judge_found(builder, change, how)
+
+    def flaky_cases(self, count: int) -> list[CaseFlake]:
+        """The ``count`` test cases that failed alone most often (:mod:`.flaky_cases`)."""
+        return self._flakes.cases.top(count)
 
     def failing_of(self, builder: str) -> tuple[Build, ...]:
         """The first N failing builds of the builder's open streak (empty when not red)."""
@@ -489,6 +599,26 @@ class StreakTracker(StreakDecisions):
         # A streak that ended before its N-th failure (most do) is decided
         # here: its verdict is reported with it, first.
         return (ended,) if decided else (verdict, ended)
+
+    def _short(self, count: int, ended: bool) -> str:
+        """Why a streak of ``count`` failures was not decided: it ended, or the history did.
+
+        Most streaks are one or two failures: each sentence is made once
+        (fewer than N of each), and a shell that keeps thousands of them
+        holds one copy.
+        """
+        key = (count, ended)
+        text = self._shorts.get(key)
+        if text is None:
+            n = self.policy.failures
+            text = self._shorts[key] = (
+                f"the builder went green again after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+                if ended
+                else f"the history ends after {count} failing build(s), "
+                f"before the {n} the policy waits for"
+            )
+        return text
 
 
 # The attributes a tracker's state is made of: what __getstate__ gives a shell.

@@ -22,8 +22,11 @@ from hypothesis import strategies as st
 import buildbot_revert
 from buildbot_revert.core import snapshot
 from buildbot_revert.core.codec import FormatError
+from buildbot_revert.core.model import Build, Result
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.tracker import StreakTracker
+from buildbot_revert.core.verdicts import Reason, Verdict
+from tests.core.test_diff_wants import DAY, T0, change, failing
 from tests.generated import generated_builds
 
 
@@ -181,3 +184,24 @@ def test_a_snapshot_saved_before_a_field_is_renamed_is_refused_after_it(tmp_path
     after = _keys_in(root, saved)
     assert after["schema"] != snapshot.SCHEMA
     assert "other fields" in str(after["refused"])
+
+
+def test_callbacks_attached_to_a_restored_tracker_are_what_it_decides_and_asks_with():
+    # A restored tracker hands its decisions and its diffs' question the
+    # callbacks the shell attaches, not the ones it was restored without.
+    b = change("b", T0 + DAY)
+    tracker = StreakTracker(Policy())
+    tracker.feed(Build("B", 1, int(Result.SUCCESS), T0 - 60, T0))
+    tracker.feed(failing("B", 2, T0 + DAY, b))
+    tracker.feed(failing("B", 3, T0 + DAY + 60))
+    third = failing("B", 4, T0 + DAY + 120)
+
+    def nothing(name: str) -> bool:
+        return False
+
+    for watched, wanted, reason in ((None, (b,), Reason.REVERT), (nothing, (), Reason.NOT_WATCHED)):
+        restored = snapshot.restore_tracker(snapshot.save_tracker(tracker), Policy())
+        restored.attach(watched, None)
+        assert restored.diffs_wanted(third) == wanted
+        [verdict] = restored.feed(third)
+        assert isinstance(verdict, Verdict) and verdict.reason is reason

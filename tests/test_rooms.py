@@ -59,9 +59,6 @@ def test_the_check_sees_a_long_function_and_a_long_module(tmp_path: Path) -> Non
 
 # Where a class may not be assembled from more than one of our own classes.
 ASSEMBLED_PACKAGES = ("buildbot_revert", "simulator")
-# StreakTracker's mixins are another change's to remove (issue 45, item 6):
-# the lead drops this line when merging it.
-ASSEMBLED_YET = frozenset({"StreakDecisions", "StreakTracker"})
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -134,9 +131,7 @@ def _is_ours(base: ast.expr, classes: set[str], modules: set[str]) -> bool:
 
 
 def test_no_class_is_assembled_from_several_of_ours() -> None:
-    found = assembled()
-    allowed = [line for line in found if line.split(" ", 1)[1].split("(")[0] in ASSEMBLED_YET]
-    assert [line for line in found if line not in allowed] == []
+    assert assembled() == []
 
 
 def test_the_check_sees_a_class_assembled_from_two_of_ours(tmp_path: Path) -> None:

@@ -233,7 +233,9 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
             summary=f"no reporter named {name!r} runs on this master: the ledger is shown as is",
         )
     mode = settings.mode
-    acting = mode is not Mode.DRY_RUN and reporter.filer is not None
+    acting = (
+        mode is not Mode.DRY_RUN and reporter.parts is not None and reporter.parts.filer is not None
+    )
     summary = _MODES[mode]
     if mode is not Mode.DRY_RUN and not acting:
         summary += (

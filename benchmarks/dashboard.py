@@ -48,7 +48,7 @@ from buildbot_revert.core.model import Build, Change  # noqa: E402
 from buildbot_revert.core.policy import Policy  # noqa: E402
 from buildbot_revert.core.tracker import StreakTracker  # noqa: E402
 from buildbot_revert.core.verdicts import Reason, Streak, Verdict  # noqa: E402
-from buildbot_revert.plugin import decisions, ledger, memory  # noqa: E402
+from buildbot_revert.plugin import decisions, ledger_tables, memory  # noqa: E402
 from simulator.history.store import HistoryStore  # noqa: E402
 from simulator.synthetic.generator import generate  # noqa: E402
 from testkit.buildbot.bulk_history import write_history  # noqa: E402
@@ -128,8 +128,8 @@ def write_records(
         if rows:
             conn.execute(decisions.verdicts_table.insert(), rows)
         if entries:
-            conn.execute(ledger.ledger_table.insert(), entries)
-            conn.execute(ledger.qualified_table.insert(), qualified)
+            conn.execute(ledger_tables.ledger_table.insert(), entries)
+            conn.execute(ledger_tables.qualified_table.insert(), qualified)
     return len(rows), len(entries)
 
 

@@ -202,7 +202,7 @@ def check_store(path: Path, truth: Truth) -> Checked:
     store = HistoryStore(path)
     try:
         got = {key(b): b for b in store.iter_builds()}
-        waiting = [n for n, ids in store.import_deferred().items() for _ in ids]
+        waiting = [n for n, ids in store.bookkeeping.import_deferred().items() for _ in ids]
     finally:
         store.close()
     wrong = sum(

@@ -57,8 +57,8 @@ from simulator.cli_github import (
 from simulator.cli_history import history_group
 from simulator.history import paths
 from simulator.history.rest_transport import DEFAULT_CONCURRENCY, MAX_CONCURRENCY
-from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
-from simulator.history.store import HistoryError, HistoryStore
+from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH, HistoryError
+from simulator.history.store import HistoryStore
 from simulator.progress import pull_with_progress, replay_with_progress, sweep_with_progress
 from simulator.reports.model import SweepReport, build_report
 from simulator.reports.render import FORMATS, RICH_FORMATS, render_report, render_sweep

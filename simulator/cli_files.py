@@ -29,7 +29,8 @@ from simulator.cli_errors import CLIError
 from simulator.formatting import day
 from simulator.history import paths
 from simulator.history.gitdiffs import GitDiffError, GitDiffs
-from simulator.history.store import HistoryError, HistoryStore
+from simulator.history.schema import HistoryError
+from simulator.history.store import HistoryStore
 
 # -- the history ----------------------------------------------------------------
 

@@ -33,7 +33,8 @@ from buildbot_revert.core.model import Change
 from simulator.analysis.confirm import Confirmation, confirm
 from simulator.analysis.replay import ReplayResult
 from simulator.cli_errors import CLIError, warn
-from simulator.history.store import HistoryError, HistoryStore
+from simulator.history.schema import HistoryError
+from simulator.history.store import HistoryStore
 from simulator.outcomes.answers import Answers
 from simulator.outcomes.github_api import DEFAULT_API_URL, GitHubError, display_url
 from simulator.outcomes.outcomes import GitHubOutcomes, github_outcomes

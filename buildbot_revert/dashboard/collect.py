@@ -50,13 +50,9 @@ from buildbot_revert.dashboard.model import (
 )
 from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
-from buildbot_revert.plugin.ledger import (
-    Entry,
-    Ledger,
-    LedgerState,
-    QualifiedBuilder,
-    WrongReport,
-)
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger_wrong import WrongReport
 from buildbot_revert.plugin.reporter import RevertReporter
 
 DAY = 86400.0
@@ -124,9 +120,9 @@ class Collector:
             blind: list[StreakGroup] = await self._decisions.declined_by_reason(window, now)
             recent: list[Decided] = await self._decisions.latest(MAX_RECENT)
             weeks_ago = now - METRIC_WEEKS * 7 * DAY
-            filed: list[precision.FiledRevert] = await self._ledger.filed_reverts(weeks_ago)
-            missed: list[HumanRevert] = await self._ledger.human_reverts(weeks_ago)
-            wrong: dict[str, WrongReport] = await self._ledger.wrong_of(
+            filed: list[precision.FiledRevert] = await self._ledger.wrong.filed_reverts(weeks_ago)
+            missed: list[HumanRevert] = await self._ledger.human.since(weeks_ago)
+            wrong: dict[str, WrongReport] = await self._ledger.wrong.of(
                 e.revision for e in finished
             )
         except Exception as exc:
@@ -139,7 +135,7 @@ class Collector:
         missing = [r for r in suspects if r is not None and r not in known]
         if missing:
             known.update(await self._ledger.of(missing))
-        qualified: dict[str, list[QualifiedBuilder]] = await self._ledger.qualified_of(
+        qualified: dict[str, list[QualifiedBuilder]] = await self._ledger.builders.of_each(
             e.revision for e in (*pending, *finished)
         )
         names = {s.builder for s in shown} | {d.builder for d in recent}
@@ -237,7 +233,9 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
             summary=f"no reporter named {name!r} runs on this master: the ledger is shown as is",
         )
     mode = settings.mode
-    acting = mode is not Mode.DRY_RUN and reporter.filer is not None
+    acting = (
+        mode is not Mode.DRY_RUN and reporter.parts is not None and reporter.parts.filer is not None
+    )
     summary = _MODES[mode]
     if mode is not Mode.DRY_RUN and not acting:
         summary += (

@@ -37,8 +37,8 @@ from buildbot_revert.core import blindspots, verdicts
 from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.human_reverts import RevertNames, SeenRed
 from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict
-from buildbot_revert.plugin.ledger import Runner, TableSet
 from buildbot_revert.plugin.ledger_human import named
+from buildbot_revert.plugin.ledger_tables import Runner, TableSet
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.

@@ -72,7 +72,7 @@ class DiffSource:
         if not wanted:
             return
         try:
-            stored: dict[str, Patch] = yield self.ledger.patches_of(wanted)
+            stored: dict[str, Patch] = yield self.ledger.patches.of(wanted)
         except Exception as exc:
             say(f"buildbot-revert: could not read stored patches ({type(exc).__name__})")
             stored = {}
@@ -102,7 +102,7 @@ class DiffSource:
             files = None
         self.fetched += 1
         try:
-            yield self.ledger.keep_patch(revision, files, self.clock())
+            yield self.ledger.patches.keep(revision, files, self.clock())
         except Exception as exc:
             # The decision still has it; the next one will ask GitHub again.
             say(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")

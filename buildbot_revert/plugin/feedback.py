@@ -22,7 +22,9 @@ from typing import Any
 from buildbot_revert.core import feedback, standing
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.ledger import Entry, Ledger, WrongReport
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import Entry
+from buildbot_revert.plugin.ledger_wrong import WrongReport
 from buildbot_revert.plugin.permissions import Standing
 
 # How long after filing a revert PR is read for reports: the dashboard's 30
@@ -62,7 +64,7 @@ class Feedback:
         if self._last is not None and now - self._last < self.every:
             return
         self._last = now
-        due: list[Entry] = await self.ledger.feedback_due(
+        due: list[Entry] = await self.ledger.wrong.feedback_due(
             self.master_name, self.clock.seconds() - WINDOW
         )
         for entry in due:
@@ -88,7 +90,7 @@ class Feedback:
                 report = WrongReport(
                     entry.revision, pull.number, login, how, float(self.clock.seconds())
                 )
-                if await self.ledger.record_wrong(report):
+                if await self.ledger.wrong.record(report):
                     say(
                         f"buildbot-revert: {entry.revision[:12]}: revert PR #{pull.number} "
                         f"reported wrong by {login!r} ({how}): counted as a false positive"

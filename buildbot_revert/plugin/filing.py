@@ -63,7 +63,8 @@ from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Mode, Settings, machine_settings
 from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
-from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 from buildbot_revert.plugin.permissions import Standing, epoch_of
 
@@ -127,7 +128,7 @@ class Filer:
         what = grace.fact(event)
         if isinstance(what, StreakEnd):
             if what.ended_at is not None:
-                await self.ledger.streak_ended(
+                await self.ledger.builders.streak_ended(
                     what.builder, what.first_failing_build, what.ended_at
                 )
             return None
@@ -140,7 +141,7 @@ class Filer:
         if entry is None:
             return None
         links = tuple((n, self.build_url(what.builder, n)) for n in what.failing_builds)
-        new = await self.ledger.qualify(
+        new = await self.ledger.builders.qualify(
             what.revision, what.builder, what.first_failing_build, links, what.qualified_at
         )
         if won:
@@ -221,7 +222,7 @@ class Filer:
             mine = entry.master == self.master_name
             if actions.due(entry.state, mine, entry.updated_at, entry.due_at, now):
                 await self.act(entry.revision)
-        for revision in await self.ledger.unannounced():
+        for revision in await self.ledger.builders.unannounced():
             await self.act(revision)
 
     # -- acting -----------------------------------------------------------------
@@ -269,7 +270,7 @@ class Filer:
         )
         self._busy.add(entry.revision)
         try:
-            qualified = await self.ledger.qualified(entry.revision)
+            qualified = await self.ledger.builders.of(entry.revision)
             pull, ctx = await self._pull_and_context(entry, qualified)
             found = (
                 await self.client.find_revert_pull(entry.revision, pull)
@@ -306,7 +307,7 @@ class Filer:
             return
         if entry.state not in _ACTIONABLE:
             return
-        qualified = await self.ledger.qualified(revision)
+        qualified = await self.ledger.builders.of(revision)
         machine = self.machine_of()
         said: File | Withdraw | None = None
         if entry.state == LedgerState.PENDING:

@@ -21,7 +21,8 @@ from buildbot_revert.core.actions import Plan, RevertState, Step
 from buildbot_revert.github import GitHubClient, PullRequest, RevertOutcome
 from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings
-from buildbot_revert.plugin.ledger import Entry, Ledger, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
 # The rows a step may still move: claimed, or waiting out a grace period.
@@ -260,11 +261,13 @@ class Steps:
         assert self.client is not None
         if entry.revert_pr is None:
             return
-        late = [q for q in await self.ledger.qualified(entry.revision) if not q.announced]
+        late = [q for q in await self.ledger.builders.of(entry.revision) if not q.announced]
         # Take them first (a compare-and-set per builder): of two masters
         # announcing at once, one posts each builder; a failure hands them back.
         taken = set(
-            await self.ledger.announce(entry.revision, [(q.builder, q.first_build) for q in late])
+            await self.ledger.builders.announce(
+                entry.revision, [(q.builder, q.first_build) for q in late]
+            )
         )
         late = [q for q in late if (q.builder, q.first_build) in taken]
         if not late:
@@ -273,7 +276,7 @@ class Steps:
         try:
             await self.client.comment(entry.revert_pr, body)
         except BaseException:
-            await self.ledger.unannounce(entry.revision, taken)
+            await self.ledger.builders.unannounce(entry.revision, taken)
             raise
         say(
             f"buildbot-revert: {entry.revision[:12]}: named {len(late)} more builder(s) "
@@ -281,8 +284,8 @@ class Steps:
         )
 
     async def _mark_announced(self, revision: str, builders: set[str] | None = None) -> None:
-        qualified = await self.ledger.qualified(revision)
-        await self.ledger.announce(
+        qualified = await self.ledger.builders.of(revision)
+        await self.ledger.builders.announce(
             revision,
             [
                 (q.builder, q.first_build)

@@ -59,7 +59,8 @@ from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings, machine_settings
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.feedback import INTERVALS, Feedback
-from buildbot_revert.plugin.ledger import Entry, Ledger
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import Entry
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
 Notify = Callable[[Notice], None]
@@ -125,14 +126,14 @@ class FollowUp:
         number = outcomes.pull_number_of_branch(build.branch)
         if number is None:
             return None
-        entry: Entry | None = await self.ledger.by_revert_pr(number)
+        entry: Entry | None = await self.ledger.follow.by_revert_pr(number)
         if entry is None:
             return None
-        qualified = [q.builder for q in await self.ledger.qualified(entry.revision)]
+        qualified = [q.builder for q in await self.ledger.builders.of(entry.revision)]
         builder = outcomes.counterpart(build.builder, qualified)
         if builder is None:
             return None
-        new = await self.ledger.record_revert_build(
+        new = await self.ledger.follow.record_build(
             entry.revision,
             builder,
             build.builder,
@@ -167,8 +168,8 @@ class FollowUp:
         entry: Entry | None = await self.ledger.get(revision)
         if entry is None or entry.revert_pr is None or self.client is None:
             return
-        qualified = [q.builder for q in await self.ledger.qualified(revision)]
-        rows = await self.ledger.revert_builds(revision)
+        qualified = [q.builder for q in await self.ledger.builders.of(revision)]
+        rows = await self.ledger.follow.builds(revision)
         summary = outcomes.summarise(
             qualified,
             (RevertBuild(r.builder, r.pr_builder, r.number, r.result, r.url) for r in rows),
@@ -201,7 +202,7 @@ class FollowUp:
             return
         for revision in sorted(self._stale):
             await self.summarise(revision)
-        for entry in await self.ledger.followed():
+        for entry in await self.ledger.follow.unended():
             if entry.master != self.master_name:
                 continue  # its owner follows it
             try:
@@ -209,7 +210,9 @@ class FollowUp:
             except GitHubError as exc:
                 say(f"buildbot-revert: {entry.revision[:12]}: following its revert PR: {exc}")
         self._merged = [
-            (e.revision, e.title or "") for e in await self.ledger.merged_unrelanded() if e.title
+            (e.revision, e.title or "")
+            for e in await self.ledger.follow.merged_unrelanded()
+            if e.title
         ]
         if self.feedback is not None:
             await self.feedback.check()
@@ -219,7 +222,7 @@ class FollowUp:
         assert self.client is not None and entry.revert_pr is not None
         now = self.clock.seconds()
         number = entry.revert_pr
-        qualified = await self.ledger.qualified(entry.revision)
+        qualified = await self.ledger.builders.of(entry.revision)
         filed_at = entry.filed_at if entry.filed_at is not None else entry.decided_at
         builders = tuple(Qualified(q.qualified_at, q.ended_at) for q in qualified)
         said = self.machine_of().followed(RevertFollowed(entry.revision, filed_at, builders, now))
@@ -240,7 +243,7 @@ class FollowUp:
         if plan.step is Step.KEEP or plan.outcome is None:
             return
         if plan.step is Step.RECORD:
-            if await self.ledger.set_outcome(entry.revision, plan.outcome.value, now):
+            if await self.ledger.follow.set_outcome(entry.revision, plan.outcome.value, now):
                 say(f"buildbot-revert: {entry.revision[:12]}: {plan.why} (#{number})")
             return
         if not any(c.body.startswith(STAND_DOWN_MARKER) for c in comments):
@@ -250,7 +253,7 @@ class FollowUp:
             await self.client.close_pull(number)
         elif plan.step is Step.MARK:
             await self.client.add_labels(number, [NO_LONGER_NEEDED])
-        if await self.ledger.set_outcome(entry.revision, Outcome.SUPERSEDED.value, now):
+        if await self.ledger.follow.set_outcome(entry.revision, Outcome.SUPERSEDED.value, now):
             say(
                 f"buildbot-revert: {entry.revision[:12]}: stood down revert PR #{number} "
                 f"({plan.step.value}): {plan.why}"
@@ -293,7 +296,7 @@ class FollowUp:
         """Link each reland from the row of the change it re-applies."""
         for revision, reland in self.relands(changes):
             now = self.clock.seconds()
-            if await self.ledger.set_outcome(
+            if await self.ledger.follow.set_outcome(
                 revision, Outcome.RELANDED.value, now, unless=("merged",), reland=reland
             ):
                 say(f"buildbot-revert: {revision[:12]} was relanded as {reland[:12]}")
@@ -329,13 +332,13 @@ class FollowUp:
         names = human_reverts.named(change)
         if names is None:
             return
-        seen = list(await self.ledger.seen_red(names))
+        seen = list(await self.ledger.human.seen_red(names))
         if self.decisions is not None:
             seen += await self.decisions.seen_red(names)
         found = human_reverts.missed(change, seen)
         if found is None:
             return
-        if await self.ledger.record_human_revert(found, self.clock.seconds()):
+        if await self.ledger.human.record(found, self.clock.seconds()):
             say(
                 f"buildbot-revert: {found.revision[:12]} was reverted by a human "
                 f"({found.revert[:12]}) and not by the bot ({found.how}): a false negative"

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from buildbot_revert.core.snapshot import RecordKind
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.ledger import Runner, TableSet
+from buildbot_revert.plugin.ledger_tables import Runner, TableSet
 
 HELD_TABLE = "buildbot_revert_held"
 

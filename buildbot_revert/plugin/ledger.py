@@ -28,7 +28,7 @@ opened (:mod:`.filing`): never stuck, never filed twice.
 What a row's pull request says is kept with it (the change's title, the
 verdict's explanation, the evidence), and every builder that qualified for
 the revision has a row of its own in a second table
-(:data:`qualified_table`: when it qualified, its failing builds and their
+(:data:`.ledger_tables.qualified_table`: when it qualified, its failing builds and their
 links, when its streak ended, whether the revert PR names it yet), so the
 grace decision and every text are the same whether or not the master
 restarted in between.
@@ -36,7 +36,7 @@ restarted in between.
 A ``filed`` row is then followed (:mod:`.follow_up`) to its end, kept in
 ``outcome`` (merged, closed, superseded by a fix, relanded: the core's
 :class:`~buildbot_revert.core.outcomes.Outcome`); the builds of its revert
-PR are kept in a third table (:data:`revert_builds_table`).  A fourth keeps
+PR are kept in a third table (:data:`.ledger_tables.revert_builds_table`).  A fourth keeps
 the patch of each suspect whose diff a decision read, as GitHub gave it
 (:mod:`.ledger_patches`), so it is fetched once.  Reports of a wrong revert
 (a maintainer's ``/wrong-revert``: false-positive feedback) are kept in a
@@ -64,46 +64,17 @@ from buildbot_revert.plugin.ledger_human import HumanRevertRows
 from buildbot_revert.plugin.ledger_patches import PatchRows
 from buildbot_revert.plugin.ledger_qualified import QualifiedRows
 from buildbot_revert.plugin.ledger_tables import (
-    QUALIFIED_TABLE,
-    REVERT_BUILDS_TABLE,
-    TABLE,
     TRANSITIONS,
     Entry,
     LedgerState,
-    QualifiedBuilder,
-    RevertBuildRow,
     Runner,
-    TableSet,
     add_missing_columns,
     create_tables,
     entry_of,
     ledger_table,
     metadata,
-    qualified_table,
-    revert_builds_table,
 )
-from buildbot_revert.plugin.ledger_wrong import WrongReport, WrongRows
-
-# What the ledger's users import from here (the tables live in .ledger_tables).
-__all__ = [
-    "QUALIFIED_TABLE",
-    "REVERT_BUILDS_TABLE",
-    "TABLE",
-    "TRANSITIONS",
-    "Entry",
-    "Ledger",
-    "LedgerState",
-    "QualifiedBuilder",
-    "RevertBuildRow",
-    "Runner",
-    "TableSet",
-    "create_tables",
-    "ledger_table",
-    "metadata",
-    "qualified_table",
-    "revert_builds_table",
-    "WrongReport",
-]
+from buildbot_revert.plugin.ledger_wrong import WrongRows
 
 # Where an interrupted filing goes back to (see Ledger.release; both are
 # moves TRANSITIONS allows from filing).
@@ -128,11 +99,26 @@ def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
         raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
-class Ledger(QualifiedRows, FollowedRows, PatchRows, WrongRows, HumanRevertRows):
-    """The ledger table, reached through ``run(callable) -> Deferred``."""
+class Ledger:
+    """The ledger table, reached through ``run(callable) -> Deferred``.
+
+    It reads and writes the revisions' rows itself; the rows that hang off
+    them are the collaborators it owns, each handed the same ``run``:
+    ``builders`` (:class:`~.ledger_qualified.QualifiedRows`: the builders that
+    qualified), ``follow`` (:class:`~.ledger_followed.FollowedRows`: the ends
+    and builds of filed revert PRs), ``patches``
+    (:class:`~.ledger_patches.PatchRows`), ``wrong``
+    (:class:`~.ledger_wrong.WrongRows`: reverts reported wrong) and ``human``
+    (:class:`~.ledger_human.HumanRevertRows`: human reverts the bot missed).
+    """
 
     def __init__(self, run: Runner) -> None:
         self._run = run
+        self.builders = QualifiedRows(run)
+        self.follow = FollowedRows(run)
+        self.patches = PatchRows(run)
+        self.wrong = WrongRows(run)
+        self.human = HumanRevertRows(run)
 
     # -- schema -------------------------------------------------------------
 

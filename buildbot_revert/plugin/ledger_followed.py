@@ -28,11 +28,16 @@ from buildbot_revert.plugin.ledger_tables import (
 
 
 class FollowedRows:
-    """The follow-up's reads and writes; a base of :class:`~.ledger.Ledger`."""
+    """The follow-up's reads and writes: a :class:`~.ledger.Ledger`'s ``follow``.
 
-    _run: Runner
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (the ledger's own ``run``).
+    """
 
-    def followed(self) -> Any:
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def unended(self) -> Any:
         """Filed revert PRs whose end is not known yet (no outcome), oldest first."""
 
         def thd(conn: sa.Connection) -> list[Entry]:
@@ -83,7 +88,7 @@ class FollowedRows:
     ) -> Any:
         """Record how the revert PR ended, if its outcome is still one of ``unless``.
 
-        Compare-and-set, like :meth:`transition`: of two masters that see
+        Compare-and-set, like :meth:`.Ledger.transition`: of two masters that see
         the end, one records it; the Deferred fires True for that one.
         """
         expected = list(unless)
@@ -103,7 +108,7 @@ class FollowedRows:
 
         return self._run(thd)
 
-    def record_revert_build(
+    def record_build(
         self,
         revision: str,
         builder: str,
@@ -135,7 +140,7 @@ class FollowedRows:
 
         return self._run(thd)
 
-    def revert_builds(self, revision: str) -> Any:
+    def builds(self, revision: str) -> Any:
         """Every recorded build of the revision's revert PR, in completion order."""
 
         def thd(conn: sa.Connection) -> list[RevertBuildRow]:

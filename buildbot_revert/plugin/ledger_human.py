@@ -48,11 +48,16 @@ _FILING = (LedgerState.FILING.value, LedgerState.FILED.value)
 
 
 class HumanRevertRows:
-    """Human reverts the bot missed: a base of :class:`~.ledger.Ledger`."""
+    """Human reverts the bot missed: a :class:`~.ledger.Ledger`'s ``human``.
 
-    _run: Runner
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (the ledger's own ``run``).
+    """
 
-    def record_human_revert(self, found: HumanRevert, at: float) -> Any:
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def record(self, found: HumanRevert, at: float) -> Any:
         """Record ``found`` unless its revert commit was recorded already; True when written."""
         values = {**found._asdict(), "how": found.how[:64], "recorded_at": at}
 
@@ -62,7 +67,7 @@ class HumanRevertRows:
 
         return self._run(thd)
 
-    def human_reverts(self, since: float) -> Any:
+    def since(self, since: float) -> Any:
         """Every human revert recorded that was made since ``since``, oldest first."""
 
         def thd(conn: sa.Connection) -> list[HumanRevert]:

@@ -73,11 +73,16 @@ def decode_patch(document: str) -> Patch:
 
 
 class PatchRows:
-    """The patches' rows; a base of :class:`~.ledger.Ledger`."""
+    """The patches' rows: a :class:`~.ledger.Ledger`'s ``patches``.
 
-    _run: Runner
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (the ledger's own ``run``).
+    """
 
-    def patches_of(self, revisions: Iterable[str]) -> Any:
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def of(self, revisions: Iterable[str]) -> Any:
         """A Deferred of the stored patch of each of ``revisions`` that has a readable row."""
         wanted = sorted(set(revisions))
 
@@ -94,7 +99,7 @@ class PatchRows:
         d.addCallback(_decoded)
         return d
 
-    def keep_patch(self, revision: str, files: Patch, fetched_at: float) -> Any:
+    def keep(self, revision: str, files: Patch, fetched_at: float) -> Any:
         """Store ``revision``'s patch (once: a row another master wrote first stays)."""
         values = {"revision": revision, "document": encode_patch(files), "fetched_at": fetched_at}
 

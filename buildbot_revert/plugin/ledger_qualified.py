@@ -41,11 +41,16 @@ def _qualified(row: Any) -> QualifiedBuilder:
 
 
 class QualifiedRows:
-    """The qualified builders' rows; a base of :class:`~.ledger.Ledger`."""
+    """The qualified builders' rows: a :class:`~.ledger.Ledger`'s ``builders``.
 
-    _run: Runner
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (the ledger's own ``run``).
+    """
 
-    def qualified_of(self, revisions: Iterable[str]) -> Any:
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def of_each(self, revisions: Iterable[str]) -> Any:
         """Every builder that qualified for each of these revisions, in order, by revision."""
         wanted = sorted(set(revisions))
 
@@ -111,7 +116,7 @@ class QualifiedRows:
 
         return self._run(thd)
 
-    def qualified(self, revision: str) -> Any:
+    def of(self, revision: str) -> Any:
         """Every builder that qualified for ``revision``, in the order they qualified."""
 
         def thd(conn: sa.Connection) -> list[QualifiedBuilder]:

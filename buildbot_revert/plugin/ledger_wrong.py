@@ -57,11 +57,16 @@ class WrongReport(NamedTuple):
 
 
 class WrongRows:
-    """Reports of wrong reverts: a base of :class:`~.ledger.Ledger`."""
+    """Reports of wrong reverts: a :class:`~.ledger.Ledger`'s ``wrong``.
 
-    _run: Runner
+    ``run(callable) -> Deferred`` runs the callable with a connection in the
+    master's database thread (the ledger's own ``run``).
+    """
 
-    def record_wrong(self, report: WrongReport) -> Any:
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+
+    def record(self, report: WrongReport) -> Any:
         """Record ``report`` unless its revision was reported already; True when written."""
 
         def thd(conn: sa.Connection) -> bool:
@@ -70,7 +75,7 @@ class WrongRows:
 
         return self._run(thd)
 
-    def wrong_of(self, revisions: Iterable[str]) -> Any:
+    def of(self, revisions: Iterable[str]) -> Any:
         """The reports of ``revisions`` that were reported wrong, by revision."""
         wanted = list(dict.fromkeys(revisions))
 
@@ -83,7 +88,7 @@ class WrongRows:
 
         return self._run(thd)
 
-    def wrong_since(self, since: float) -> Any:
+    def since(self, since: float) -> Any:
         """Every report made since ``since``, oldest first."""
 
         def thd(conn: sa.Connection) -> list[WrongReport]:

@@ -43,7 +43,7 @@ from buildbot_revert.core.snapshot import (
 )
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.ledger import TableSet
+from buildbot_revert.plugin.ledger_tables import TableSet
 
 TABLE = "buildbot_revert_memory"
 # Builds fed this many seconds before the last one are read again on restore.

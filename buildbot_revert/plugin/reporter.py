@@ -59,7 +59,7 @@ from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_a
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
-from buildbot_revert.plugin.wiring import Parts, PartsByName, Wiring
+from buildbot_revert.plugin.wiring import Parts, Wiring
 
 FINISHED = ("builds", None, "finished")
 # A new change's event carries the change as the data API returns it.
@@ -70,7 +70,7 @@ SAVE_AFTER = 600.0
 
 
 # Buildbot ships no type information, so BuildbotService is Any to mypy.
-class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc]
+class RevertReporter(service.BuildbotService):  # type: ignore[misc]
     """Proposes revert pull requests for changes that clearly broke a builder."""
 
     name = "RevertReporter"
@@ -103,7 +103,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         self.ready: defer.Deferred[Any] = defer.succeed(None)
         super().__init__(*args, **kwargs)
 
-    # -- the parts, as their own names ----------------------------------------------
+    # -- the pipeline's tracker and verdicts ----------------------------------------
 
     @property
     def tracker(self) -> StreakTracker | None:
@@ -250,19 +250,17 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
 
     @defer.inlineCallbacks
     def _start_tracker(self) -> Any:
-        assert self.settings is not None and self.ledger is not None
-        assert self.gatherer is not None and self.memory is not None
+        parts = self.parts
+        assert self.settings is not None and parts is not None
         try:
-            yield self.ledger.create()
-            yield self.memory.create()
-            if self.decisions is not None:
-                yield self.decisions.create()
-            if self.held is not None:
-                yield self.held.create()
+            yield parts.ledger.create()
+            yield parts.memory.create()
+            yield parts.decisions.create()
+            yield parts.held.create()
             # Before the replay: a verification build that finished while
             # the master was down completes the verdict it was held for.
             yield self.pipeline.restore()
-            proposed = yield self.ledger.revisions()
+            proposed = yield parts.ledger.revisions()
             snapshot = yield self._load_memory()
             if snapshot is not None:
                 self.tracker = snapshot.tracker
@@ -283,7 +281,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
                 how = "no saved memory: rebuilt it from the master's builds"
             act = snapshot is not None  # what the last process may not have acted on
             rows = yield history.builds_since(self.master, since)  # in batches
-            reader = history.Reader(self.master, self.gatherer, rows)
+            reader = history.Reader(self.master, parts.gatherer, rows)
             replayed = 0
             while (batch := (yield reader.next())) is not None:
                 replayed += yield history.replay_batch(
@@ -292,7 +290,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
                     lambda row: self._feed(row, act=act),
                     seen=self._replayed,
                     skip=skip,
-                    decisions=self.decisions,
+                    decisions=parts.decisions,
                 )
             say(
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
@@ -307,9 +305,9 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
 
     @defer.inlineCallbacks
     def _load_memory(self) -> Any:
-        assert self.settings is not None and self.memory is not None
+        assert self.settings is not None and self.parts is not None
         try:
-            snapshot: Snapshot | None = yield self.memory.load(
+            snapshot: Snapshot | None = yield self.parts.memory.load(
                 self._memory_owner(), self.settings.policy
             )
         except Exception as exc:
@@ -329,13 +327,13 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         held until the row is written, keeps the builds that finish
         meanwhile from feeding it.
         """
-        if self.tracker is None or self.memory is None or self.settings is None:
+        if self.tracker is None or self.parts is None or self.settings is None:
             return
         now = self._reactor().seconds()
         # A save that fails is tried again at the next interval, not every build.
         self._unsaved, self._saved_at = 0, now
         try:
-            yield self.memory.save(
+            yield self.parts.memory.save(
                 self._memory_owner(), self.settings.policy, self.tracker, self._catch_up, now
             )
         except Exception as exc:
@@ -360,7 +358,7 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         settings = self.settings
         if settings is None or not self.running or settings.mode is Mode.DRY_RUN:
             return
-        if self.filer is None:
+        if self.parts is None or self.parts.filer is None:
             return
         if self._pending_loop is not None and self._pending_loop.running:
             return
@@ -402,16 +400,19 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         under the lock as builds finish, so deciding while builds are fed
         does not change a decision.
         """
-        if self.filer is None or self._checking:
+        filer = None if self.parts is None else self.parts.filer
+        if filer is None or self._checking:
             return
         self._checking = True
         try:
-            yield defer.Deferred.fromCoroutine(self.filer.check_pending(starting=starting))
+            yield defer.Deferred.fromCoroutine(filer.check_pending(starting=starting))
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: checking pending reverts failed")
         try:
-            if self.follow_up is not None:
-                yield defer.Deferred.fromCoroutine(self.follow_up.check())
+            # Read again: a reconfiguration meanwhile may have wired new parts.
+            follow_up = None if self.parts is None else self.parts.follow_up
+            if follow_up is not None:
+                yield defer.Deferred.fromCoroutine(follow_up.check())
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: following revert PRs failed")
         finally:
@@ -432,9 +433,9 @@ class RevertReporter(PartsByName, service.BuildbotService):  # type: ignore[misc
         same whichever order it is filled in, and a change the reporter
         missed (one added while it was stopped, or evicted) is read then.
         """
-        if self.gatherer is not None:
+        if self.parts is not None:
             try:
-                self.gatherer.remember(msg)
+                self.parts.gatherer.remember(msg)
             except Exception as exc:  # a malformed event must not reach the master's mq
                 _log_failure(exc, "buildbot-revert: could not read a new change's event")
 

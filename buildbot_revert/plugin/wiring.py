@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
 from treq.client import HTTPClient
 from twisted.internet import defer
@@ -50,7 +50,10 @@ from buildbot_revert.plugin.notify.settings import public_part, webhook_url_prob
 
 @dataclass
 class Parts:
-    """What one configuration is wired from (the tables are made once and kept)."""
+    """What one configuration is wired from (the tables are made once and kept).
+
+    The reporter's ``parts``: None until its first configuration.
+    """
 
     gatherer: Gatherer
     ledger: Ledger
@@ -61,43 +64,6 @@ class Parts:
     filer: Filer | None = None
     follow_up: FollowUp | None = None
     diffs: DiffSource | None = None
-
-
-T = TypeVar("T")
-
-
-class Part(Generic[T]):
-    """A reporter's attribute that is the wired part of the same name in its :class:`Parts`.
-
-    Before the first configuration (no parts yet) it is ``default``.
-    """
-
-    def __init__(self, default: T | None = None) -> None:
-        self.default = default
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, reporter: Any, owner: type | None = None) -> T | None:
-        parts = None if reporter is None else reporter.__dict__.get("parts")
-        if parts is None:
-            return self.default
-        return cast("T | None", getattr(parts, self.name))
-
-
-class PartsByName:
-    """The wired parts as attributes of their own names (the reporter's ``parts``)."""
-
-    gatherer = Part[Gatherer]()
-    ledger = Part[Ledger]()
-    memory = Part[Memory]()
-    decisions = Part[Decisions]()
-    held = Part[HeldStore]()
-    notifier = Part[Notifier](Notifier())
-    filer = Part[Filer]()
-    follow_up = Part[FollowUp]()
-    diffs = Part[DiffSource]()
 
 
 class Wiring:

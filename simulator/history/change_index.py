@@ -25,7 +25,7 @@ class ChangeIndex:
     """The master changes known to this pull, indexed for blamelist queries."""
 
     def __init__(self, store: HistoryStore) -> None:
-        known = store.import_known_changes()
+        known = store.bookkeeping.import_known_changes()
         # Master change id -> its line.
         self.line: dict[int, str] = {m: line for m, (_, _, line) in known.items()}
         # Sourcestamp id -> the newest master change id with that sourcestamp.

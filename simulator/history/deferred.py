@@ -65,9 +65,11 @@ class DeferredEvidence:
         self.earlier: set[int] = set()
         if defer:
             self.merged = {
-                n for n in map(landed_from, store.import_stored_changes()) if n is not None
+                n
+                for n in map(landed_from, store.bookkeeping.import_stored_changes())
+                if n is not None
             }
-            self.waiting = store.import_deferred()
+            self.waiting = store.bookkeeping.import_deferred()
             self.earlier = {m for ids in self.waiting.values() for m in ids}
 
     def learn(self, changes: Iterable[ChangeInfo]) -> list[int]:
@@ -115,6 +117,6 @@ def write_deferred(
     transaction; the builds resolved were written by earlier pages.
     """
     for buildid, number in deferred.items():
-        store.add_import_deferred(buildid, number)
+        store.bookkeeping.add_import_deferred(buildid, number)
     for buildid, steps in resolved.items():
-        store.resolve_import_deferred(buildid, steps.result())
+        store.bookkeeping.resolve_import_deferred(buildid, steps.result())

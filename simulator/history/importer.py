@@ -193,12 +193,12 @@ class Importer:
         started = time.monotonic()
         first_request = self.api.requests
         self.api.check()
-        self.store.ensure_import_tables()
+        self.store.bookkeeping.ensure_import_tables()
         self._check_store_owner()
         self._sync_builders()
         self.workers = self.api.workers()
         self.changes = ChangeIndex(self.store)
-        self.tips = self.store.import_builder_tips()
+        self.tips = self.store.bookkeeping.import_builder_tips()
         self.looked_back: set[str] = set()
         self.depth = self._streak_depth()
         self.deferred = DeferredEvidence(self.store, defer=self.evidence_depth is not None)
@@ -226,7 +226,7 @@ class Importer:
         counts: dict[str, int] = {}
         for bid, name in self.builder_ids.items():
             # Feed the store's builds of the builder's open streak, oldest first.
-            trailing = self.store.trailing_failures(self.store_builder[bid])
+            trailing = self.store.bookkeeping.trailing_failures(self.store_builder[bid])
             depth = StreakDepth(None)
             for result, branch in trailing:
                 depth.feed(name, result, branch, self.all_builders[bid].tags)
@@ -237,7 +237,7 @@ class Importer:
         """Import the completed builds from ``lower`` on, a page at a time."""
         # From the master's first build on, no build came before the window.
         self._lower = lower
-        done = self.store.import_build_ids(lower)
+        done = self.store.bookkeeping.import_build_ids(lower)
         filters: list[tuple[str, Any]] = [("complete", True), ("complete_at__ge", lower)]
         if len(self.builder_ids) < len(self.all_builders):
             filters.extend(("builderid", b) for b in sorted(self.builder_ids))
@@ -302,7 +302,7 @@ class Importer:
         with self.store.transaction():
             self.store.set_meta(META_IMPORT_MASTER, self.api.display_url)
             self.store_builder = {
-                i.builderid: self.store.add_builder(Builder(i.name, i.tags))
+                i.builderid: self.store.writer.add_builder(Builder(i.name, i.tags))
                 for i in infos
                 if i.builderid in self.builder_ids
             }
@@ -441,13 +441,14 @@ class Importer:
     def _write(self, page: PageRead, synced: dict[str, float]) -> None:
         """Store a page's new changes and builds, and where the pull stands, in one transaction."""
         store = self.store
+        writer, kept = store.writer, store.bookkeeping
         builds, tips, branches, position = page.builds, page.tips, page.branches, page.position
         steps_by_build = page.failed_steps()
         new_changes = page.changes
         with store.transaction():
             for c in new_changes:
-                cid = store.add_change(change_from_dict(c._asdict()))
-                store.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
+                cid = writer.add_change(change_from_dict(c._asdict()))
+                kept.add_import_change(c.changeid, cid, c.ssid, self.changes.line[c.changeid])
                 self.changes.store_id[c.changeid] = cid
             for b in builds:
                 steps = steps_by_build.get(b.buildid, ())
@@ -462,8 +463,8 @@ class Importer:
                     branch=branches[b.buildid],
                 )
                 change_ids = [self.changes.store_id[m] for m in page.blamelists[b.buildid]]
-                build_id = store.add_build(self.store_builder[b.builderid], record, change_ids)
-                store.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
+                build_id = writer.add_build(self.store_builder[b.builderid], record, change_ids)
+                kept.add_import_build(b.buildid, build_id, tips[b.buildid], record.completed_at)
                 if steps == NOT_FETCHED:
                     self.stats.unfetched_builds += 1
                 else:

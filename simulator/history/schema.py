@@ -180,7 +180,7 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("label_breakages", ["builder_id"], False),
 ]
 # The indexes a bulk load of builds builds once, after its inserts
-# (HistoryStore.bulk_load): one sort is cheaper than an insert per row.
+# (HistoryWriter.bulk_load): one sort is cheaper than an insert per row.
 BUILDS_INDEXES = [index for index in INDEXES if index[0] == "builds"]
 
 # A history pulled from a live master remembers the master's own ids so that

@@ -1,11 +1,11 @@
 """The history store: a SQLite file of builders, builds, changes and labels.
 
 With :mod:`simulator.history.schema`, which declares the tables, this
-module and its two bases (:mod:`.store_writes`, the writes;
-:mod:`.store_bookkeeping`, a pull's and GitHub's bookkeeping) are the only
-modules of the project that speak SQL.  Writers (the generator of the
-shipped history, the importer that pulls a real master) add rows through
-:class:`HistoryStore`; the replay reads them back as the core's
+module and its store's two collaborators (:mod:`.store_writes`, the
+``writer``; :mod:`.store_bookkeeping`, a pull's and GitHub's bookkeeping)
+are the only modules of the project that speak SQL.  Writers (the generator
+of the shipped history, the importer) add rows through a store's ``writer``;
+the replay reads them back as the core's
 :class:`~buildbot_revert.core.model.Build` records, in completion order.
 
 Every write goes through a transaction so that an interrupted writer never
@@ -29,20 +29,13 @@ from typing import Any
 
 import sqlite_utils
 
-from buildbot_revert.core.model import (
-    Build,
-    Builder,
-    Change,
-    FailedStep,
-    Result,
-)
+from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
 from simulator.history import build_rows, rows, schema, tails
 from simulator.history.labels import Breakage, Labels
-from simulator.history.schema import HistoryError as HistoryError
+from simulator.history.schema import HistoryError
 from simulator.history.store_bookkeeping import PullBookkeeping
-from simulator.history.store_writes import BulkBuildRow as BulkBuildRow
 from simulator.history.store_writes import HistoryWriter
-from simulator.history.store_writes import blamelist_column as blamelist_column
+from simulator.history.store_writes import transaction as in_transaction
 
 # One build's failed steps (HistoryStore.failed_steps_of), off the builds'
 # (builder_id, number) and failed_steps' primary key indexes.
@@ -78,8 +71,11 @@ def peek_meta(path: str | Path) -> dict[str, str] | None:
         return None
 
 
-class HistoryStore(HistoryWriter, PullBookkeeping):
-    """A history file, opened for reading and writing."""
+class HistoryStore:
+    """A history file, opened for reading and writing: it checks, upgrades and reads it.
+
+    Its ``writer`` and ``bookkeeping`` write (:mod:`.store_writes`, :mod:`.store_bookkeeping`).
+    """
 
     def __init__(self, path: str | Path, *, create: bool = False) -> None:
         self.path = Path(path)
@@ -95,6 +91,8 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 self._check_schema()
         except sqlite3.DatabaseError as exc:
             raise HistoryError(f"{self.path}: not a history file ({exc})") from None
+        self.writer = HistoryWriter(self.conn, self.upgrade)
+        self.bookkeeping = PullBookkeeping(self.path, self.db, lambda: self.schema_version)
 
     # -- opening --------------------------------------------------------------
 
@@ -145,7 +143,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 f"{', '.join(columns)})"
             )
 
-    def _upgrade(self) -> None:
+    def upgrade(self) -> None:
         """Bring an older file to the current schema (inside the writer's transaction)."""
         while self.schema_version < schema.SCHEMA_VERSION:
             for statement in schema.UPGRADES[self.schema_version]:
@@ -159,7 +157,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All writes inside happen together or not at all."""
-        with self.conn:
+        with in_transaction(self.conn):
             yield
 
     def close(self) -> None:
@@ -266,7 +264,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
                 ) from None
         return out
 
-    def _change_lookup(self) -> Callable[[int], Change]:
+    def change_lookup(self) -> Callable[[int], Change]:
         """A change by id, read a chunk of ids at a time, the recent chunks kept.
 
         A stream of builds names the changes that landed lately: holding
@@ -399,7 +397,7 @@ class HistoryStore(HistoryWriter, PullBookkeeping):
         """
         names = self._builder_names()
         ids = None if builder_names is None else _ids_named(names, builder_names)
-        change = self._change_lookup()
+        change = self.change_lookup()
         builds_sql, steps_sql, params = self._build_queries(since, until, ids)
         builds = self.conn.execute(builds_sql, params)
         if not steps:

@@ -3,17 +3,16 @@
 The importer (:mod:`simulator.history.importer`) keeps the master's own ids
 of what each pull stored and the tips of its builds, which make the next
 pull incremental; ``simulate --github`` keeps what GitHub answered, so that
-a second run asks nothing.  Methods of
-:class:`~simulator.history.store.HistoryStore` (:class:`PullBookkeeping` is
-one of its bases).
+a second run asks nothing: a
+:class:`~simulator.history.store.HistoryStore`'s ``bookkeeping``
+(:class:`PullBookkeeping`).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import sqlite_utils
@@ -21,19 +20,24 @@ import sqlite_utils
 from buildbot_revert.core.model import Change, FailedStep, Result
 from simulator.history import schema
 from simulator.history.schema import HistoryError
-from simulator.history.store_writes import write_failed_steps
+from simulator.history.store_writes import transaction, write_failed_steps
 
 
 class PullBookkeeping:
-    """The importer's and the GitHub lookups' tables of a history file."""
+    """The importer's and the GitHub lookups' tables of a history file.
 
-    path: Path
-    db: sqlite_utils.Database
-    conn: sqlite3.Connection
-    schema_version: int
+    ``path`` names the file in errors, ``db`` is its open database, and
+    ``schema_version`` says the file's schema version now (a writer's
+    upgrade moves it: the store's :attr:`~.HistoryStore.schema_version`).
+    """
 
-    def transaction(self) -> AbstractContextManager[None]:
-        raise NotImplementedError  # HistoryStore's: all writes inside, or none
+    def __init__(
+        self, path: Path, db: sqlite_utils.Database, schema_version: Callable[[], int]
+    ) -> None:
+        self.path = path
+        self.db = db
+        self.conn: sqlite3.Connection = db.conn
+        self._schema_version = schema_version
 
     # -- import bookkeeping (simulator.history.importer) -------------------------
     #
@@ -42,7 +46,7 @@ class PullBookkeeping:
 
     def ensure_import_tables(self) -> None:
         """Create the importer's tables if they are missing."""
-        with self.transaction():
+        with transaction(self.conn):
             schema.create_import_tables(self.conn)
 
     def import_known_changes(self) -> dict[int, tuple[int, int | None, str]]:
@@ -123,7 +127,7 @@ class PullBookkeeping:
 
         What a pull needs to go on counting the builder's open red streak.
         """
-        branch = "branch" if self.schema_version >= 3 else "NULL"
+        branch = "branch" if self._schema_version() >= 3 else "NULL"
         failure = int(Result.FAILURE)
         return [
             (int(result), branch)
@@ -154,7 +158,7 @@ class PullBookkeeping:
     def ensure_github_tables(self) -> None:
         """Create the table of GitHub's answers if it is missing."""
         try:
-            with self.transaction():
+            with transaction(self.conn):
                 schema.create_github_tables(self.conn)
         except sqlite3.OperationalError as exc:
             raise HistoryError(f"{self.path}: cannot keep GitHub's answers there ({exc})") from None
@@ -174,7 +178,7 @@ class PullBookkeeping:
     ) -> None:
         """Cache one answer at once (an interrupted run keeps what it was told)."""
         try:
-            with self.transaction():
+            with transaction(self.conn):
                 self.conn.execute(
                     "INSERT OR REPLACE INTO github_answers(api, repo, question, answer, asked_at)"
                     " VALUES (?, ?, ?, ?, ?)",

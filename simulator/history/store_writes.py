@@ -1,18 +1,18 @@
 """Writing a history file: builders, changes, builds with their blamelists and steps, labels.
 
 The writers (the generator of the shipped history, the importer that pulls a
-real master) add rows through these methods of
-:class:`~simulator.history.store.HistoryStore` (:class:`HistoryWriter` is
-one of its bases).  A write to a file of an older readable schema upgrades
-it first, in the writer's transaction.
+real master) add rows through a store's ``writer``
+(:class:`HistoryWriter`, made by :class:`~simulator.history.store.HistoryStore`
+with the file's connection and its schema upgrade).  A write to a file of an
+older readable schema upgrades it first, in the writer's transaction.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep
 from simulator.history import schema, tails
@@ -37,7 +37,14 @@ def write_failed_steps(
     )
 
 
-# A row of :meth:`HistoryStore.add_builds_bulk`: (id, builder_id, number,
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """All writes on ``conn`` inside happen together or not at all."""
+    with conn:
+        yield
+
+
+# A row of :meth:`HistoryWriter.add_builds_bulk`: (id, builder_id, number,
 # result, started_at, completed_at, worker, branch, changes), ``changes``
 # made by :func:`blamelist_column`.
 BulkBuildRow = tuple[int, int, int, int, float, float, str | None, str | None, str | None]
@@ -49,15 +56,16 @@ def blamelist_column(change_ids: Sequence[int]) -> str | None:
 
 
 class HistoryWriter:
-    """The writes of a history file (a base of :class:`~simulator.history.store.HistoryStore`)."""
+    """The writes of a history file: a :class:`~simulator.history.store.HistoryStore`'s ``writer``.
 
-    conn: sqlite3.Connection
+    ``conn`` is the file's connection; ``upgrade`` brings a file of an older
+    readable schema up to date (the store's :meth:`~.HistoryStore.upgrade`),
+    called before a build is written, inside the caller's transaction.
+    """
 
-    def _upgrade(self) -> None:
-        raise NotImplementedError  # HistoryStore brings an older file up to date
-
-    def transaction(self) -> AbstractContextManager[None]:
-        raise NotImplementedError  # HistoryStore's: all or nothing
+    def __init__(self, conn: sqlite3.Connection, upgrade: Callable[[], None]) -> None:
+        self.conn = conn
+        self._upgrade = upgrade
 
     def add_builder(self, builder: Builder, master_id: int | None = None) -> int:
         """Insert or update a builder; returns its store id."""
@@ -183,7 +191,7 @@ class HistoryWriter:
         """
         self.conn.execute("PRAGMA journal_mode = OFF")
         self.conn.execute("PRAGMA synchronous = OFF")
-        with self.transaction():
+        with transaction(self.conn):
             schema.drop_indexes(self.conn, schema.BUILDS_INDEXES)
             yield
             schema.create_indexes(self.conn, schema.BUILDS_INDEXES)

@@ -3,7 +3,7 @@
 Each question (a pull request by number, a commit's pull requests, a search,
 a commit's files and patches for ``--github-diffs``)
 has a key; its answer is kept as JSON in the history's ``github_answers``
-table (:meth:`~simulator.history.store.HistoryStore.add_github_answer`),
+table (:meth:`~simulator.history.store_bookkeeping.PullBookkeeping.add_github_answer`),
 under the API address and the repository, as soon as it comes, so that an
 interrupted run (a rate limit that waits too long for the user) keeps what
 it learnt.  The client is made only when a question is not cached, so a run
@@ -42,7 +42,7 @@ class Answers:
         self.refresh = refresh
         self.cached = 0
         self.asked = 0
-        store.ensure_github_tables()
+        store.bookkeeping.ensure_github_tables()
 
     @property
     def requests(self) -> int:
@@ -60,13 +60,13 @@ class Answers:
 
     def _answer(self, question: str, ask: Callable[[GitHubClient], Any]) -> Any:
         if not self.refresh:
-            known = self.store.github_answer(self.api, self.repo, question)
+            known = self.store.bookkeeping.github_answer(self.api, self.repo, question)
             if known is not None:
                 self.cached += 1
                 return json.loads(known)
         answer = ask(self._client_now())
         self.asked += 1
-        self.store.add_github_answer(
+        self.store.bookkeeping.add_github_answer(
             self.api, self.repo, question, json.dumps(answer, sort_keys=True), time.time()
         )
         return answer

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from buildbot_revert.core.model import Builder, Change, Result
-from simulator.history.store import BulkBuildRow, HistoryStore
+from simulator.history.store import HistoryStore
+from simulator.history.store_writes import BulkBuildRow
 from simulator.synthetic.branches import BranchBuilder
 from simulator.synthetic.breakages import Breakage
 from simulator.synthetic.builds import BuildRecord
@@ -135,8 +136,8 @@ class _Rows:
     labels: list[tuple[int, str, int | None]] = field(default_factory=list)
 
     def flush(self, store: HistoryStore) -> None:
-        store.add_builds_bulk(self.builds, self.steps)
-        store.add_build_labels(self.labels)
+        store.writer.add_builds_bulk(self.builds, self.steps)
+        store.writer.add_build_labels(self.labels)
 
 
 def _write(
@@ -147,14 +148,16 @@ def _write(
 ) -> _Tally:
     store = HistoryStore(path, create=True)
     try:
-        with store.bulk_load():
-            builder_ids = [store.add_builder(Builder(b.name, b.tags)) for b in history.builders]
+        with store.writer.bulk_load():
+            builder_ids = [
+                store.writer.add_builder(Builder(b.name, b.tags)) for b in history.builders
+            ]
             change_ids = _add_changes(store, history.changes)
             tally = _add_builds(store, history, builder_ids, change_ids, horizon, progress)
             for (breakage_id, builder), when in sorted(tally.broken_at.items()):
                 breakage = history.breakages[breakage_id]
                 culprit = breakage.culprit
-                store.add_breakage(
+                store.writer.add_breakage(
                     change_ids[culprit.branch][culprit.index],
                     builder_ids[builder],
                     when,
@@ -174,7 +177,7 @@ def _add_changes(store: HistoryStore, changes: dict[str, list[ChangeRec]]) -> di
     # Ids in landing order over all branches.
     everything = sorted((c for on_branch in changes.values() for c in on_branch), key=landing_order)
     for c in everything:
-        change_ids[c.branch][c.index] = store.add_change(_as_change(c))
+        change_ids[c.branch][c.index] = store.writer.add_change(_as_change(c))
     return change_ids
 
 

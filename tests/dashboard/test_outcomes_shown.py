@@ -6,7 +6,7 @@ import pytest
 
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.dashboard.collect import _Links, _proposal
-from buildbot_revert.plugin.ledger import Entry, LedgerState
+from buildbot_revert.plugin.ledger_tables import Entry, LedgerState
 
 
 def filed(outcome: str | None) -> Entry:

@@ -131,11 +131,11 @@ def test_the_ledger_reads_a_page_of_rows_and_the_qualified_builders_of_several(e
     yield ledger.create()
     for i, rev in enumerate(("r1", "r2", "r3")):
         yield ledger.claim(rev, builder="B", build_number=i, mode="revert", master="m", now=i)
-        yield ledger.qualify(rev, "B", i, [(i, None)], float(i))
+        yield ledger.builders.qualify(rev, "B", i, [(i, None)], float(i))
     yield ledger.transition("r1", ("proposed",), state="pending", due_at=50.0)
     latest = yield ledger.latest(1.0, 10, exclude=("pending",))
     assert [e.revision for e in latest] == ["r3", "r2"]
     assert [e.revision for e in (yield ledger.latest(0.0, 1))] == ["r3"]
     assert set((yield ledger.of(["r2", "nope"]))) == {"r2"}
-    qualified = yield ledger.qualified_of(["r1", "r3"])
+    qualified = yield ledger.builders.of_each(["r1", "r3"])
     assert {r: [q.first_build for q in qs] for r, qs in qualified.items()} == {"r1": [0], "r3": [2]}

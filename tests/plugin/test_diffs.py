@@ -79,7 +79,7 @@ def test_an_unknown_commit_is_kept_as_no_diff(engine, github, clock, logged):
     source = DiffSource(ledger, make_client(github, clock), clock.seconds)
     yield source.prefetch([change], fetch=True)
     assert source.read(change) is None
-    assert (yield ledger.patches_of([change.revision])) == {change.revision: None}
+    assert (yield ledger.patches.of([change.revision])) == {change.revision: None}
     assert not [line for line in logged if "could not fetch" in line]
 
 
@@ -98,7 +98,7 @@ def test_a_server_error_is_logged_once_and_the_decision_gets_no_diff(engine, git
     assert len(said) == 1, said
     assert COMMIT[:12] in said[0] and "deciding without it" in said[0]
     assert fetches(github) == 2  # the client's two attempts, once
-    assert (yield ledger.patches_of([COMMIT])) == {}
+    assert (yield ledger.patches.of([COMMIT])) == {}
 
 
 @pytest_twisted.inlineCallbacks

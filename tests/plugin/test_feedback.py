@@ -60,25 +60,25 @@ def test_a_maintainers_wrong_revert_comment_is_recorded_an_outsiders_is_not(
     follow, entry = yield followed(github, ledger, clock)
     github.comment_as(entry.revert_pr, "mallory", "/wrong-revert")
     yield run(follow.check())
-    assert (yield ledger.wrong_of([entry.revision])) == {}
+    assert (yield ledger.wrong.of([entry.revision])) == {}
     assert any("ignored the report of a wrong revert (comment) by 'mallory'" in m for m in logged)
     # Read every ``every`` seconds only: a check in between asks GitHub nothing.
     follow.feedback.every = 3600.0
     github.grant("grace", "write")
     github.comment_as(entry.revert_pr, "grace", "/wrong-revert")
     yield run(follow.check())
-    assert (yield ledger.wrong_of([entry.revision])) == {}
+    assert (yield ledger.wrong.of([entry.revision])) == {}
     follow.feedback.every = 0.0
-    assert false_positives((yield ledger.filed_reverts(0.0))) == 0
+    assert false_positives((yield ledger.wrong.filed_reverts(0.0))) == 0
 
     github.grant("grace", "write")
     github.comment_as(entry.revert_pr, "grace", "Looked at it.\n/wrong-revert: the test is flaky")
     before_check = clock.seconds()
     yield run(follow.check())
-    report = (yield ledger.wrong_of([entry.revision]))[entry.revision]
+    report = (yield ledger.wrong.of([entry.revision]))[entry.revision]
     assert (report.login, report.how, report.revert_pr) == ("grace", "comment", entry.revert_pr)
     assert before_check <= report.reported_at <= clock.seconds()
-    [row] = yield ledger.filed_reverts(0.0)
+    [row] = yield ledger.wrong.filed_reverts(0.0)
     assert row.reported_wrong_at == report.reported_at and false_positives([row]) == 1
     # Recorded: not read again, not written twice.
     before = len(github.requests)
@@ -93,13 +93,13 @@ def test_the_label_counts_when_a_maintainer_set_it(github, ledger, clock):
     follow, entry = yield followed(github, ledger, clock)
     github.label_as(entry.revert_pr, "mallory", WRONG_LABEL)
     yield run(follow.check())
-    assert (yield ledger.wrong_of([entry.revision])) == {}
+    assert (yield ledger.wrong.of([entry.revision])) == {}
     github.grant("maint", "maintain")
     github.label_as(entry.revert_pr, "maint", "other")  # the latest setter of *this* label counts
     github.pulls[entry.revert_pr].labels.remove(WRONG_LABEL)
     github.label_as(entry.revert_pr, "maint", WRONG_LABEL)
     yield run(follow.check())
-    report = (yield ledger.wrong_of([entry.revision]))[entry.revision]
+    report = (yield ledger.wrong.of([entry.revision]))[entry.revision]
     assert (report.login, report.how) == ("maint", "label")
 
 
@@ -108,11 +108,11 @@ def test_a_merged_revert_relanded_unchanged_is_a_false_positive(github, ledger, 
     follow, entry = yield followed(github, ledger, clock)
     github.merge_pull(entry.revert_pr, "grace")
     yield run(follow.check())
-    [row] = yield ledger.filed_reverts(0.0)
+    [row] = yield ledger.wrong.filed_reverts(0.0)
     assert row.outcome == "merged" and false_positives([row]) == 0
     reland = Change("f" * 40, "Alice <alice@example.org>", f'Reapply "{entry.title}"', 1.8e9)
     yield run(follow.note_changes([reland]))
-    [row] = yield ledger.filed_reverts(0.0)
+    [row] = yield ledger.wrong.filed_reverts(0.0)
     assert row.outcome == "relanded" and row.reported_wrong_at is None
     [week] = precision.weekly([row])
     assert (week.filed, week.merged, week.false_positives) == (1, 1, 1)

@@ -106,7 +106,7 @@ async def test_the_revert_names_every_builder_and_a_later_one_in_one_comment(git
     await filer.check_pending()
     assert len(revert_comments(github, revert.number)) == 1
     assert len(github.revert_pulls()) == 1
-    assert all(q.announced for q in await ledger.qualified(sha))
+    assert all(q.announced for q in await ledger.builders.of(sha))
 
 
 @pytest_twisted.ensureDeferred
@@ -128,7 +128,7 @@ async def test_two_masters_naming_a_later_builder_at_once_post_one_comment(githu
     )
     [more] = revert_comments(github, revert.number)
     assert "AMD64 Windows" in more.body
-    assert all(q.announced for q in await ledger.qualified(sha))
+    assert all(q.announced for q in await ledger.builders.of(sha))
     await other.check_pending()
     assert len(revert_comments(github, revert.number)) == 1
 

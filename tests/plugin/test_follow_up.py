@@ -66,8 +66,8 @@ def filed(github, ledger, clock, **settings):
 
 @defer.inlineCallbacks
 def goes_green(ledger, entry, clock):
-    [q] = yield ledger.qualified(entry.revision)
-    yield ledger.streak_ended(q.builder, q.first_build, clock.seconds() - 1)
+    [q] = yield ledger.builders.of(entry.revision)
+    yield ledger.builders.streak_ended(q.builder, q.first_build, clock.seconds() - 1)
 
 
 @pytest.fixture

@@ -80,7 +80,7 @@ def test_a_build_of_a_new_change_is_one_trip_to_the_database(tmp_path):
         yield master.finish_build("A", S, ssid)
         yield master.drain()
         counted = _Counted(reporter.master)
-        reporter.gatherer.master = counted
+        reporter.parts.gatherer.master = counted
         fed = fed_builds(reporter)
 
         new = yield master.add_change(
@@ -104,7 +104,7 @@ def test_a_buildset_of_two_codebases_its_branch_its_tips_and_its_mark(tmp_path):
     try:
         yield master.start()
         updates = master.master.data.updates
-        gatherer = master.reporter.gatherer
+        gatherer = master.reporter.parts.gatherer
         builderid = yield updates.findBuilderId("A")
         workerid = yield updates.findWorkerId("w")
 

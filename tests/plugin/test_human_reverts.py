@@ -81,7 +81,7 @@ def test_a_human_revert_of_a_declined_change_is_one_false_negative(github, engin
     assert follow.human_reverts([human, unseen, of_filed, bots]) == [human, unseen, of_filed]
     for _ in range(3):  # a revert built on several builders
         yield run(follow.note_human_reverts([human, unseen, of_filed, bots]))
-    [found] = yield ledger.human_reverts(0.0)
+    [found] = yield ledger.human.since(0.0)
     assert (found.revert, found.revision, found.how) == (
         "e" * 40,
         PARSER,
@@ -94,8 +94,8 @@ def test_a_human_revert_of_a_declined_change_is_one_false_negative(github, engin
     # After a restart (a new follow-up), the same revert is counted once still.
     again = FollowUp(follow.settings, ledger, follow.client, clock=clock, decisions=decisions)
     yield run(again.note_human_reverts([human]))
-    missed = yield ledger.human_reverts(0.0)
-    weeks = precision.weekly((yield ledger.filed_reverts(0.0)), missed)
+    missed = yield ledger.human.since(0.0)
+    weeks = precision.weekly((yield ledger.wrong.filed_reverts(0.0)), missed)
     assert sum(w.filed for w in weeks) == sum(w.false_negatives for w in weeks) == 1
     [week] = [w for w in weeks if w.false_negatives]
     assert week.week == precision.iso_week(WHEN)[0]
@@ -115,5 +115,5 @@ def test_a_change_the_ledger_only_commented_on_is_named_by_title(engine, clock):
     title = 'Revert "gh-3: Tweak the parser" (#9)'
     button = Change("e" * 40, "Bob", title, WHEN, message=f"{title}\n\nReverts #3")
     yield run(follow.note_human_reverts([button]))
-    [found] = yield ledger.human_reverts(0.0)
+    [found] = yield ledger.human.since(0.0)
     assert (found.revision, found.how) == (PARSER, "ledger: commented")

@@ -9,7 +9,8 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer
 
-from buildbot_revert.plugin.ledger import TABLE, TRANSITIONS, Ledger, LedgerState, ledger_table
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import TABLE, TRANSITIONS, LedgerState, ledger_table
 from testkit.databases import engine_runner, postgres_database
 
 NEW_COLUMNS = {"title", "explanation", "evidence"}
@@ -162,12 +163,12 @@ def test_qualified_builders_are_recorded_once_and_their_streak_ends_once(engine)
     ledger = Ledger(engine_runner(engine))
     yield ledger.create()
     yield claim(ledger, "abc")
-    assert (yield ledger.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
-    assert not (yield ledger.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
-    assert (yield ledger.qualify("abc", "B", 3, [(3, None)], 90.0))
-    assert (yield ledger.streak_ended("A", 7, 150.0)) == 1
-    assert (yield ledger.streak_ended("A", 7, 999.0)) == 0  # the first end stands
-    [b, a] = yield ledger.qualified("abc")
+    assert (yield ledger.builders.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
+    assert not (yield ledger.builders.qualify("abc", "A", 7, [(7, "http://x/7"), (8, None)], 100.0))
+    assert (yield ledger.builders.qualify("abc", "B", 3, [(3, None)], 90.0))
+    assert (yield ledger.builders.streak_ended("A", 7, 150.0)) == 1
+    assert (yield ledger.builders.streak_ended("A", 7, 999.0)) == 0  # the first end stands
+    [b, a] = yield ledger.builders.of("abc")
     assert (b.builder, b.ended_at) == ("B", None)
     assert (a.builder, a.builds, a.ended_at, a.announced) == (
         "A",
@@ -175,13 +176,13 @@ def test_qualified_builders_are_recorded_once_and_their_streak_ends_once(engine)
         150.0,
         False,
     )
-    assert (yield ledger.unannounced()) == []  # not filed yet
+    assert (yield ledger.builders.unannounced()) == []  # not filed yet
     yield ledger.transition("abc", ("proposed",), state="filed", revert_pr=5)
-    assert (yield ledger.unannounced()) == ["abc"]
+    assert (yield ledger.builders.unannounced()) == ["abc"]
     # Announcing takes each builder once: a second master announcing at once gets none.
-    assert (yield ledger.announce("abc", [("A", 7), ("B", 3)])) == [("A", 7), ("B", 3)]
-    assert (yield ledger.announce("abc", [("A", 7), ("B", 3)])) == []
-    assert (yield ledger.unannounced()) == []
+    assert (yield ledger.builders.announce("abc", [("A", 7), ("B", 3)])) == [("A", 7), ("B", 3)]
+    assert (yield ledger.builders.announce("abc", [("A", 7), ("B", 3)])) == []
+    assert (yield ledger.builders.unannounced()) == []
     # A comment that could not be posted hands its builders back, to be named later.
-    assert (yield ledger.unannounce("abc", [("B", 3)])) == [("B", 3)]
-    assert (yield ledger.unannounced()) == ["abc"]
+    assert (yield ledger.builders.unannounce("abc", [("B", 3)])) == [("B", 3)]
+    assert (yield ledger.builders.unannounced()) == ["abc"]

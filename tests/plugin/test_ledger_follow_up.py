@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest_twisted
 import sqlalchemy as sa
 
-from buildbot_revert.plugin.ledger import (
-    REVERT_BUILDS_TABLE,
-    TABLE,
-    Ledger,
-    ledger_table,
-)
+from buildbot_revert.plugin.ledger import Ledger
+from buildbot_revert.plugin.ledger_tables import REVERT_BUILDS_TABLE, TABLE, ledger_table
 from testkit.databases import engine_runner
 
 FOLLOW_UP_COLUMNS = {"outcome", "outcome_at", "reland", "summary_comment_id"}
@@ -46,7 +42,7 @@ def test_a_ledger_from_before_the_follow_up_gains_its_columns_and_table(engine):
     ledger = Ledger(engine_runner(engine))
     yield ledger.create()
     yield ledger.create()
-    [entry] = yield ledger.followed()
+    [entry] = yield ledger.follow.unended()
     assert (entry.revision, entry.outcome, entry.summary_comment_id) == ("old", None, None)
     inspector = sa.inspect(engine)
     assert FOLLOW_UP_COLUMNS <= {c["name"] for c in inspector.get_columns(TABLE)}
@@ -62,26 +58,28 @@ def test_outcomes_are_set_once_and_relands_follow_merges(engine):
     yield ledger.create()
     yield filed(ledger, "aaa", 5)
     yield filed(ledger, "bbb", 6)
-    assert (yield ledger.by_revert_pr(5)).revision == "aaa"
-    assert (yield ledger.by_revert_pr(99)) is None
-    assert (yield ledger.set_outcome("aaa", "merged", 10.0))
-    assert not (yield ledger.set_outcome("aaa", "superseded", 11.0))  # the first end stands
-    assert (yield ledger.set_outcome("bbb", "closed", 12.0))
-    assert (yield ledger.followed()) == []
-    [merged] = yield ledger.merged_unrelanded()
+    assert (yield ledger.follow.by_revert_pr(5)).revision == "aaa"
+    assert (yield ledger.follow.by_revert_pr(99)) is None
+    assert (yield ledger.follow.set_outcome("aaa", "merged", 10.0))
+    assert not (yield ledger.follow.set_outcome("aaa", "superseded", 11.0))  # the first end stands
+    assert (yield ledger.follow.set_outcome("bbb", "closed", 12.0))
+    assert (yield ledger.follow.unended()) == []
+    [merged] = yield ledger.follow.merged_unrelanded()
     assert merged.revision == "aaa"
-    assert (yield ledger.set_outcome("aaa", "relanded", 20.0, unless=("merged",), reland="ccc"))
+    assert (
+        yield ledger.follow.set_outcome("aaa", "relanded", 20.0, unless=("merged",), reland="ccc")
+    )
     entry = yield ledger.get("aaa")
     assert (entry.outcome, entry.outcome_at, entry.reland) == ("relanded", 20.0, "ccc")
-    assert (yield ledger.merged_unrelanded()) == []
+    assert (yield ledger.follow.merged_unrelanded()) == []
 
 
 @pytest_twisted.inlineCallbacks
 def test_revert_builds_are_recorded_once(engine):
     ledger = Ledger(engine_runner(engine))
     yield ledger.create()
-    assert (yield ledger.record_revert_build("aaa", "a 3.x", "a PR", 3, 2, None, 5.0))
-    assert not (yield ledger.record_revert_build("aaa", "a 3.x", "a PR", 3, 2, None, 5.0))
-    assert (yield ledger.record_revert_build("aaa", "a 3.x", "a PR", 4, 0, "http://x", 6.0))
-    rows = yield ledger.revert_builds("aaa")
+    assert (yield ledger.follow.record_build("aaa", "a 3.x", "a PR", 3, 2, None, 5.0))
+    assert not (yield ledger.follow.record_build("aaa", "a 3.x", "a PR", 3, 2, None, 5.0))
+    assert (yield ledger.follow.record_build("aaa", "a 3.x", "a PR", 4, 0, "http://x", 6.0))
+    rows = yield ledger.follow.builds("aaa")
     assert [(r.number, r.result, r.url) for r in rows] == [(3, 2, None), (4, 0, "http://x")]

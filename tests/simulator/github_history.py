@@ -186,10 +186,10 @@ def _write(path: Path, history: list[Build], changes: Iterable[Change]) -> None:
     store = HistoryStore(path, create=True)
     with store.transaction():
         ids = {
-            name: store.add_builder(Builder(name, ("stable",)))
+            name: store.writer.add_builder(Builder(name, ("stable",)))
             for name in sorted({b.builder for b in history})
         }
-        cids = {c.revision: store.add_change(c) for c in changes}
+        cids = {c.revision: store.writer.add_change(c) for c in changes}
         for b in history:
-            store.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
+            store.writer.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
     store.close()

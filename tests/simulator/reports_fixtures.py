@@ -154,21 +154,21 @@ def make_history(
         names += [MISSED_BUILDER, INFRA_BUILDER]
     with store.transaction():
         ids = {
-            name: store.add_builder(Builder(name, ("stable",)), master_id=10 + i)
+            name: store.writer.add_builder(Builder(name, ("stable",)), master_id=10 + i)
             for i, name in enumerate(names)
         }
-        cids = {c.revision: store.add_change(c) for c in ch.values()}
+        cids = {c.revision: store.writer.add_change(c) for c in ch.values()}
         build_ids = {}
         for b in history_builds(guarded):
-            build_ids[b.builder, b.number] = store.add_build(
+            build_ids[b.builder, b.number] = store.writer.add_build(
                 ids[b.builder], b, [cids[c.revision] for c in b.changes]
             )
         if labels:
-            store.add_breakage(
+            store.writer.add_breakage(
                 cids[ch["b"].revision], ids["AMD64 Ubuntu"], T0 + 13 * HOUR, T0 + 30 * DAY, "revert"
             )
         if labels and guarded:
-            store.add_breakage(
+            store.writer.add_breakage(
                 cids[ch["m"].revision], ids[MISSED_BUILDER], T0 + 12.5 * DAY, T0 + 14 * DAY, "fix"
             )
             causes = {
@@ -178,7 +178,7 @@ def make_history(
             }
             for (builder, rev), numbers in causes.items():
                 for number in numbers:
-                    store.add_build_label(
+                    store.writer.add_build_label(
                         build_ids[builder, number],
                         "breakage" if rev else "infra",
                         cids[ch[rev].revision] if rev else None,

@@ -110,7 +110,7 @@ def _tiny(path: Path) -> HistoryStore:
     store = HistoryStore(path, create=True)
     with store.transaction():
         ids = {
-            name: store.add_builder(Builder(name, tags))
+            name: store.writer.add_builder(Builder(name, tags))
             for name, tags in (
                 ("A", STABLE_MAIN),
                 ("B", STABLE_MAIN),
@@ -120,11 +120,11 @@ def _tiny(path: Path) -> HistoryStore:
             )
         }
         c = [
-            store.add_change(_change(1, T0 + 2 * H)),
-            store.add_change(_change(2, T0 + 3 * H, "gh-2: two (#2)")),
-            store.add_change(_change(3, T0 + 3.5 * H)),
-            store.add_change(_change(4, T0 + 4 * H)),
-            store.add_change(
+            store.writer.add_change(_change(1, T0 + 2 * H)),
+            store.writer.add_change(_change(2, T0 + 3 * H, "gh-2: two (#2)")),
+            store.writer.add_change(_change(3, T0 + 3.5 * H)),
+            store.writer.add_change(_change(4, T0 + 4 * H)),
+            store.writer.add_change(
                 _change(
                     5,
                     T0 + 12 * H,
@@ -132,7 +132,7 @@ def _tiny(path: Path) -> HistoryStore:
                     (f"This reverts commit {1:040x}."),
                 )
             ),
-            store.add_change(_change(6, T0 + 5 * H, "gh-6: Fix two after #2 (#6)")),
+            store.writer.add_change(_change(6, T0 + 5 * H, "gh-6: Fix two after #2 (#6)")),
         ]
 
         def build(builder: str, number: int, result: Result, at: float, changes=(), minutes=20):
@@ -142,7 +142,7 @@ def _tiny(path: Path) -> HistoryStore:
                 else (FailedStep("Test", 2, "FAIL: test_x (test.test_x.T.test_x)"),)
             )
             b = Build(builder, number, int(result), at - minutes * 60, at, (), steps, "w", "main")
-            store.add_build(ids[builder], b, changes)
+            store.writer.add_build(ids[builder], b, changes)
 
         F, S, W = Result.FAILURE, Result.SUCCESS, Result.WARNINGS
         build("A", 1, S, T0 + 0.5 * H, [], minutes=10)

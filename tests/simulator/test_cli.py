@@ -444,7 +444,7 @@ def test_a_pull_into_a_path_under_a_file_is_one_line(tmp_path: Path, serve, pyth
 def tag(history: Path, builder: str, tags: tuple[str, ...]) -> None:
     store = HistoryStore(history)
     with store.transaction():
-        store.add_builder(Builder(builder, tags))
+        store.writer.add_builder(Builder(builder, tags))
     store.close()
 
 

@@ -46,7 +46,7 @@ def test_a_build_waits_until_a_change_merged_from_its_pull_request_is_learnt(
     tmp_path: Path,
 ) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    store.ensure_import_tables()
+    store.bookkeeping.ensure_import_tables()
     deferred = DeferredEvidence(store, defer=True)
     branches = {1: "refs/pull/201/merge", 2: "refs/pull/202/merge", 3: "main", 4: None}
     now, waiting = deferred.split([failing(b) for b in branches], branches)

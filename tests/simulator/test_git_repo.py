@@ -89,10 +89,10 @@ def make_history(path: Path, first: str, second: str) -> Path:
         builds.append(Build("py3.12", 2 + k, 2, at - 60, at, (b,) if k == 0 else (), steps))
     store = HistoryStore(path, create=True)
     with store.transaction():
-        builder = store.add_builder(Builder("py3.12", ()))
-        ids = {c.revision: store.add_change(c) for c in (a, b)}
+        builder = store.writer.add_builder(Builder("py3.12", ()))
+        ids = {c.revision: store.writer.add_change(c) for c in (a, b)}
         for build in builds:
-            store.add_build(builder, build, [ids[c.revision] for c in build.changes])
+            store.writer.add_build(builder, build, [ids[c.revision] for c in build.changes])
     store.close()
     return path
 

@@ -40,8 +40,8 @@ from simulator.history.importer import (
 )
 from simulator.history.pull_file import default_history_path
 from simulator.history.rest_client import BuildbotAPI
-from simulator.history.schema import SCHEMA_VERSION
-from simulator.history.store import HistoryError, HistoryStore
+from simulator.history.schema import SCHEMA_VERSION, HistoryError
+from simulator.history.store import HistoryStore
 from tests.simulator.old_schemas import as_version_5
 
 
@@ -172,9 +172,9 @@ def _make_version(path: Path, version: int, blamed: list[int] | None = None) -> 
     """
     store = HistoryStore(path, create=True)
     with store.transaction():
-        bid = store.add_builder(Builder("b1", ("stable",)))
-        cids = [store.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
-        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[i] for i in blamed or []])
+        bid = store.writer.add_builder(Builder("b1", ("stable",)))
+        cids = [store.writer.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
+        store.writer.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[i] for i in blamed or []])
     store.close()
     as_version_5(path)
     conn = sqlite3.connect(path)
@@ -190,10 +190,10 @@ def test_builds_keep_their_branch(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
     assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
     with store.transaction():
-        bid = store.add_builder(Builder("b1"))
-        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
-        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0), [])
-        store.add_builds_bulk(
+        bid = store.writer.add_builder(Builder("b1"))
+        store.writer.add_build(bid, Build("b1", 1, 0, 1.0, 2.0, branch="refs/pull/7/merge"), [])
+        store.writer.add_build(bid, Build("b1", 2, 0, 3.0, 4.0), [])
+        store.writer.add_builds_bulk(
             [
                 (10, bid, 3, 0, 5.0, 6.0, None, None, None),
                 (11, bid, 4, 0, 7.0, 8.0, "w", "main", None),
@@ -208,7 +208,7 @@ def test_builds_keep_their_branch(tmp_path: Path) -> None:
     ]
     # Re-importing a build replaces its branch too.
     with store.transaction():
-        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
+        store.writer.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
     assert [b.branch for b in store.iter_builds()][1] == "main"
     store.close()
 
@@ -222,8 +222,8 @@ def test_a_version_2_history_is_read_then_upgraded_by_its_next_build(tmp_path: P
     store.close()
     store = HistoryStore(path, create=True)  # as a pull opens it
     with store.transaction():
-        bid = store.add_builder(Builder("b1", ("stable",)))
-        store.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
+        bid = store.writer.add_builder(Builder("b1", ("stable",)))
+        store.writer.add_build(bid, Build("b1", 2, 0, 3.0, 4.0, branch="main"), [])
     store.close()
     store = HistoryStore(path)
     assert store.get_meta("schema_version") == str(SCHEMA_VERSION)
@@ -240,9 +240,11 @@ def test_a_version_3_history_reads_its_blamelists_then_gets_the_column(tmp_path:
     store.close()
     store = HistoryStore(path, create=True)  # as a pull opens it
     with store.transaction():
-        bid = store.add_builder(Builder("b1", ("stable",)))
-        store.add_build(
-            bid, Build("b1", 2, 0, 3.0, 4.0), [store.add_change(Change("r1", "a", "t1", 1.0))]
+        bid = store.writer.add_builder(Builder("b1", ("stable",)))
+        store.writer.add_build(
+            bid,
+            Build("b1", 2, 0, 3.0, 4.0),
+            [store.writer.add_change(Change("r1", "a", "t1", 1.0))],
         )
     store.close()
     store = HistoryStore(path)
@@ -271,7 +273,7 @@ def test_other_schema_versions_are_refused_in_one_line(tmp_path: Path, version: 
 
 def test_changes_index_by_line(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    store.ensure_import_tables()
+    store.bookkeeping.ensure_import_tables()
     changes = ChangeIndex(store)
     for c in [info(5, "e", ssid=50), info(2, "b", ssid=20), info(3, "c", branch="3.13"),
               info(4, "d", ssid=40)]:  # fmt: skip
@@ -282,8 +284,8 @@ def test_changes_index_by_line(tmp_path: Path) -> None:
     assert changes.by_ssid == {50: 5, 20: 2, 40: 4}
     # What a pull writes comes back on the next one.
     with store.transaction():
-        cid = store.add_change(change_record(info(4, "d")))
-        store.add_import_change(4, cid, 40, main)
+        cid = store.writer.add_change(change_record(info(4, "d")))
+        store.bookkeeping.add_import_change(4, cid, 40, main)
     again = ChangeIndex(store)
     assert again.between(main, 0, 10) == [4] and again.by_ssid == {40: 4}
     store.close()
@@ -292,7 +294,7 @@ def test_changes_index_by_line(tmp_path: Path) -> None:
 def test_fetched_changes_stay_one_range(tmp_path: Path) -> None:
     """Each change id is asked for once: what is fetched grows as one contiguous range."""
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    store.ensure_import_tables()
+    store.bookkeeping.ensure_import_tables()
     changes = ChangeIndex(store)
     assert changes.unfetched([]) == []
     assert changes.unfetched([(4, 6), (2, 5)]) == [(2, 6)]
@@ -319,17 +321,19 @@ def test_blamed_ranges_follow_each_builders_tips() -> None:
 
 def test_import_bookkeeping(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
-    store.ensure_import_tables()
-    store.ensure_import_tables()  # idempotent
+    store.bookkeeping.ensure_import_tables()
+    store.bookkeeping.ensure_import_tables()  # idempotent
     with store.transaction():
-        bid = store.add_builder(Builder("b1"))
+        bid = store.writer.add_builder(Builder("b1"))
         for number, tips, at in [(1, {"L": 3}, 100.0), (2, {"L": 7, "M": 1}, 200.0),
                                  (3, {"L": 5}, 300.0)]:  # fmt: skip
             build = Build("b1", number, 0, at - 10, at)
-            store.add_import_build(1000 + number, store.add_build(bid, build, []), tips, at)
-    assert store.import_builder_tips() == {"b1": {"L": 7, "M": 1}}
-    assert store.import_build_ids(200.0) == {1002, 1003}
-    assert store.import_build_ids() == {1001, 1002, 1003}
+            store.bookkeeping.add_import_build(
+                1000 + number, store.writer.add_build(bid, build, []), tips, at
+            )
+    assert store.bookkeeping.import_builder_tips() == {"b1": {"L": 7, "M": 1}}
+    assert store.bookkeeping.import_build_ids(200.0) == {1002, 1003}
+    assert store.bookkeeping.import_build_ids() == {1001, 1002, 1003}
     store.close()
 
 
@@ -344,17 +348,17 @@ def test_a_later_pull_goes_on_counting_the_streaks_the_history_ends_with(tmp_pat
     }
     with store.transaction():
         for name, builds in runs.items():
-            bid = store.add_builder(Builder(name))
+            bid = store.writer.add_builder(Builder(name))
             for number, (result, branch) in enumerate(builds, 1):
                 build = Build(name, number, result, 10.0 * number, 10.0 * number + 5, branch=branch)
-                store.add_build(bid, build, [])
+                store.writer.add_build(bid, build, [])
     ids = store.builder_ids()
-    assert store.trailing_failures(ids["red"]) == runs["red"]
-    assert store.trailing_failures(ids["green"]) == [(4, "main")]
-    assert store.trailing_failures(ids["empty"]) == []
+    assert store.bookkeeping.trailing_failures(ids["red"]) == runs["red"]
+    assert store.bookkeeping.trailing_failures(ids["green"]) == [(4, "main")]
+    assert store.bookkeeping.trailing_failures(ids["empty"]) == []
     counted = StreakDepth(None)
     for name in runs:
-        for result, branch in store.trailing_failures(ids[name]):
+        for result, branch in store.bookkeeping.trailing_failures(ids[name]):
             counted.feed(name, result, branch)
     # The pull request's failure does not count: the red builder's streak is 3 long.
     assert counted.counts() == {"red": 3}
@@ -378,8 +382,8 @@ def test_refuses_a_history_not_pulled_from_this_master(serve, python_org, tmp_pa
     server = serve(python_org)
     generated = HistoryStore(tmp_path / "generated.sqlite", create=True)
     with generated.transaction():
-        bid = generated.add_builder(Builder("b1"))
-        generated.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
+        bid = generated.writer.add_builder(Builder("b1"))
+        generated.writer.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [])
     with BuildbotAPI(server.url + "/all", backoff=0.01) as api:
         with pytest.raises(PullError, match="not pulled from a master"):
             pull(api, generated)

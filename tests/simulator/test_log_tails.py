@@ -86,9 +86,9 @@ def _version_4(path: Path) -> None:
     """A history as schema version 4 wrote it: one failing build, its tails as text."""
     store = HistoryStore(path, create=True)
     with store.transaction():
-        bid = store.add_builder(Builder("b1"))
+        bid = store.writer.add_builder(Builder("b1"))
         steps = (FailedStep("compile", 2, "error: x\nexit 1"), FailedStep("test", 2, None))
-        store.add_build(bid, Build("b1", 1, 2, 1.0, 2.0, failed_steps=steps), [])
+        store.writer.add_build(bid, Build("b1", 1, 2, 1.0, 2.0, failed_steps=steps), [])
     store.close()
     as_version_5(path)
     conn = sqlite3.connect(path)
@@ -111,9 +111,9 @@ def test_a_version_4_history_is_read_then_packed_by_its_next_build(tmp_path: Pat
     store.close()
     store = HistoryStore(path, create=True)  # as a pull opens it
     with store.transaction():
-        bid = store.add_builder(Builder("b1"))
+        bid = store.writer.add_builder(Builder("b1"))
         steps = (FailedStep("test", 2, "FAIL: test_x"),)
-        store.add_build(bid, Build("b1", 2, 2, 3.0, 4.0, failed_steps=steps), [])
+        store.writer.add_build(bid, Build("b1", 2, 2, 3.0, 4.0, failed_steps=steps), [])
     store.close()
     assert [type(tail) for *_, tail in _stored(path)] == [bytes, type(None), bytes]
     store = HistoryStore(path)

@@ -112,7 +112,7 @@ def test_the_lazy_pull_fetches_the_first_failing_builds_of_each_streak(pulled: P
         assert store.get_meta("import.evidence_depth") == str(EVIDENCE_DEPTH)
         pull_request_builders = {b.name for b in store.builders() if "PullRequest" in b.tags}
         assert pull_request_builders
-        merged = {landed_from(c) for c in store.import_stored_changes()} - {None}
+        merged = {landed_from(c) for c in store.bookkeeping.import_stored_changes()} - {None}
         run: dict[str, int] = {}
         fetched = {"pull requests": 0, "branches": 0, "waiting": 0}
         for b in store.iter_builds():

@@ -31,10 +31,10 @@ def write_history(
     store = HistoryStore(path, create=True)
     with store.transaction():
         for name, seq in per_builder.items():
-            bid = store.add_builder(Builder(name, tags.get(name, ())))
+            bid = store.writer.add_builder(Builder(name, tags.get(name, ())))
             for b in seq:
-                ids = [store.add_change(c) for c in b.changes]
-                store.add_build(bid, b, ids)
+                ids = [store.writer.add_change(c) for c in b.changes]
+                store.writer.add_build(bid, b, ids)
     store.close()
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from buildbot_revert.core.model import Build, Builder, Change
-from simulator.history.schema import SCHEMA_VERSION
-from simulator.history.store import HistoryError, HistoryStore
+from simulator.history.schema import SCHEMA_VERSION, HistoryError
+from simulator.history.store import HistoryStore
 from tests.simulator.old_schemas import as_version_5, blamelist_kind
 
 
@@ -23,10 +23,10 @@ def _history(path: Path) -> None:
     """Two builds of one builder, blaming changes out of order and none."""
     store = HistoryStore(path, create=True)
     with store.transaction():
-        bid = store.add_builder(Builder("b1", ("stable",)))
-        cids = [store.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
-        store.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[2], cids[0], cids[3]])
-        store.add_build(bid, Build("b1", 2, 2, 3.0, 4.0), [])
+        bid = store.writer.add_builder(Builder("b1", ("stable",)))
+        cids = [store.writer.add_change(Change(f"r{i}", "a", f"t{i}", float(i))) for i in range(4)]
+        store.writer.add_build(bid, Build("b1", 1, 0, 1.0, 2.0), [cids[2], cids[0], cids[3]])
+        store.writer.add_build(bid, Build("b1", 2, 2, 3.0, 4.0), [])
     store.close()
 
 
@@ -70,9 +70,11 @@ def test_a_version_5_history_is_read_then_drops_its_blamelist_table_at_its_next_
     assert blamelist_kind(path) == "table"
     store = HistoryStore(path, create=True)  # as a pull opens it
     with store.transaction():
-        bid = store.add_builder(Builder("b1", ("stable",)))
-        store.add_build(
-            bid, Build("b1", 3, 0, 5.0, 6.0), [store.add_change(Change("r1", "a", "t1", 1.0))]
+        bid = store.writer.add_builder(Builder("b1", ("stable",)))
+        store.writer.add_build(
+            bid,
+            Build("b1", 3, 0, 5.0, 6.0),
+            [store.writer.add_change(Change("r1", "a", "t1", 1.0))],
         )
     store.close()
     assert blamelist_kind(path) == "view"

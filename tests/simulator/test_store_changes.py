@@ -32,8 +32,8 @@ def test_a_change_whose_chunk_was_dropped_is_read_again(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
     try:
         with store.transaction():
-            builder = store.add_builder(Builder("b"))
-            ids = [store.add_change(_change(i)) for i in range(SPAN)]
+            builder = store.writer.add_builder(Builder("b"))
+            ids = [store.writer.add_change(_change(i)) for i in range(SPAN)]
             # Each build names one new change; every 300th also names the
             # very first and a change from the middle (their chunks were read,
             # then dropped as newer chunks came).
@@ -41,7 +41,7 @@ def test_a_change_whose_chunk_was_dropped_is_read_again(tmp_path: Path) -> None:
             for n, i in enumerate(range(0, SPAN, 3), start=1):
                 picks = [i] + ([0, SPAN // 2] if n % 100 == 0 else [])
                 blamed[n] = picks
-                store.add_build(
+                store.writer.add_build(
                     builder,
                     Build("b", n, Result.SUCCESS, n * 10.0, n * 10.0 + 5),
                     [ids[p] for p in picks],
@@ -60,8 +60,8 @@ def test_the_changes_held_stay_within_the_chunks_kept(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite", create=True)
     try:
         with store.transaction():
-            ids = [store.add_change(_change(i)) for i in range(SPAN)]
-        lookup = store._change_lookup()
+            ids = [store.writer.add_change(_change(i)) for i in range(SPAN)]
+        lookup = store.change_lookup()
         assert [lookup(cid) for cid in ids] == [_change(i) for i in range(SPAN)]
         held = lookup.__self__  # type: ignore[attr-defined]
         assert len(held) <= store_module._CHUNK * store_module._CHUNKS_KEPT

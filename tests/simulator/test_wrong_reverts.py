@@ -181,16 +181,18 @@ def make_history(path: Path) -> Path:
     store = HistoryStore(path, create=True)
     broken = changes()["b"]
     with store.transaction():
-        ids = {name: store.add_builder(Builder(name, tags)) for name, tags in TAGS.items()}
-        cids = {c.revision: store.add_change(c) for c in changes().values()}
+        ids = {name: store.writer.add_builder(Builder(name, tags)) for name, tags in TAGS.items()}
+        cids = {c.revision: store.writer.add_change(c) for c in changes().values()}
         for b in history_builds():
-            build_id = store.add_build(ids[b.builder], b, [cids[c.revision] for c in b.changes])
+            build_id = store.writer.add_build(
+                ids[b.builder], b, [cids[c.revision] for c in b.changes]
+            )
             if b.result == 2 and b.builder == STABLE:
-                store.add_build_label(build_id, "breakage", cids[broken.revision])
+                store.writer.add_build_label(build_id, "breakage", cids[broken.revision])
             elif b.result == 2:
-                store.add_build_label(build_id, "infra", None)
+                store.writer.add_build_label(build_id, "infra", None)
         first = T0 + 8 * DAY + HOUR
-        store.add_breakage(cids[broken.revision], ids[STABLE], first, None, "revert")
+        store.writer.add_breakage(cids[broken.revision], ids[STABLE], first, None, "revert")
     store.close()
     return path
 

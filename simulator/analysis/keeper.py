@@ -8,10 +8,21 @@ changes by revision), sharing one copy of what several streaks name.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from buildbot_revert.core.model import Build, Change, new_build, new_change
 from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict, new_streak
+
+
+@dataclass(frozen=True)
+class KeptTables:
+    """What a sweep's keepers share: one copy of each text, value, revision and blamelist."""
+
+    texts: dict[str, str]
+    values: dict[Any, Any]
+    revisions: dict[str, Change]
+    made: dict[int, tuple[object, Any]]
 
 
 class Keeper:
@@ -55,12 +66,18 @@ class Keeper:
         # from being reused; the newest few are enough (see _copy).
         self._made: dict[int, tuple[object, Any]] | None = None
 
-    def share(self, other: Keeper) -> None:
-        """Keep with ``other``'s names, revisions and copies (a sweep's replays, fed together)."""
-        if other._made is None:
-            other._made = {}
-        self._texts, self._values = other._texts, other._values
-        self._revisions, self._made = other._revisions, other._made
+    def tables(self) -> KeptTables:
+        """This keeper's names, values, revisions and copies, for others to keep with."""
+        if self._made is None:
+            self._made = {}
+        return KeptTables(
+            texts=self._texts, values=self._values, revisions=self._revisions, made=self._made
+        )
+
+    def share(self, tables: KeptTables) -> None:
+        """Keep with another keeper's ``tables`` (a sweep's replays, fed together)."""
+        self._texts, self._values = tables.texts, tables.values
+        self._revisions, self._made = tables.revisions, tables.made
 
     def __call__(self, event: Verdict | Streak) -> None:
         if isinstance(event, Verdict):

@@ -16,7 +16,7 @@ from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
 from buildbot_revert.core.flaky_cases import TOP as TOP_FLAKY_CASES
 from buildbot_revert.core.flaky_cases import CaseFlake
-from buildbot_revert.core.group import TrackerGroup, counting_feed
+from buildbot_revert.core.group import TrackerGroup, Window, counting_feed
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
@@ -289,21 +289,25 @@ class Replayer:
         # post-verdict methods are played out.
         self.executor = None if play is None else play(self.tracker, self.kept.__contains__)
         self.result = ReplayResult(policy, selection, builders=builders)
-        self._keep = Keeper(self.result.verdicts, self.result.streaks)
+        self.keeper = Keeper(self.result.verdicts, self.result.streaks)
         since = selection.since
         # No window start: every build and event is in the window.
-        self._start = float("-inf") if since is None else since
+        self.start = float("-inf") if since is None else since
         tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
-        window = counting_feed(self._start, self.kept, tracker_feed, self.take)
+        window = counting_feed(self.start, self.kept, tracker_feed, self.take)
         self.feed = window.feed
         self._counted = window.counted
 
     def take(self, events: Iterable[Verdict | Streak]) -> None:
         """Keep a window build's events that began in the window."""
-        start, keep = self._start, self._keep
+        start, keep = self.start, self.keeper
         for event in events:
             if event.started_at >= start:
                 keep(event)
+
+    def count_with(self, counted: Callable[[], Window]) -> None:
+        """Take the window's counts from ``counted`` (a pass that fed this replayer with others)."""
+        self._counted = counted
 
     def finish(self) -> ReplayResult:
         """The end of the history: the streaks still open are reported; the result."""
@@ -312,7 +316,7 @@ class Replayer:
         since = result.selection.since
         for event in self.tracker.finish(result.window_end or 0.0):
             if event.builder in self.kept and (since is None or event.started_at >= since):
-                self._keep(event)
+                self.keeper(event)
         result.flaky_cases = tuple(self.tracker.flaky_cases(TOP_FLAKY_CASES))
         return result
 
@@ -335,9 +339,9 @@ def feed_stream(replayers: Sequence[Replayer], builds: Iterable[Build]) -> None:
         return
     group, take_all = _grouped(replayers)
     lead = replayers[0]
-    window = group.feed_window(builds, lead._start, lead.kept, take_all)
+    window = group.feed_window(builds, lead.start, lead.kept, take_all)
     for replayer in replayers:
-        replayer._counted = lambda: window
+        replayer.count_with(lambda: window)
 
 
 def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
@@ -356,9 +360,9 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
         return each
     group, take_all = _grouped(replayers)
     lead = replayers[0]
-    window = counting_feed(lead._start, lead.kept, group.feed, take_all)
+    window = counting_feed(lead.start, lead.kept, group.feed, take_all)
     for replayer in replayers:
-        replayer._counted = window.counted
+        replayer.count_with(window.counted)
     return window.feed
 
 
@@ -369,7 +373,7 @@ def _grouped(
     group = TrackerGroup([r.tracker for r in replayers])
     lead = replayers[0]
     for replayer in replayers[1:]:
-        replayer._keep.share(lead._keep)
+        replayer.keeper.share(lead.keeper.tables())
     takes = [r.take for r in replayers]
 
     def take_all(answers: list[tuple[Event, ...]]) -> None:

@@ -48,7 +48,7 @@ from buildbot_revert.dashboard.model import (
     VerdictView,
     WeekView,
 )
-from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
+from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
 from buildbot_revert.plugin.ledger import (
     Entry,
@@ -57,6 +57,7 @@ from buildbot_revert.plugin.ledger import (
     QualifiedBuilder,
     WrongReport,
 )
+from buildbot_revert.plugin.options import DEFAULT_API_URL
 from buildbot_revert.plugin.reporter import RevertReporter
 
 DAY = 86400.0

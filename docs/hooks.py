@@ -7,7 +7,7 @@ A page asks for one with a marker on a line of its own, ``<!-- generated: NAME -
     its :data:`~buildbot_revert.core.verdicts.MEANINGS`;
 ``options``
     ``RevertReporter``'s options with their defaults and sentences, from
-    their one declaration, :data:`buildbot_revert.plugin.options.DECLARED`;
+    their one declaration, :func:`buildbot_revert.plugin.options.declared`;
 ``unknown-option``
     what ``checkconfig`` says of a misspelled option (it lists them all);
 ``cli``
@@ -72,7 +72,7 @@ def verdict_table() -> str:
 def option_table() -> str:
     """Every argument of ``RevertReporter``, in the declaration's order, with its default."""
     rows = ["| option | default | what it does |", "|---|---|---|"]
-    for option in options.DECLARED:
+    for option in options.declared():
         default = "(none)" if option.default is None else f"`{option.default!r}`"
         rows.append(f"| `{option.name}` | {_cell(default)} | {_cell(option.doc)} |")
     for name, text in BUILDBOT_OPTIONS.items():

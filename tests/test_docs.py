@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 import buildbot_revert.core
 from buildbot_revert.core.verdicts import MEANINGS, Reason
-from buildbot_revert.plugin.options import BUILDBOT_OPTIONS, DECLARED
+from buildbot_revert.plugin.options import BUILDBOT_OPTIONS, declared
 from simulator.cli import main as simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,11 +108,12 @@ def test_the_verdict_table_is_the_reason_enum_with_its_meanings(site: Path) -> N
 
 def test_the_option_table_is_the_reporters_settings(site: Path) -> None:
     rows = _table(site, "install.html", "option")
-    assert [row[0] for row in rows] == [*(o.name for o in DECLARED), *BUILDBOT_OPTIONS]
-    defaults = {o.name: "(none)" if o.default is None else repr(o.default) for o in DECLARED}
-    assert {row[0]: row[1] for row in rows[: len(DECLARED)]} == defaults
-    assert [row[2] for row in rows[: len(DECLARED)]] == [
-        re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", o.doc).replace("`", "") for o in DECLARED
+    options = declared()
+    assert [row[0] for row in rows] == [*(o.name for o in options), *BUILDBOT_OPTIONS]
+    defaults = {o.name: "(none)" if o.default is None else repr(o.default) for o in options}
+    assert {row[0]: row[1] for row in rows[: len(options)]} == defaults
+    assert [row[2] for row in rows[: len(options)]] == [
+        re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", o.doc).replace("`", "") for o in options
     ]
 
 

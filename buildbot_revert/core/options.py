@@ -2,14 +2,17 @@
 
 An :class:`Option` is one row of the table every consumer reads: the
 reporter's validation (and so ``buildbot checkconfig``'s errors) runs each
-row's check in the table's order; the documentation's option table lists the
-rows; :func:`machine_settings` reads the rows marked ``machine`` into the
-post-verdict machine's :class:`~buildbot_revert.core.machine_io.MachineSettings`.
+row's check in the table's order (:func:`accept`); the documentation's
+option table lists the rows; the simulator offers the rows that carry a
+:class:`Flag` as ``simulate`` flags; the machine's settings are read from the
+accepted values.
 
-The rows both shells share (the post-verdict machine's settings) are declared
-here, in the pure core (:data:`MACHINE_OPTIONS`); the options only the plugin
-takes (its repository, token, mode, webhooks...) are declared in the plugin
-with the same record (:mod:`buildbot_revert.plugin.options`).
+The rows both shells share, the post-verdict machine's settings, are the
+fields of :class:`~buildbot_revert.core.machine_io.MachineSettings`, each
+declared with :func:`setting` (its ``Option`` rides in the field's metadata,
+read back by :func:`declared`); the options only the plugin takes (its
+repository, token, mode, webhooks...) are declared in the plugin with the
+same record (:mod:`buildbot_revert.plugin.options`).
 
 A check answers with a problem sentence (shown to the user as is, naming the
 option) or None; it sees the options accepted before it, for the rules that
@@ -19,15 +22,19 @@ join two options (a mode that needs a token).  Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import Field, dataclass, field, fields, replace
+from typing import Any, Literal
 
-from buildbot_revert.core import defaults
-from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
 from buildbot_revert.core.outcomes import StandDown
 
 # name, value, the options accepted before it -> a problem sentence, or None.
 Check = Callable[[str, Any, Mapping[str, Any]], "str | None"]
+# The key of a dataclass field's metadata that holds its Option.
+OPTION = "option"
+
+
+class OptionProblem(ValueError):
+    """An option's value its check refused (the message names the option)."""
 
 
 def same(value: Any) -> Any:
@@ -36,8 +43,22 @@ def same(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """How ``simulate`` offers an option: its help, and its spelling when not ``--the-name``.
+
+    ``switch``: on when given (the value True); ``duration``: ``24h``, ``7d``...
+    read as seconds, the default when not given; ``value``: a value of the
+    default's type, the default shown.
+    """
+
+    help: str
+    spelling: str | None = None
+    kind: Literal["switch", "duration", "value"] = "value"
+
+
+@dataclass(frozen=True)
 class Option:
-    """One setting: its name, default, check and what it does (one line, Markdown)."""
+    """One setting: its name, default (as a user writes it), check and what it does (Markdown)."""
 
     name: str
     default: Any
@@ -45,8 +66,55 @@ class Option:
     check: Check
     # The value kept once the check accepted it (seconds as a float, a list as a tuple...).
     convert: Callable[[Any], Any] = same
-    # Read into the post-verdict machine's settings (:func:`machine_settings`).
-    machine: bool = False
+    # How the simulator offers it (None: it does not).
+    flag: Flag | None = None
+
+    @property
+    def spelling(self) -> str:
+        """The simulator's flag for it."""
+        given = self.flag.spelling if self.flag is not None else None
+        return given or "--" + self.name.replace("_", "-")
+
+
+def setting(
+    default: Any,
+    doc: str,
+    check: Check,
+    convert: Callable[[Any], Any] = same,
+    flag: Flag | None = None,
+) -> Any:
+    """A dataclass field declared as an option: its default is ``convert(default)``."""
+    option = Option("", default, doc, check, convert, flag)
+    return field(default=convert(default), metadata={OPTION: option})
+
+
+def declared(record: type) -> tuple[Option, ...]:
+    """The options of a dataclass whose fields were declared with :func:`setting`, in order."""
+    found: tuple[Field[Any], ...] = fields(record)
+    return tuple(replace(f.metadata[OPTION], name=f.name) for f in found if OPTION in f.metadata)
+
+
+def accept(options: Iterable[Option], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option's value (its default when not given), checked in order, then converted.
+
+    Raises :class:`OptionProblem` with the first problem a check finds.
+    """
+    values: dict[str, Any] = {}
+    for option in options:
+        value = given.get(option.name, option.default)
+        problem = option.check(option.name, value, values)
+        if problem is not None:
+            raise OptionProblem(problem)
+        values[option.name] = option.convert(value)
+    return values
+
+
+def named(options: Iterable[Option], name: str) -> Option:
+    """The option called ``name``."""
+    for option in options:
+        if option.name == name:
+            return option
+    raise KeyError(name)
 
 
 def seconds_problem(name: str, value: Any, *, allow_zero: bool = False) -> str | None:
@@ -65,31 +133,31 @@ def whole_problem(name: str, value: Any, *, low: int) -> str | None:
     return None
 
 
-def true_or_false(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_true_or_false(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """An option that is True or False, nothing else (not 0, 1 or "yes")."""
     return None if isinstance(value, bool) else f"{name} must be True or False"
 
 
-def seconds(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_seconds(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """A positive number of seconds."""
     return seconds_problem(name, value)
 
 
-def _seconds_or_zero(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_seconds_or_zero(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """Zero or a positive number of seconds."""
     return seconds_problem(name, value, allow_zero=True)
 
 
-def _daily_cap(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_daily_cap(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """A positive whole number, or None for no cap."""
     if value is None or (not isinstance(value, bool) and isinstance(value, int) and value >= 1):
         return None
     return f"{name} must be a positive whole number, or None for no cap"
 
 
-def _stand_down(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_stand_down(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """One of :class:`StandDown`'s values."""
-    if value in {s.value for s in StandDown}:
+    if value in tuple(s.value for s in StandDown):
         return None
     choices = ", ".join(repr(s.value) for s in StandDown)
     return f"{name} must be one of {choices}, not {value!r:.30}"
@@ -98,7 +166,7 @@ def _stand_down(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None
 BISECTION_KEYS = ("max_changes", "per_builder_per_day", "per_day", "max_age")
 
 
-def _bisection(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+def check_bisection(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     """``None``/``False`` (off), ``True`` (the default caps) or a dict of caps."""
     if value is None or isinstance(value, bool):
         return None
@@ -117,92 +185,3 @@ def _bisection(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
         return f"{name} max_changes must be at least 2"
     age = value.get("max_age")
     return None if age is None else seconds_problem(f"{name} max_age", age)
-
-
-def _bisection_caps(value: Any) -> BisectionCaps | None:
-    """The caps of an accepted ``bisection`` value (None: off)."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return BisectionCaps()
-    caps = dict(value)
-    if caps.get("max_age") is not None:
-        caps["max_age"] = float(caps["max_age"])
-    else:
-        caps.pop("max_age", None)
-    return BisectionCaps(**caps)
-
-
-# The post-verdict machine's settings, as both shells take them.
-MACHINE_OPTIONS: tuple[Option, ...] = (
-    Option(
-        "grace_period",
-        defaults.GRACE_PERIOD,
-        "seconds between the comment on the culprit's pull request and the revert; 0 files at "
-        "once (see [grace periods](operating.md#grace-periods))",
-        _seconds_or_zero,
-        float,
-        machine=True,
-    ),
-    Option(
-        "daily_cap",
-        defaults.DAILY_CAP,
-        "at most this many revert pull requests in any 24 hours (`None`: no cap)",
-        _daily_cap,
-        machine=True,
-    ),
-    Option(
-        "verification",
-        False,
-        "build the suspect's parent on the failing builder before filing; file only if it passes",
-        true_or_false,
-        machine=True,
-    ),
-    Option(
-        "stand_down",
-        StandDown.CLOSE.value,
-        "once a fix made a revert pull request unnecessary: `close` it, `mark` it with a label, "
-        "or only `comment`",
-        _stand_down,
-        StandDown,
-        machine=True,
-    ),
-    Option(
-        "close_touched",
-        False,
-        "close such a pull request even when someone else commented on, reviewed or pushed to it",
-        true_or_false,
-        machine=True,
-    ),
-    Option(
-        "forced_build_timeout",
-        defaults.FORCED_BUILD_TIMEOUT,
-        "seconds after which a verification or bisection build not finished is taken to have "
-        "never run (the verdict is declined `unverified`)",
-        seconds,
-        float,
-        machine=True,
-    ),
-    Option(
-        "bisection",
-        None,
-        "`True` or a dict of caps (`max_changes`, `per_builder_per_day`, `per_day`, `max_age`): "
-        "bisect a first failing build of several changes with forced builds",
-        _bisection,
-        _bisection_caps,
-        machine=True,
-    ),
-)
-
-
-def named(options: Iterable[Option], name: str) -> Option:
-    """The option called ``name``."""
-    for option in options:
-        if option.name == name:
-            return option
-    raise KeyError(name)
-
-
-def machine_settings(options: Iterable[Option], values: Mapping[str, Any]) -> MachineSettings:
-    """The machine's settings: the accepted value of every option marked ``machine``."""
-    return MachineSettings(**{o.name: values[o.name] for o in options if o.machine})

@@ -7,8 +7,8 @@ Buildbot, so it is tested as plain Python; the reporter calls it from
 ``checkConfig`` and turns the error into Buildbot's ``config.error``.
 
 Every option, its default, its check and its documentation is declared once,
-in :data:`buildbot_revert.plugin.options.DECLARED` (the post-verdict machine's
-options in the core's :data:`~buildbot_revert.core.options.MACHINE_OPTIONS`):
+by :func:`buildbot_revert.plugin.options.declared` (the post-verdict machine's
+as the fields of the core's :class:`~buildbot_revert.core.machine_io.MachineSettings`):
 :func:`parse_settings` runs the checks in that order, and the machine's
 settings are read from the same values (:func:`machine_settings`).
 
@@ -35,7 +35,8 @@ from typing import Any
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
-from buildbot_revert.core.options import machine_settings as core_machine_settings
+from buildbot_revert.core.machine_io import machine_settings as core_machine_settings
+from buildbot_revert.core.options import OptionProblem, accept
 from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
@@ -69,7 +70,7 @@ class Settings:
     """Everything the reporter was configured with, validated.
 
     Made by :func:`parse_settings`, which fills every field from the declared
-    options' values (their defaults: :data:`buildbot_revert.plugin.options.DECLARED`).
+    options' values (their defaults: :func:`buildbot_revert.plugin.options.declared`).
     """
 
     repo: str
@@ -114,7 +115,7 @@ class Settings:
     # An objection or the opt-out label counts from the culprit's author, or
     # from a user with at least this role on the repository (core.standing).
     objection_permission: str = defaults.OBJECTION_PERMISSION
-    # Every declared option's accepted value by name (options.DECLARED), the
+    # Every declared option's accepted value by name (options.declared()), the
     # ones above included; not shown, since it holds the token.
     values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -134,8 +135,8 @@ class Settings:
 def parse_settings(repo: Any = None, token: Any = None, **given: Any) -> Settings:
     """Validate the reporter's arguments; raise :class:`SettingsError` on the first bad one.
 
-    Every option of :data:`options.DECLARED <buildbot_revert.plugin.options.DECLARED>` is
-    checked in the table's order, and converted once its check accepts it.
+    Every option of :func:`~buildbot_revert.plugin.options.declared` is checked in
+    that order, and converted once its check accepts it.
     """
     check_arguments((), given)
     values = accepted({"repo": repo, "token": token, **given})
@@ -167,14 +168,10 @@ def parse_settings(repo: Any = None, token: Any = None, **given: Any) -> Setting
 
 def accepted(given: Mapping[str, Any]) -> dict[str, Any]:
     """Every declared option's value (its default when not given), checked in order, converted."""
-    values: dict[str, Any] = {}
-    for option in options.DECLARED:
-        value = given.get(option.name, option.default)
-        problem = option.check(option.name, value, values)
-        if problem is not None:
-            raise SettingsError(problem)
-        values[option.name] = option.convert(value)
-    return values
+    try:
+        return accept(options.declared(), given)
+    except OptionProblem as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _builder_selection(values: Mapping[str, Any]) -> BuilderSelection:
@@ -187,7 +184,7 @@ def _builder_selection(values: Mapping[str, Any]) -> BuilderSelection:
 
 def option_names() -> tuple[str, ...]:
     """Every argument ``RevertReporter`` takes (besides Buildbot's ``name``), in order."""
-    return tuple(o.name for o in options.DECLARED)
+    return tuple(o.name for o in options.declared())
 
 
 def check_arguments(
@@ -270,4 +267,4 @@ def rendered_token(value: Any) -> str:
 
 def machine_settings(settings: Settings) -> MachineSettings:
     """The machine's settings from the reporter's: the declared options marked ``machine``."""
-    return core_machine_settings(options.DECLARED, settings.values)
+    return core_machine_settings(settings.values)

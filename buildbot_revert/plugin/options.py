@@ -1,13 +1,13 @@
 """``RevertReporter``'s options, declared once (:class:`~buildbot_revert.core.options.Option`).
 
-:data:`DECLARED` is every option the reporter takes, in the order they are
+:func:`declared` is every option the reporter takes, in the order they are
 checked (the first two may be given by position): the options only the
-plugin takes are declared here, the post-verdict machine's are the core's
-(:data:`~buildbot_revert.core.options.MACHINE_OPTIONS`).  From it derive
+plugin takes are declared here, the post-verdict machine's are the fields of
+the core's :class:`~buildbot_revert.core.machine_io.MachineSettings`.  From it derive
 :func:`~buildbot_revert.plugin.config.parse_settings` (so ``checkConfig``
 and ``buildbot checkconfig``), the misspelled-option hints, and the
-documentation's option table (docs/hooks.py).  Consumers read
-``options.DECLARED`` when they run, never a copy taken at import.
+documentation's option table (docs/hooks.py).  Consumers call
+:func:`declared` when they run, never keep a copy taken at import.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from buildbot_revert.core import defaults
+from buildbot_revert.core.machine_io import machine_options
 from buildbot_revert.core.options import (
-    MACHINE_OPTIONS,
     Option,
+    check_true_or_false,
     named,
     seconds_problem,
-    true_or_false,
     whole_problem,
 )
 from buildbot_revert.core.policy import Policy, PolicyError
@@ -232,7 +232,9 @@ def _seconds_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-DECLARED: tuple[Option, ...] = (
+# The options only the plugin takes, and where the machine's go among them
+# (by name): the order of the checks, and of the documentation's table.
+PLUGIN_OPTIONS: tuple[Option | str, ...] = (
     Option("repo", None, "the GitHub repository, `owner/name` (required)", _repo),
     Option(
         "token",
@@ -293,8 +295,8 @@ DECLARED: tuple[Option, ...] = (
         "`buildbot_revert/core/policy.py`)",
         _policy_options,
     ),
-    named(MACHINE_OPTIONS, "grace_period"),
-    named(MACHINE_OPTIONS, "daily_cap"),
+    "grace_period",
+    "daily_cap",
     Option(
         "opt_out_label",
         defaults.OPT_OUT_LABEL,
@@ -302,8 +304,8 @@ DECLARED: tuple[Option, ...] = (
         _optional_label,
     ),
     Option("revert_labels", (), "labels put on every revert pull request", _labels, _listed),
-    Option("draft", False, "open revert pull requests as drafts", true_or_false),
-    named(MACHINE_OPTIONS, "verification"),
+    Option("draft", False, "open revert pull requests as drafts", check_true_or_false),
+    "verification",
     Option(
         "log_lines",
         defaults.LOG_TAIL_LINES,
@@ -318,8 +320,8 @@ DECLARED: tuple[Option, ...] = (
         _phrases,
         _listed,
     ),
-    named(MACHINE_OPTIONS, "stand_down"),
-    named(MACHINE_OPTIONS, "close_touched"),
+    "stand_down",
+    "close_touched",
     Option(
         "follow_interval",
         60.0,
@@ -327,7 +329,7 @@ DECLARED: tuple[Option, ...] = (
         _follow_interval,
         _at_least_a_second,
     ),
-    named(MACHINE_OPTIONS, "forced_build_timeout"),
+    "forced_build_timeout",
     Option(
         "objection_permission",
         defaults.OBJECTION_PERMISSION,
@@ -343,7 +345,19 @@ DECLARED: tuple[Option, ...] = (
         _webhooks,
         parse_webhooks,
     ),
-    named(MACHINE_OPTIONS, "bisection"),
+    "bisection",
 )
-# How many of DECLARED's options may be given by position (repo, token).
+# How many of the options may be given by position (repo, token).
 POSITIONAL = 2
+
+
+def declared() -> tuple[Option, ...]:
+    """Every option ``RevertReporter`` takes, in the order they are checked.
+
+    The machine's options are :class:`~buildbot_revert.core.machine_io.MachineSettings`'
+    fields, read when this runs: one the plugin does not place comes last.
+    """
+    machine = machine_options()
+    placed = {o for o in PLUGIN_OPTIONS if isinstance(o, str)}
+    rows = [named(machine, o) if isinstance(o, str) else o for o in PLUGIN_OPTIONS]
+    return (*rows, *(o for o in machine if o.name not in placed))

@@ -206,4 +206,3 @@ def machine_from_flags(flags: Mapping[str, Any]) -> MachineSettings:
         return machine_settings(accept(machine_options(), given))
     except OptionProblem as exc:
         raise CLIError(str(exc)) from None
-

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import simulator.cli
-from buildbot_revert.plugin.config import machine_settings, parse_settings
+from buildbot_revert.plugin.config import parse_settings
 from simulator.cli_args import machine_from_flags
 from tests import extended_settings as ext
 
@@ -67,9 +67,9 @@ def test_buildbot_checkconfig_checks_an_added_setting(tmp_path: Path) -> None:
 
 
 def test_the_plugin_reads_an_added_setting_into_the_machines_settings(extended) -> None:
-    assert machine_settings(parse_settings("python/cpython")).revert_budget == ext.DEFAULT
+    assert parse_settings("python/cpython").machine.revert_budget == ext.DEFAULT
     settings = parse_settings("python/cpython", revert_budget=7)
-    assert machine_settings(settings).revert_budget == 7
+    assert settings.machine.revert_budget == 7
 
 
 def test_the_docs_option_table_lists_an_added_setting(extended) -> None:

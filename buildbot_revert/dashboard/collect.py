@@ -255,7 +255,7 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
         repo=settings.repo,
         acting=acting,
         failures=settings.policy.failures,
-        grace_period=settings.grace_period,
+        grace_period=settings.machine.grace_period,
         ready=ready,
         summary=summary,
     )

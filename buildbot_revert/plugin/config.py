@@ -10,7 +10,7 @@ Every option, its default, its check and its documentation is declared once,
 by :func:`buildbot_revert.plugin.options.declared` (the post-verdict machine's
 as the fields of the core's :class:`~buildbot_revert.core.machine_io.MachineSettings`):
 :func:`parse_settings` runs the checks in that order, and the machine's
-settings are read from the same values (:func:`machine_settings`).
+settings are read from the same values (:attr:`Settings.machine`).
 
 Misspelled keywords are caught by :func:`parse_arguments`, which names the
 bad one, suggests the nearest option and lists them all (:func:`option_names`).
@@ -34,10 +34,8 @@ from enum import StrEnum
 from typing import Any
 
 from buildbot_revert.core import defaults
-from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
-from buildbot_revert.core.machine_io import machine_settings as core_machine_settings
+from buildbot_revert.core.machine_io import MachineSettings, machine_settings
 from buildbot_revert.core.options import OptionProblem, accept
-from buildbot_revert.core.outcomes import StandDown
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.selection import BuilderSelection
 from buildbot_revert.plugin import options
@@ -82,10 +80,9 @@ class Settings:
     # the others are evidence only.
     watched: BuilderSelection
     policy: Policy
-    # Seconds between the comment on the culprit and the revert PR; 0 files at once.
-    grace_period: float
-    # At most this many revert PRs in any 24 hours (None: no cap).
-    daily_cap: int | None
+    # The post-verdict machine's settings (grace period, daily cap,
+    # verification, bisection, stand-down...), declared by its own fields.
+    machine: MachineSettings
     opt_out_label: str | None
     revert_labels: tuple[str, ...]
     draft: bool
@@ -94,30 +91,13 @@ class Settings:
     log_lines: int
     # Comments that, posted on the culprit PR during the grace period, stop the revert.
     objection_words: tuple[str, ...]
-    # The follow-up of a filed revert PR (plugin.follow_up): what to do once a
-    # fix made it unnecessary, and whether to close it even if a human touched it.
-    stand_down: StandDown = StandDown.CLOSE
-    close_touched: bool = False
     # Seconds between two looks at the open revert PRs on GitHub.
     follow_interval: float = 60.0
     # Webhooks announcing proposals, filed reverts and stand-downs (plugin.notify).
     webhooks: tuple[WebhookSpec, ...] = ()
-    # Before filing, build the suspect's parent (and, when its first failing
-    # build held other changes, the suspect) on the failing builder, and file
-    # only if the parent passes (see buildbot_revert.core.verification).
-    verification: bool = False
-    # Bisect a first failing build of several changes with verification
-    # builds (None: off); its caps.
-    bisection: BisectionCaps | None = None
-    # Seconds after which a verification or bisection build that has not
-    # finished is taken to have never run (verdict declined, search abandoned).
-    forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
     # An objection or the opt-out label counts from the culprit's author, or
     # from a user with at least this role on the repository (core.standing).
     objection_permission: str = defaults.OBJECTION_PERMISSION
-    # Every declared option's accepted value by name (options.declared()), the
-    # ones above included; not shown, since it holds the token.
-    values: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def owner(self) -> str:
@@ -147,22 +127,15 @@ def parse_settings(repo: Any = None, token: Any = None, **given: Any) -> Setting
         mode=Mode(values["mode"]),
         watched=_builder_selection(values),
         policy=policy_of(values["failures"], values["max_culprit_age"], values["policy_options"]),
-        grace_period=values["grace_period"],
-        daily_cap=values["daily_cap"],
+        machine=machine_settings(values),
         opt_out_label=values["opt_out_label"],
         revert_labels=values["revert_labels"],
         draft=values["draft"],
-        verification=values["verification"],
         log_lines=values["log_lines"],
         objection_words=values["objection_words"],
-        stand_down=values["stand_down"],
-        close_touched=values["close_touched"],
         follow_interval=values["follow_interval"],
-        forced_build_timeout=values["forced_build_timeout"],
         objection_permission=values["objection_permission"],
         webhooks=values["webhooks"],
-        bisection=values["bisection"],
-        values=values,
     )
 
 
@@ -263,8 +236,3 @@ def rendered_token(value: Any) -> str:
     if any(c.isspace() or not c.isprintable() for c in token):
         raise SettingsError("it holds spaces or control characters")
     return token
-
-
-def machine_settings(settings: Settings) -> MachineSettings:
-    """The machine's settings from the reporter's: the declared options marked ``machine``."""
-    return core_machine_settings(settings.values)

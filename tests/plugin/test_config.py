@@ -34,7 +34,7 @@ def test_defaults_are_the_conservative_ones():
     s = parse_settings("python/cpython")
     assert s.mode is Mode.DRY_RUN
     assert s.policy.failures == 3
-    assert s.daily_cap == 3
+    assert s.machine.daily_cap == 3
     assert s.api_url == "https://api.github.com"
     assert s.watches("AMD64 Debian PGO", ["stable"])
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,7 +292,8 @@ def main(
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
         history, _ = pull_master(master, history, selection, evidence_depth=depth)
-    methods = Methods(verification=machine.verification, bisection=machine.bisection is not None)
+    # The grace period is played in its own pass (run_backtest).
+    methods = Methods(replace(machine, grace_period=0.0))
     with reading_history(history):
         if specs:
             run_sweep_command(history, policy, selection, specs, fmt, output)

@@ -32,7 +32,7 @@ from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes
 from simulator.cli_args import (
     DEFAULT_POLICY,
-    machine_flag,
+    declared_flag,
     machine_from_flags,
     make_policy,
     make_selection,
@@ -76,11 +76,6 @@ def __getattr__(name: str) -> Any:
     if name == "SHIPPED_HISTORY":
         return paths.shipped_history()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _default_age_text() -> str:
-    age = DEFAULT_POLICY.max_culprit_age
-    return "no limit" if age is None else f"{age / 3600:g}h"
 
 
 FORMAT_HELP = (
@@ -131,21 +126,9 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "per-user data directory (~/.local/share/buildbot-revert on Linux).",
 )
 @builder_selection_options
-@click.option(
-    "--failures",
-    type=int,
-    metavar="N",
-    default=DEFAULT_POLICY.failures,
-    show_default=True,
-    help="Consecutive failing builds before a revert is proposed.",
-)
-@machine_flag("grace_period")
-@click.option(
-    "--max-culprit-age",
-    metavar="DURATION",
-    help="Decline to revert changes that landed longer ago than this before the streak "
-    f"qualified (e.g. 24h, 7d). Default: {_default_age_text()}.",
-)
+@declared_flag("failures")
+@declared_flag("grace_period")
+@declared_flag("max_culprit_age")
 @click.option(
     "--without-guard",
     "without_guards",
@@ -170,8 +153,8 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "change when no diff is known (as the plugin's "
     "policy_options={'pull_request_builds': ...}).",
 )
-@machine_flag("verification")
-@machine_flag("bisection")
+@declared_flag("verification")
+@declared_flag("bisection")
 @other_machine_flags
 @click.option(
     "--format",

@@ -17,7 +17,7 @@ import click
 from click.core import ParameterSource
 
 from buildbot_revert.core.machine_io import MachineSettings, machine_options, machine_settings
-from buildbot_revert.core.options import Option, OptionProblem, accept, named
+from buildbot_revert.core.options import POLICY_OPTIONS, Option, OptionProblem, accept, named
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
@@ -153,13 +153,15 @@ def _param(option: Option) -> str:
     return option.spelling.lstrip("-").replace("-", "_")
 
 
-def _duration_text(seconds: float) -> str:
+def _duration_text(seconds: float | None) -> str:
     """A duration default as the help shows it."""
+    if seconds is None:
+        return "no limit"
     return "0, file at once" if not seconds else f"{seconds / 3600:g}h"
 
 
 def _flag(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The click option that offers one of the machine's declared options."""
+    """The click option that offers one of the core's declared options."""
     assert option.flag is not None
     flag = option.flag
     if flag.kind == "switch":
@@ -170,15 +172,16 @@ def _flag(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         option.spelling,
         type=type(option.default),
+        metavar=flag.metavar,
         default=option.default,
         show_default=True,
         help=flag.help,
     )
 
 
-def machine_flag(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The flag of the machine's option ``name``, as its declaration describes it."""
-    return _flag(named(machine_options(), name))
+def declared_flag(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flag of the core's option ``name`` (the policy's or the machine's), as declared."""
+    return _flag(named((*POLICY_OPTIONS, *machine_options()), name))
 
 
 def other_machine_flags(command: Callable[..., Any]) -> Callable[..., Any]:

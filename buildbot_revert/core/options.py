@@ -26,6 +26,7 @@ from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from buildbot_revert.core.outcomes import StandDown
+from buildbot_revert.core.policy import Policy
 
 # name, value, the options accepted before it -> a problem sentence, or None.
 Check = Callable[[str, Any, Mapping[str, Any]], "str | None"]
@@ -54,6 +55,7 @@ class Flag:
     help: str
     spelling: str | None = None
     kind: Literal["switch", "duration", "value"] = "value"
+    metavar: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,3 +187,45 @@ def check_bisection(name: str, value: Any, earlier: Mapping[str, Any]) -> str | 
         return f"{name} max_changes must be at least 2"
     age = value.get("max_age")
     return None if age is None else seconds_problem(f"{name} max_age", age)
+
+
+def check_failures(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+    """A whole number of builds (the policy says how many at least)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{name} must be a whole number of builds"
+    return None
+
+
+def check_age(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
+    """A positive number of seconds, or None for no limit."""
+    return None if value is None else seconds_problem(name, value)
+
+
+def seconds_or_none(value: Any) -> float | None:
+    """Seconds as a float, None kept."""
+    return None if value is None else float(value)
+
+
+# The policy's options that both shells offer by name (the policy's others
+# are the plugin's ``policy_options`` and the simulator's own flags).
+POLICY_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "failures",
+        Policy().failures,
+        "N: consecutive FAILURE builds after a green one before a revert is proposed",
+        check_failures,
+        flag=Flag("Consecutive failing builds before a revert is proposed.", metavar="N"),
+    ),
+    Option(
+        "max_culprit_age",
+        Policy().max_culprit_age,
+        "seconds: decline changes that landed longer ago (`None`: no limit)",
+        check_age,
+        seconds_or_none,
+        flag=Flag(
+            "Decline to revert changes that landed longer ago than this before the streak "
+            "qualified (e.g. 24h, 7d).",
+            kind="duration",
+        ),
+    ),
+)

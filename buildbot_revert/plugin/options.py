@@ -2,8 +2,10 @@
 
 :func:`declared` is every option the reporter takes, in the order they are
 checked (the first two may be given by position): the options only the
-plugin takes are declared here, the post-verdict machine's are the fields of
-the core's :class:`~buildbot_revert.core.machine_io.MachineSettings`.  From it derive
+plugin takes are declared here, the policy's ``failures`` and
+``max_culprit_age`` in the core (:data:`~buildbot_revert.core.options.POLICY_OPTIONS`),
+the post-verdict machine's as the fields of the core's
+:class:`~buildbot_revert.core.machine_io.MachineSettings`.  From it derive
 :func:`~buildbot_revert.plugin.config.parse_settings` (so ``checkConfig``
 and ``buildbot checkconfig``), the misspelled-option hints, and the
 documentation's option table (docs/hooks.py).  Consumers call
@@ -19,6 +21,7 @@ from typing import Any
 from buildbot_revert.core import defaults
 from buildbot_revert.core.machine_io import machine_options
 from buildbot_revert.core.options import (
+    POLICY_OPTIONS,
     Option,
     check_true_or_false,
     named,
@@ -129,16 +132,6 @@ def _exclude_tags(name: str, value: Any, earlier: Mapping[str, Any]) -> str | No
     return None
 
 
-def _failures(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return f"{name} must be a whole number of builds"
-    return None
-
-
-def _max_culprit_age(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
-    return None if value is None else seconds_problem(name, value)
-
-
 def policy_of(failures: int, age: float | None, options: Mapping[str, Any] | None) -> Policy:
     """The policy: ``failures`` and ``max_culprit_age``, then any of its other settings."""
     given = dict(options or {})
@@ -228,10 +221,6 @@ def _at_least_a_second(value: Any) -> float:
     return max(1.0, float(value))
 
 
-def _seconds_or_none(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
 # The options only the plugin takes, and where the machine's go among them
 # (by name): the order of the checks, and of the documentation's table.
 PLUGIN_OPTIONS: tuple[Option | str, ...] = (
@@ -274,19 +263,8 @@ PLUGIN_OPTIONS: tuple[Option | str, ...] = (
         _exclude_tags,
         names,
     ),
-    Option(
-        "failures",
-        DEFAULT_POLICY.failures,
-        "N: consecutive FAILURE builds after a green one before a revert is proposed",
-        _failures,
-    ),
-    Option(
-        "max_culprit_age",
-        DEFAULT_POLICY.max_culprit_age,
-        "seconds: decline changes that landed longer ago (`None`: no limit)",
-        _max_culprit_age,
-        _seconds_or_none,
-    ),
+    "failures",
+    "max_culprit_age",
     Option(
         "policy_options",
         None,
@@ -354,10 +332,11 @@ POSITIONAL = 2
 def declared() -> tuple[Option, ...]:
     """Every option ``RevertReporter`` takes, in the order they are checked.
 
-    The machine's options are :class:`~buildbot_revert.core.machine_io.MachineSettings`'
-    fields, read when this runs: one the plugin does not place comes last.
+    The policy's and the machine's options are the core's (the machine's are
+    :class:`~buildbot_revert.core.machine_io.MachineSettings`' fields, read
+    when this runs): one the plugin does not place comes last.
     """
-    machine = machine_options()
+    core = (*POLICY_OPTIONS, *machine_options())
     placed = {o for o in PLUGIN_OPTIONS if isinstance(o, str)}
-    rows = [named(machine, o) if isinstance(o, str) else o for o in PLUGIN_OPTIONS]
-    return (*rows, *(o for o in machine if o.name not in placed))
+    rows = [named(core, o) if isinstance(o, str) else o for o in PLUGIN_OPTIONS]
+    return (*rows, *(o for o in core if o.name not in placed))

@@ -63,46 +63,52 @@ class MachineSettings:
     """The methods on, and their limits: each field an option (its default as a user writes it)."""
 
     verification: bool = setting(
-        False,
-        "build the suspect's parent on the failing builder before filing; file only if it passes",
-        check_true_or_false,
+        default=False,
+        doc=(
+            "build the suspect's parent on the failing builder before filing; "
+            "file only if it passes"
+        ),
+        check=check_true_or_false,
         flag=Flag(
-            "Play out the plugin's verification builds (its verification=True) on the replay: "
+            help="Play out the plugin's verification builds (its verification=True) on the replay: "
             "from the labels on a generated history, as a count and a cost on another.",
             kind="switch",
         ),
     )
     bisection: BisectionCaps | None = setting(
-        None,
-        "`True` or a dict of caps (`max_changes`, `per_builder_per_day`, `per_day`, `max_age`): "
-        "bisect a first failing build of several changes with forced builds",
-        check_bisection,
-        bisection_caps,
+        default=None,
+        doc=(
+            "`True` or a dict of caps (`max_changes`, `per_builder_per_day`, `per_day`, "
+            "`max_age`): bisect a first failing build of several changes with forced builds"
+        ),
+        check=check_bisection,
+        convert=bisection_caps,
         flag=Flag(
-            "Play out the plugin's bisection builds (its bisection=True) likewise.", kind="switch"
+            help="Play out the plugin's bisection builds (its bisection=True) likewise.",
+            kind="switch",
         ),
     )
     forced_build_timeout: float = setting(
-        defaults.FORCED_BUILD_TIMEOUT,
-        "seconds after which a verification or bisection build not finished is taken to have "
+        default=defaults.FORCED_BUILD_TIMEOUT,
+        doc="seconds after which a verification or bisection build not finished is taken to have "
         "never run (the verdict is declined `unverified`)",
-        check_seconds,
-        float,
+        check=check_seconds,
+        convert=float,
     )
     daily_cap: int | None = setting(
-        defaults.DAILY_CAP,
-        "at most this many revert pull requests in any 24 hours (`None`: no cap)",
-        check_daily_cap,
+        default=defaults.DAILY_CAP,
+        doc="at most this many revert pull requests in any 24 hours (`None`: no cap)",
+        check=check_daily_cap,
     )
     # Seconds a builder that qualified has to go green before its revert is filed.
     grace_period: float = setting(
-        defaults.GRACE_PERIOD,
-        "seconds between the comment on the culprit's pull request and the revert; 0 files at "
+        default=defaults.GRACE_PERIOD,
+        doc="seconds between the comment on the culprit's pull request and the revert; 0 files at "
         "once (see [grace periods](operating.md#grace-periods))",
-        check_seconds_or_zero,
-        float,
+        check=check_seconds_or_zero,
+        convert=float,
         flag=Flag(
-            "Grace period: comment on the culprit first, and file the revert only if the "
+            help="Grace period: comment on the culprit first, and file the revert only if the "
             "builder is still red this long after (e.g. 30m, 24h, 7d; as the plugin's "
             "grace_period).",
             spelling="--grace",
@@ -112,16 +118,21 @@ class MachineSettings:
     # What becomes of a filed revert PR that is no longer needed, and whether
     # one a human touched may be closed too.
     stand_down: StandDown = setting(
-        StandDown.CLOSE.value,
-        "once a fix made a revert pull request unnecessary: `close` it, `mark` it with a label, "
-        "or only `comment`",
-        check_stand_down,
-        StandDown,
+        default=StandDown.CLOSE.value,
+        doc=(
+            "once a fix made a revert pull request unnecessary: `close` it, `mark` it with a "
+            "label, or only `comment`"
+        ),
+        check=check_stand_down,
+        convert=StandDown,
     )
     close_touched: bool = setting(
-        False,
-        "close such a pull request even when someone else commented on, reviewed or pushed to it",
-        check_true_or_false,
+        default=False,
+        doc=(
+            "close such a pull request even when someone else commented on, reviewed or pushed "
+            "to it"
+        ),
+        check=check_true_or_false,
     )
 
 

@@ -86,7 +86,7 @@ def setting(
     flag: Flag | None = None,
 ) -> Any:
     """A dataclass field declared as an option: its default is ``convert(default)``."""
-    option = Option("", default, doc, check, convert, flag)
+    option = Option(name="", default=default, doc=doc, check=check, convert=convert, flag=flag)
     return field(default=convert(default), metadata={OPTION: option})
 
 
@@ -210,20 +210,20 @@ def seconds_or_none(value: Any) -> float | None:
 # are the plugin's ``policy_options`` and the simulator's own flags).
 POLICY_OPTIONS: tuple[Option, ...] = (
     Option(
-        "failures",
-        Policy().failures,
-        "N: consecutive FAILURE builds after a green one before a revert is proposed",
-        check_failures,
-        flag=Flag("Consecutive failing builds before a revert is proposed.", metavar="N"),
+        name="failures",
+        default=Policy().failures,
+        doc="N: consecutive FAILURE builds after a green one before a revert is proposed",
+        check=check_failures,
+        flag=Flag(help="Consecutive failing builds before a revert is proposed.", metavar="N"),
     ),
     Option(
-        "max_culprit_age",
-        Policy().max_culprit_age,
-        "seconds: decline changes that landed longer ago (`None`: no limit)",
-        check_age,
-        seconds_or_none,
+        name="max_culprit_age",
+        default=Policy().max_culprit_age,
+        doc="seconds: decline changes that landed longer ago (`None`: no limit)",
+        check=check_age,
+        convert=seconds_or_none,
         flag=Flag(
-            "Decline to revert changes that landed longer ago than this before the streak "
+            help="Decline to revert changes that landed longer ago than this before the streak "
             "qualified (e.g. 24h, 7d).",
             kind="duration",
         ),

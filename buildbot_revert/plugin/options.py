@@ -23,9 +23,9 @@ from buildbot_revert.core.machine_io import machine_options
 from buildbot_revert.core.options import (
     POLICY_OPTIONS,
     Option,
+    check_seconds,
     check_true_or_false,
     named,
-    seconds_problem,
     whole_problem,
 )
 from buildbot_revert.core.policy import Policy, PolicyError
@@ -212,10 +212,6 @@ def _webhooks(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _follow_interval(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
-    return seconds_problem(name, value)
-
-
 def _at_least_a_second(value: Any) -> float:
     """Seconds, never below one (a busier look at GitHub would spend its rate limit)."""
     return max(1.0, float(value))
@@ -224,104 +220,123 @@ def _at_least_a_second(value: Any) -> float:
 # The options only the plugin takes, and where the machine's go among them
 # (by name): the order of the checks, and of the documentation's table.
 PLUGIN_OPTIONS: tuple[Option | str, ...] = (
-    Option("repo", None, "the GitHub repository, `owner/name` (required)", _repo),
     Option(
-        "token",
-        None,
-        "the GitHub token: `util.Secret('github_token')`, a `util.Interpolate`, or a string "
+        name="repo", default=None, doc="the GitHub repository, `owner/name` (required)", check=_repo
+    ),
+    Option(
+        name="token",
+        default=None,
+        doc="the GitHub token: `util.Secret('github_token')`, a `util.Interpolate`, or a string "
         "from the master's own settings file; never logged; needed by every mode but `dry-run` "
         "(where, given, it only reads suspect commits' diffs)",
-        _token,
-        _no_blank_token,
+        check=_token,
+        convert=_no_blank_token,
     ),
     Option(
-        "api_url",
-        DEFAULT_API_URL,
-        "GitHub's API base URL (GitHub Enterprise: `https://HOST/api/v3`)",
-        _api_url,
-        lambda url: url.rstrip("/"),
+        name="api_url",
+        default=DEFAULT_API_URL,
+        doc="GitHub's API base URL (GitHub Enterprise: `https://HOST/api/v3`)",
+        check=_api_url,
+        convert=lambda url: url.rstrip("/"),
     ),
     Option(
-        "mode",
-        "dry-run",
-        "`dry-run` (decide, log and record; touch nothing on GitHub), `comment` (comment on "
+        name="mode",
+        default="dry-run",
+        doc="`dry-run` (decide, log and record; touch nothing on GitHub), `comment` (comment on "
         "the culprit's pull request) or `revert` (also open the revert pull request)",
-        _mode,
+        check=_mode,
     ),
     Option(
-        "builders",
-        None,
-        "the builders that may propose: a regular expression, or a list of names (default: "
+        name="builders",
+        default=None,
+        doc="the builders that may propose: a regular expression, or a list of names (default: "
         "all); the others are evidence only",
-        _builders,
+        check=_builders,
     ),
-    Option("tags", (), "a builder must carry all these tags to propose", _tags, names),
     Option(
-        "exclude_tags",
-        (),
-        "a builder carrying any of these tags never proposes, e.g. `['PullRequest']`",
-        _exclude_tags,
-        names,
+        name="tags",
+        default=(),
+        doc="a builder must carry all these tags to propose",
+        check=_tags,
+        convert=names,
+    ),
+    Option(
+        name="exclude_tags",
+        default=(),
+        doc="a builder carrying any of these tags never proposes, e.g. `['PullRequest']`",
+        check=_exclude_tags,
+        convert=names,
     ),
     "failures",
     "max_culprit_age",
     Option(
-        "policy_options",
-        None,
-        "a dict of the policy's other settings (`guards`, `intersection`, `memory_horizon`, "
+        name="policy_options",
+        default=None,
+        doc="a dict of the policy's other settings (`guards`, `intersection`, `memory_horizon`, "
         "`pull_request_builds`, `stale_green_after`, `tolerated_tags`, ...: "
         "`buildbot_revert/core/policy.py`)",
-        _policy_options,
+        check=_policy_options,
     ),
     "grace_period",
     "daily_cap",
     Option(
-        "opt_out_label",
-        defaults.OPT_OUT_LABEL,
-        "a culprit pull request carrying this label is never reverted",
-        _optional_label,
+        name="opt_out_label",
+        default=defaults.OPT_OUT_LABEL,
+        doc="a culprit pull request carrying this label is never reverted",
+        check=_optional_label,
     ),
-    Option("revert_labels", (), "labels put on every revert pull request", _labels, _listed),
-    Option("draft", False, "open revert pull requests as drafts", check_true_or_false),
+    Option(
+        name="revert_labels",
+        default=(),
+        doc="labels put on every revert pull request",
+        check=_labels,
+        convert=_listed,
+    ),
+    Option(
+        name="draft",
+        default=False,
+        doc="open revert pull requests as drafts",
+        check=check_true_or_false,
+    ),
     "verification",
     Option(
-        "log_lines",
-        defaults.LOG_TAIL_LINES,
-        "lines of each failing step's stdio log read for its failure signature",
-        _log_lines,
+        name="log_lines",
+        default=defaults.LOG_TAIL_LINES,
+        doc="lines of each failing step's stdio log read for its failure signature",
+        check=_log_lines,
     ),
     Option(
-        "objection_words",
-        defaults.OBJECTION_WORDS,
-        "phrases that, in a comment on the culprit's pull request during the grace period, "
+        name="objection_words",
+        default=defaults.OBJECTION_WORDS,
+        doc="phrases that, in a comment on the culprit's pull request during the grace period, "
         "withdraw the revert",
-        _phrases,
-        _listed,
+        check=_phrases,
+        convert=_listed,
     ),
     "stand_down",
     "close_touched",
     Option(
-        "follow_interval",
-        60.0,
-        "seconds between two looks at the open revert pull requests",
-        _follow_interval,
-        _at_least_a_second,
+        name="follow_interval",
+        default=60.0,
+        doc="seconds between two looks at the open revert pull requests",
+        check=check_seconds,
+        convert=_at_least_a_second,
     ),
     "forced_build_timeout",
     Option(
-        "objection_permission",
-        defaults.OBJECTION_PERMISSION,
-        "the least permission (`triage`, `write`, `maintain`, `admin`) that makes an objection "
+        name="objection_permission",
+        default=defaults.OBJECTION_PERMISSION,
+        doc="the least permission (`triage`, `write`, `maintain`, `admin`) that makes an objection "
         "or the opt-out label count, besides the culprit's author (see [security](security.md))",
-        _role,
+        check=_role,
     ),
     Option(
-        "webhooks",
-        None,
-        "a list of webhooks (`discord`, `slack`, `zulip`, `json`) announcing proposals, filed "
+        name="webhooks",
+        default=None,
+        doc="a list of webhooks (`discord`, `slack`, `zulip`, `json`) announcing proposals, filed "
         "reverts and stand-downs (see [webhooks](operating.md#webhooks))",
-        _webhooks,
-        parse_webhooks,
+        check=_webhooks,
+        convert=parse_webhooks,
     ),
     "bisection",
 )

@@ -176,7 +176,9 @@ def _listed(value: Any) -> tuple[Any, ...]:
 
 
 def _labels(name: str, value: Any, earlier: Mapping[str, Any]) -> str | None:
-    """One label name or a list of them."""
+    """One label name or a list of them (a number is neither: one sentence, not a TypeError)."""
+    if not isinstance(value, str | Iterable):
+        return _label(name, value, earlier)
     problems = (_label(name, x, earlier) for x in _listed(value))
     return next((p for p in problems if p is not None), None)
 

@@ -121,6 +121,7 @@ def test_the_token_never_shows_in_the_settings_repr():
         ({"daily_cap": 0}, "daily_cap must be a positive whole number"),
         ({"api_url": "ftp://x"}, "api_url must be an http(s) URL"),
         ({"revert_labels": [""]}, "revert_labels must be a non-empty label"),
+        ({"revert_labels": 3}, "revert_labels must be a non-empty label"),
         ({"draft": "yes"}, "draft must be True or False"),
         ({"verification": "yes"}, "verification must be True or False"),
         ({"bisection": 3}, "bisection must be True, None or a dict of its caps"),

@@ -6,9 +6,8 @@ A page asks for one with a marker on a line of its own, ``<!-- generated: NAME -
     the verdict table, from :class:`buildbot_revert.core.verdicts.Reason` and
     its :data:`~buildbot_revert.core.verdicts.MEANINGS`;
 ``options``
-    ``RevertReporter``'s options with their defaults, from
-    :func:`buildbot_revert.plugin.config.parse_settings`'s signature, and
-    their sentences from :mod:`buildbot_revert.plugin.option_docs`;
+    ``RevertReporter``'s options with their defaults and sentences, from
+    their one declaration, :func:`buildbot_revert.plugin.options.declared`;
 ``unknown-option``
     what ``checkconfig`` says of a misspelled option (it lists them all);
 ``cli``
@@ -29,7 +28,6 @@ fails the build, as does every warning (``mkdocs build --strict``).
 
 from __future__ import annotations
 
-import inspect
 import re
 from pathlib import Path
 from typing import Any
@@ -40,8 +38,9 @@ from mkdocs.structure.files import File, Files
 from buildbot_revert.core.phases import TRANSITIONS
 from buildbot_revert.core.policy import GUARD_NAMES
 from buildbot_revert.core.verdicts import ANSWERED, MEANINGS, PROPOSING, Reason
-from buildbot_revert.plugin.config import SettingsError, check_arguments, parse_settings
-from buildbot_revert.plugin.option_docs import BUILDBOT_OPTIONS, OPTION_DOCS
+from buildbot_revert.plugin import options
+from buildbot_revert.plugin.config import SettingsError, check_arguments
+from buildbot_revert.plugin.options import BUILDBOT_OPTIONS
 from simulator.cli import main as simulate
 from simulator.reports.schemas import SCHEMA_DIR
 
@@ -71,11 +70,11 @@ def verdict_table() -> str:
 
 
 def option_table() -> str:
-    """Every argument of ``RevertReporter``, in the signature's order, with its default."""
+    """Every argument of ``RevertReporter``, in the declaration's order, with its default."""
     rows = ["| option | default | what it does |", "|---|---|---|"]
-    for name, parameter in inspect.signature(parse_settings).parameters.items():
-        default = "(none)" if parameter.default is None else f"`{parameter.default!r}`"
-        rows.append(f"| `{name}` | {_cell(default)} | {_cell(OPTION_DOCS[name])} |")
+    for option in options.declared():
+        default = "(none)" if option.default is None else f"`{option.default!r}`"
+        rows.append(f"| `{option.name}` | {_cell(default)} | {_cell(option.doc)} |")
     for name, text in BUILDBOT_OPTIONS.items():
         rows.append(f"| `{name}` | `'RevertReporter'` | {_cell(text)} |")
     return "\n".join(rows)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +31,12 @@ from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes
 from simulator.cli_args import (
-    DEFAULT_GRACE,
     DEFAULT_POLICY,
+    declared_flag,
+    machine_from_flags,
     make_policy,
     make_selection,
+    other_machine_flags,
     parse_flag_duration,
     refuse_options_before_subcommand,
     settings_as_axes,
@@ -73,15 +76,6 @@ def __getattr__(name: str) -> Any:
     if name == "SHIPPED_HISTORY":
         return paths.shipped_history()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _default_grace_text() -> str:
-    return "0, file at once" if not DEFAULT_GRACE else f"{DEFAULT_GRACE / 3600:g}h"
-
-
-def _default_age_text() -> str:
-    age = DEFAULT_POLICY.max_culprit_age
-    return "no limit" if age is None else f"{age / 3600:g}h"
 
 
 FORMAT_HELP = (
@@ -132,27 +126,9 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "per-user data directory (~/.local/share/buildbot-revert on Linux).",
 )
 @builder_selection_options
-@click.option(
-    "--failures",
-    type=int,
-    metavar="N",
-    default=DEFAULT_POLICY.failures,
-    show_default=True,
-    help="Consecutive failing builds before a revert is proposed.",
-)
-@click.option(
-    "--grace",
-    metavar="DURATION",
-    help="Grace period: comment on the culprit first, and file the revert only if the "
-    "builder is still red this long after (e.g. 30m, 24h, 7d; as the plugin's "
-    f"grace_period). Default: {_default_grace_text()}.",
-)
-@click.option(
-    "--max-culprit-age",
-    metavar="DURATION",
-    help="Decline to revert changes that landed longer ago than this before the streak "
-    f"qualified (e.g. 24h, 7d). Default: {_default_age_text()}.",
-)
+@declared_flag("failures")
+@declared_flag("grace_period")
+@declared_flag("max_culprit_age")
 @click.option(
     "--without-guard",
     "without_guards",
@@ -177,17 +153,9 @@ def builder_selection_options(command: Callable[..., Any]) -> Callable[..., Any]
     "change when no diff is known (as the plugin's "
     "policy_options={'pull_request_builds': ...}).",
 )
-@click.option(
-    "--verification",
-    is_flag=True,
-    help="Play out the plugin's verification builds (its verification=True) on the replay: "
-    "from the labels on a generated history, as a count and a cost on another.",
-)
-@click.option(
-    "--bisection",
-    is_flag=True,
-    help="Play out the plugin's bisection builds (its bisection=True) likewise.",
-)
+@declared_flag("verification")
+@declared_flag("bisection")
+@other_machine_flags
 @click.option(
     "--format",
     "fmt",
@@ -267,7 +235,6 @@ def main(
     tags: str | None,
     exclude_tags: str | None,
     failures: int,
-    grace: str | None,
     max_culprit_age: str | None,
     fmt: str,
     output: Path | None,
@@ -282,15 +249,16 @@ def main(
     github_diffs: bool,
     intersection: bool,
     pull_request_builds: bool,
-    verification: bool,
-    bisection: bool,
+    # The flags of the machine's declared options (core.machine_io.MachineSettings),
+    # by click's names (--grace: grace).
+    **machine_flags: Any,
 ) -> None:
     """Backtest the revert policy on a build history."""
     if ctx.invoked_subcommand is not None:
         refuse_options_before_subcommand(ctx)
         return
     selection = make_selection(since, until, builders_re, tags, builder_names, exclude_tags)
-    grace_s = parse_flag_duration(grace, "--grace")
+    machine = machine_from_flags(machine_flags)
     age_s = parse_flag_duration(max_culprit_age, "--max-culprit-age")
     policy = make_policy(failures, age_s, without_guards).with_changes(
         intersection=intersection, pull_request_builds=pull_request_builds
@@ -298,7 +266,7 @@ def main(
     if fmt == "html" and output is None:
         raise CLIError("--format html needs --output FILE")
     check_output(output)
-    specs = settings_as_axes(ctx, sweeps, grace) if sweeps else ()
+    specs = settings_as_axes(ctx, sweeps, machine_flags["grace"]) if sweeps else ()
     github = check_options(
         github_repo, github_url, github_token_file, github_refresh, bool(specs), github_diffs
     )
@@ -307,12 +275,14 @@ def main(
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
         history, _ = pull_master(master, history, selection, evidence_depth=depth)
-    methods = Methods(verification=verification, bisection=bisection)
+    # The grace period is played in its own pass (run_backtest).
+    methods = Methods(replace(machine, grace_period=0.0))
     with reading_history(history):
         if specs:
             run_sweep_command(history, policy, selection, specs, fmt, output)
         else:
-            run_backtest(history, policy, selection, grace_s, fmt, output, github, methods, diffs)
+            grace = machine.grace_period
+            run_backtest(history, policy, selection, grace, fmt, output, github, methods, diffs)
 
 
 def run_backtest(

@@ -9,22 +9,27 @@ a replay or a sweep run, a report out.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from buildbot_revert.core import defaults
+from buildbot_revert.core.machine_io import MachineSettings, machine_options, machine_settings
+from buildbot_revert.core.options import POLICY_OPTIONS, Option, OptionProblem, accept, named
 from buildbot_revert.core.policy import GUARD_NAMES, Policy, PolicyError
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes, parse_duration
 from simulator.cli_errors import CLIError
 
 # The plugin's defaults, so that a run without flags replays a freshly
-# configured reporter: the policy's in buildbot_revert.core.policy, the rest
-# in buildbot_revert.core.defaults.
+# configured reporter: the policy's in buildbot_revert.core.policy, the
+# machine's where its options are declared (core.machine_io.MachineSettings).
 DEFAULT_POLICY = Policy()
-DEFAULT_GRACE = defaults.GRACE_PERIOD
+# The machine's options the CLI places itself among its other flags (the
+# others that carry a flag come after them, in their declared order).
+PLACED = ("grace_period", "verification", "bisection")
 
 
 def parse_when(value: str | None, flag: str) -> float | None:
@@ -141,3 +146,66 @@ def make_selection(
 def comma_list(value: str | None) -> frozenset[str]:
     """The names in a comma-separated flag value, stripped, empty ones dropped."""
     return frozenset(t.strip() for t in (value or "").split(",") if t.strip())
+
+
+def _param(option: Option) -> str:
+    """The name click gives the flag's value (``--grace``: ``grace``)."""
+    return option.spelling.lstrip("-").replace("-", "_")
+
+
+def _duration_text(seconds: float | None) -> str:
+    """A duration default as the help shows it."""
+    if seconds is None:
+        return "no limit"
+    return "0, file at once" if not seconds else f"{seconds / 3600:g}h"
+
+
+def _flag(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option that offers one of the core's declared options."""
+    assert option.flag is not None
+    flag = option.flag
+    if flag.kind == "switch":
+        return click.option(option.spelling, is_flag=True, help=flag.help)
+    if flag.kind == "duration":
+        help_text = f"{flag.help} Default: {_duration_text(option.default)}."
+        return click.option(option.spelling, metavar="DURATION", help=help_text)
+    return click.option(
+        option.spelling,
+        type=type(option.default),
+        metavar=flag.metavar,
+        default=option.default,
+        show_default=True,
+        help=flag.help,
+    )
+
+
+def declared_flag(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flag of the core's option ``name`` (the policy's or the machine's), as declared."""
+    return _flag(named((*POLICY_OPTIONS, *machine_options()), name))
+
+
+def other_machine_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The flags of the machine's options that carry one and are not :data:`PLACED`."""
+    offered = [o for o in machine_options() if o.flag is not None and o.name not in PLACED]
+    for option in reversed(offered):
+        command = _flag(option)(command)
+    return command
+
+
+def machine_from_flags(flags: Mapping[str, Any]) -> MachineSettings:
+    """The machine's settings from its flags' values (by click's names), checked as the plugin's.
+
+    A flag not given leaves its option at the declared default.
+    """
+    given: dict[str, Any] = {}
+    for option in machine_options():
+        if option.flag is None or flags.get(_param(option)) is None:
+            continue
+        value = flags[_param(option)]
+        if option.flag.kind == "duration":
+            value = parse_flag_duration(value, option.spelling)
+        given[option.name] = value
+    try:
+        return machine_settings(accept(machine_options(), given))
+    except OptionProblem as exc:
+        raise CLIError(str(exc)) from None

@@ -12,7 +12,6 @@ every link in it reaches a file of the repository (and a heading of it).
 
 from __future__ import annotations
 
-import inspect
 import re
 import shutil
 import subprocess
@@ -25,8 +24,7 @@ from click.testing import CliRunner
 
 import buildbot_revert.core
 from buildbot_revert.core.verdicts import MEANINGS, Reason
-from buildbot_revert.plugin.config import OPTIONS, parse_settings
-from buildbot_revert.plugin.option_docs import BUILDBOT_OPTIONS, OPTION_DOCS
+from buildbot_revert.plugin.options import BUILDBOT_OPTIONS, declared
 from simulator.cli import main as simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,17 +107,13 @@ def test_the_verdict_table_is_the_reason_enum_with_its_meanings(site: Path) -> N
 
 
 def test_the_option_table_is_the_reporters_settings(site: Path) -> None:
-    assert set(OPTION_DOCS) == set(OPTIONS), "every setting has its entry in option_docs"
     rows = _table(site, "install.html", "option")
-    assert [row[0] for row in rows] == [*OPTIONS, *BUILDBOT_OPTIONS]
-    defaults = {
-        name: "(none)" if p.default is None else repr(p.default)
-        for name, p in inspect.signature(parse_settings).parameters.items()
-    }
-    assert {row[0]: row[1] for row in rows[: len(OPTIONS)]} == defaults
-    assert [row[2] for row in rows[: len(OPTIONS)]] == [
-        re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", OPTION_DOCS[name]).replace("`", "")
-        for name in OPTIONS
+    options = declared()
+    assert [row[0] for row in rows] == [*(o.name for o in options), *BUILDBOT_OPTIONS]
+    defaults = {o.name: "(none)" if o.default is None else repr(o.default) for o in options}
+    assert {row[0]: row[1] for row in rows[: len(options)]} == defaults
+    assert [row[2] for row in rows[: len(options)]] == [
+        re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", o.doc).replace("`", "") for o in options
     ]
 
 

@@ -39,6 +39,7 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer, threads
 
+from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, Verdict
@@ -221,7 +222,9 @@ def simulated(history: Any, policy: Any, world: World, until: float, token: Path
         {key: cause for key, (cause, _) in world.labels.items()},
         {key: culprit for key, (_, culprit) in world.labels.items() if culprit},
     )
-    methods = Methods(verification=True, bisection=True, max_changes=4, daily_cap=CAP)
+    methods = Methods(
+        MachineSettings(verification=True, bisection=BisectionCaps(max_changes=4), daily_cap=CAP)
+    )
     costs = MethodCosts(labelled=True, capped=True)
     play, made = methods_play(methods, labels, costs)
     store = HistoryStore(history)

@@ -1,16 +1,36 @@
 """The post-verdict machine's settings, the events it takes and the commands it returns.
 
-Records only (see :mod:`.post_verdict` for the rules): a shell builds the
-events, reads the commands, and carries them out.  Pure: no I/O, no clock.
+Records (see :mod:`.post_verdict` for the rules): a shell builds the events,
+reads the commands, and carries them out.  Pure: no I/O, no clock.
+
+:class:`MachineSettings` is also where the machine's options are declared,
+once (:func:`~buildbot_revert.core.options.setting`): the plugin checks and
+documents them from its fields (:func:`machine_options`), the simulator
+offers those with a flag, and both read their values into it with
+:func:`machine_settings`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Change
+from buildbot_revert.core.options import (
+    Flag,
+    Option,
+    check_bisection,
+    check_daily_cap,
+    check_seconds,
+    check_seconds_or_zero,
+    check_stand_down,
+    check_true_or_false,
+    declared,
+    setting,
+)
 from buildbot_revert.core.outcomes import RevertPull, StandDown
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verdicts import Verdict
@@ -26,20 +46,106 @@ class BisectionCaps:
     per_day: int = defaults.BISECTION_PER_DAY
 
 
+def bisection_caps(value: Any) -> BisectionCaps | None:
+    """The caps of an accepted ``bisection`` value: off, True (the defaults) or a dict of caps."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BisectionCaps()
+    caps = {k: v for k, v in value.items() if k != "max_age"}
+    if value.get("max_age") is None:
+        return BisectionCaps(**caps)
+    return BisectionCaps(**caps, max_age=float(value["max_age"]))
+
+
 @dataclass(frozen=True)
 class MachineSettings:
-    """The methods on, and their limits."""
+    """The methods on, and their limits: each field an option (its default as a user writes it)."""
 
-    verification: bool = False
-    bisection: BisectionCaps | None = None
-    forced_build_timeout: float = defaults.FORCED_BUILD_TIMEOUT
-    daily_cap: int | None = defaults.DAILY_CAP
+    verification: bool = setting(
+        default=False,
+        doc=(
+            "build the suspect's parent on the failing builder before filing; "
+            "file only if it passes"
+        ),
+        check=check_true_or_false,
+        flag=Flag(
+            help="Play out the plugin's verification builds (its verification=True) on the replay: "
+            "from the labels on a generated history, as a count and a cost on another.",
+            kind="switch",
+        ),
+    )
+    bisection: BisectionCaps | None = setting(
+        default=None,
+        doc=(
+            "`True` or a dict of caps (`max_changes`, `per_builder_per_day`, `per_day`, "
+            "`max_age`): bisect a first failing build of several changes with forced builds"
+        ),
+        check=check_bisection,
+        convert=bisection_caps,
+        flag=Flag(
+            help="Play out the plugin's bisection builds (its bisection=True) likewise.",
+            kind="switch",
+        ),
+    )
+    forced_build_timeout: float = setting(
+        default=defaults.FORCED_BUILD_TIMEOUT,
+        doc="seconds after which a verification or bisection build not finished is taken to have "
+        "never run (the verdict is declined `unverified`)",
+        check=check_seconds,
+        convert=float,
+    )
+    daily_cap: int | None = setting(
+        default=defaults.DAILY_CAP,
+        doc="at most this many revert pull requests in any 24 hours (`None`: no cap)",
+        check=check_daily_cap,
+    )
     # Seconds a builder that qualified has to go green before its revert is filed.
-    grace_period: float = 0.0
+    grace_period: float = setting(
+        default=defaults.GRACE_PERIOD,
+        doc="seconds between the comment on the culprit's pull request and the revert; 0 files at "
+        "once (see [grace periods](operating.md#grace-periods))",
+        check=check_seconds_or_zero,
+        convert=float,
+        flag=Flag(
+            help="Grace period: comment on the culprit first, and file the revert only if the "
+            "builder is still red this long after (e.g. 30m, 24h, 7d; as the plugin's "
+            "grace_period).",
+            spelling="--grace",
+            kind="duration",
+        ),
+    )
     # What becomes of a filed revert PR that is no longer needed, and whether
     # one a human touched may be closed too.
-    stand_down: StandDown = StandDown.CLOSE
-    close_touched: bool = False
+    stand_down: StandDown = setting(
+        default=StandDown.CLOSE.value,
+        doc=(
+            "once a fix made a revert pull request unnecessary: `close` it, `mark` it with a "
+            "label, or only `comment`"
+        ),
+        check=check_stand_down,
+        convert=StandDown,
+    )
+    close_touched: bool = setting(
+        default=False,
+        doc=(
+            "close such a pull request even when someone else commented on, reviewed or pushed "
+            "to it"
+        ),
+        check=check_true_or_false,
+    )
+
+
+def machine_options() -> tuple[Option, ...]:
+    """The machine's options, declared by :class:`MachineSettings`' fields, in their order."""
+    return declared(MachineSettings)
+
+
+def machine_settings(values: Mapping[str, Any]) -> MachineSettings:
+    """The machine's settings from accepted option values (a field not given keeps its default)."""
+    return MachineSettings(
+        **{o.name: values[o.name] for o in machine_options() if o.name in values}
+    )
 
 
 @dataclass(frozen=True)

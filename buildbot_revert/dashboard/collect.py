@@ -48,11 +48,12 @@ from buildbot_revert.dashboard.model import (
     VerdictView,
     WeekView,
 )
-from buildbot_revert.plugin.config import DEFAULT_API_URL, Mode, Settings
+from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
 from buildbot_revert.plugin.ledger_wrong import WrongReport
+from buildbot_revert.plugin.options import DEFAULT_API_URL
 from buildbot_revert.plugin.reporter import RevertReporter
 
 DAY = 86400.0
@@ -252,7 +253,7 @@ def _status(name: str, reporter: RevertReporter | None, settings: Settings | Non
         repo=settings.repo,
         acting=acting,
         failures=settings.policy.failures,
-        grace_period=settings.grace_period,
+        grace_period=settings.machine.grace_period,
         ready=ready,
         summary=summary,
     )

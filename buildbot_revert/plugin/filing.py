@@ -60,7 +60,7 @@ from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import Streak, Verdict
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest, RevertOutcome
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.config import Mode, Settings, machine_settings
+from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
 from buildbot_revert.plugin.ledger import Ledger
@@ -109,7 +109,7 @@ class Filer:
         # The post-verdict machine that decides the daily cap, the grace
         # period and objections: the pipeline hands in its own; a filer used
         # alone asks one made of its settings.
-        alone = PostVerdict(machine_settings(settings))
+        alone = PostVerdict(settings.machine)
         self.machine_of: Callable[[], PostVerdict] = lambda: alone
         # Who may object or opt out (the core's rule; roles asked of GitHub).
         self.standing = (

@@ -140,7 +140,7 @@ class Steps:
             )
             return
         body = pr_text.warning_comment(
-            ctx, self.settings.grace_period, self.settings.objection_words[0]
+            ctx, self.settings.machine.grace_period, self.settings.objection_words[0]
         )
         comment = await self.client.comment(pull.number, body)
         await self.ledger.transition(

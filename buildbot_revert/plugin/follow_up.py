@@ -56,7 +56,7 @@ from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.config import Settings, machine_settings
+from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.feedback import INTERVALS, Feedback
 from buildbot_revert.plugin.ledger import Ledger
@@ -103,7 +103,7 @@ class FollowUp:
         self._merged: list[tuple[str, str]] = []
         # The post-verdict machine that says when a revert is no longer needed:
         # the pipeline hands in its own; used alone, one of its own.
-        alone = PostVerdict(machine_settings(settings))
+        alone = PostVerdict(settings.machine)
         self.machine_of: Callable[[], PostVerdict] = lambda: alone
         # Reports of wrong reverts, by whoever may object (the same permission).
         self.feedback = (

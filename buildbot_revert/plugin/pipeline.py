@@ -55,7 +55,7 @@ from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.tracker import StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Streak, Verdict
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.config import Settings, machine_settings
+from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
 from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
@@ -113,9 +113,7 @@ class Pipeline:
     def configure(self, settings: Settings, hands: Hands) -> None:
         """New settings and collaborators; the machine keeps what it holds."""
         self.settings, self.hands = settings, hands
-        self.machine = PostVerdict(
-            machine_settings(settings), self._judge_found, state=self.machine.state
-        )
+        self.machine = PostVerdict(settings.machine, self._judge_found, state=self.machine.state)
         # The filer and the follow-up ask this machine (as it is then: a
         # restore replaces it) about the daily cap, grace periods, objections
         # and stand-downs.

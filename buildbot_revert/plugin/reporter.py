@@ -362,9 +362,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             return
         if self._pending_loop is not None and self._pending_loop.running:
             return
-        interval = (
-            60.0 if settings.grace_period <= 0 else min(60.0, max(1.0, settings.grace_period / 4))
-        )
+        grace = settings.machine.grace_period
+        interval = 60.0 if grace <= 0 else min(60.0, max(1.0, grace / 4))
         interval = min(interval, settings.follow_interval)
         self._pending_loop = task.LoopingCall(self._check_pending)
         self._pending_loop.clock = self._reactor()
@@ -379,7 +378,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             self._overdue_loop.stop()
         if not self.pipeline.waits:
             return
-        interval = min(60.0, max(1.0, settings.forced_build_timeout / 4))
+        interval = min(60.0, max(1.0, settings.machine.forced_build_timeout / 4))
         self._overdue_loop = task.LoopingCall(lambda: self._lock.run(self._check_overdue))
         self._overdue_loop.clock = self._reactor()
         self._overdue_loop.start(interval, now=False)

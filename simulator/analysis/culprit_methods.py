@@ -47,9 +47,10 @@ filed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from buildbot_revert.core import defaults
+from buildbot_revert.core.machine_io import MachineSettings, machine_options
+from buildbot_revert.core.options import named
 from buildbot_revert.core.verdicts import PROPOSING, Reason
 from simulator.analysis.evaluation import Evaluation
 from simulator.analysis.replay import ReplayResult
@@ -67,24 +68,36 @@ DAILY_CAP = "daily-cap"
 
 @dataclass(frozen=True)
 class Methods:
-    """Which of the plugin's build-requesting methods to play out, and bisection's caps."""
+    """Which of the plugin's build-requesting methods to play out: the machine's settings.
 
-    verification: bool = False
-    bisection: bool = False
-    max_changes: int = defaults.BISECTION_MAX_CHANGES
-    max_age: float = defaults.BISECTION_MAX_AGE
-    per_builder_per_day: int = defaults.BISECTION_PER_BUILDER_PER_DAY
-    per_day: int = defaults.BISECTION_PER_DAY
+    ``machine`` holds them as the plugin's do (verification, bisection and its
+    caps, the daily cap), read from the same declared options; its grace
+    period stays 0, since the grace period is played in its own pass
+    (:mod:`.grace`).
+    """
+
+    machine: MachineSettings = MachineSettings()
     # Builds each builder runs at once: above 1, bisection is n-section
     # (core.bisection.Bisection.batch), as the plugin does on a builder
     # with several slots; the builds counted are the builds it requests.
     width: int = 1
-    # At most this many reverts filed in any 24 hours; beyond, a comment.
-    daily_cap: int | None = defaults.DAILY_CAP
+
+    @property
+    def verification(self) -> bool:
+        return self.machine.verification
+
+    @property
+    def bisection(self) -> bool:
+        return self.machine.bisection is not None
 
     @property
     def any(self) -> bool:
         return self.verification or self.bisection
+
+    def switched(self, name: str, on: bool) -> Methods:
+        """``verification`` or ``bisection`` on or off, read as the plugin reads ``name=on``."""
+        value = named(machine_options(), name).convert(on)
+        return replace(self, machine=replace(self.machine, **{name: value}))
 
 
 @dataclass

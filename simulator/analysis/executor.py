@@ -23,13 +23,11 @@ from dataclasses import dataclass
 
 from buildbot_revert.core.bisection import builds_needed, worth_bisecting
 from buildbot_revert.core.machine_io import (
-    BisectionCaps,
     Command,
     CommentOnly,
     Conclude,
     Filing,
     Judged,
-    MachineSettings,
     RequestBuild,
 )
 from buildbot_revert.core.model import Build, Change, Result
@@ -106,21 +104,6 @@ class _Streak:
     verification_builds: int = 0
 
 
-def machine_settings(methods: Methods) -> MachineSettings:
-    """The machine's settings for the methods the simulator plays out."""
-    caps = BisectionCaps(
-        max_changes=methods.max_changes,
-        max_age=methods.max_age,
-        per_builder_per_day=methods.per_builder_per_day,
-        per_day=methods.per_day,
-    )
-    return MachineSettings(
-        verification=methods.verification,
-        bisection=caps if methods.bisection else None,
-        daily_cap=methods.daily_cap,
-    )
-
-
 class Executor:
     """Feeds one tracker and carries out the machine's commands (see the module)."""
 
@@ -137,7 +120,7 @@ class Executor:
         self.methods = methods
         self.truth = truth
         self.costs = costs
-        self.machine = PostVerdict(machine_settings(methods), tracker.judge_found)
+        self.machine = PostVerdict(methods.machine, tracker.judge_found)
         # Each builder's open streak's first failing build with its log tails
         # (the tracker keeps its builds without them once read): a requested
         # build fails as it did.

@@ -157,7 +157,7 @@ def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) ->
             if axis.key == "grace":
                 grace = value
             elif axis.key in ("verification", "bisection"):
-                methods = replace(methods, **{axis.key: value})
+                methods = methods.switched(axis.key, value)
         out.append(Combination(tuple(settings), policy, grace, methods))
     return out
 

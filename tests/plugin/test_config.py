@@ -17,10 +17,10 @@ from twisted.python import log
 
 from buildbot_revert.core import defaults
 from buildbot_revert.plugin.config import (
-    OPTIONS,
     Mode,
     SettingsError,
     describe_token,
+    option_names,
     parse_arguments,
     parse_settings,
     rendered_token,
@@ -34,7 +34,7 @@ def test_defaults_are_the_conservative_ones():
     s = parse_settings("python/cpython")
     assert s.mode is Mode.DRY_RUN
     assert s.policy.failures == 3
-    assert s.daily_cap == 3
+    assert s.machine.daily_cap == 3
     assert s.api_url == "https://api.github.com"
     assert s.watches("AMD64 Debian PGO", ["stable"])
 
@@ -121,6 +121,7 @@ def test_the_token_never_shows_in_the_settings_repr():
         ({"daily_cap": 0}, "daily_cap must be a positive whole number"),
         ({"api_url": "ftp://x"}, "api_url must be an http(s) URL"),
         ({"revert_labels": [""]}, "revert_labels must be a non-empty label"),
+        ({"revert_labels": 3}, "revert_labels must be a non-empty label"),
         ({"draft": "yes"}, "draft must be True or False"),
         ({"verification": "yes"}, "verification must be True or False"),
         ({"bisection": 3}, "bisection must be True, None or a dict of its caps"),
@@ -191,7 +192,7 @@ def test_a_misspelled_option_is_named_with_the_nearest_one_and_every_option():
         parse_arguments((), {"repo": "python/cpython", "failurs": 3}, also=("name",))
     text = str(info.value)
     assert "unknown option 'failurs' (did you mean 'failures'?)" in text
-    for option in (*OPTIONS, "name"):
+    for option in (*option_names(), "name"):
         assert option in text
     assert "unexpected keyword" not in text and "\n" not in text
 
@@ -211,9 +212,8 @@ def test_too_many_or_twice_given_positional_arguments_are_explained():
 
 
 def test_every_option_of_parse_settings_is_known():
-    assert OPTIONS[:2] == ("repo", "token")
-    assert "objection_words" in OPTIONS and "policy_options" in OPTIONS
-    assert "exclude_tags" in OPTIONS
+    assert option_names()[:2] == ("repo", "token")
+    assert {"objection_words", "policy_options", "exclude_tags"} <= set(option_names())
     s = parse_arguments(("python/cpython", TOKEN), {"mode": "comment"})
     assert s.mode is Mode.COMMENT and s.token == TOKEN
 

@@ -13,7 +13,7 @@ HOOK = "https://discord.example/api/webhooks/1/s3cr3tPART"
 
 def test_defaults_close_untouched_prs_every_minute_without_webhooks():
     s = parse_settings("python/cpython")
-    assert (s.stand_down, s.close_touched, s.follow_interval, s.webhooks) == (
+    assert (s.machine.stand_down, s.machine.close_touched, s.follow_interval, s.webhooks) == (
         StandDown.CLOSE,
         False,
         60.0,

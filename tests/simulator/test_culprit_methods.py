@@ -7,6 +7,7 @@ rows of the report, and what the forced builds cost.
 
 from __future__ import annotations
 
+from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy
 from buildbot_revert.core.verdicts import Reason, Verdict
@@ -54,7 +55,9 @@ def verdict_of(result: ReplayResult) -> Verdict:
 
 def test_bisection_finds_the_labelled_culprit_and_says_what_it_cost() -> None:
     result, costs = replayed(
-        "S:a F:c1,c2@os F@os F@os S", Methods(bisection=True), labelled("breakage", "c2")
+        "S:a F:c1,c2@os F@os F@os S",
+        Methods(MachineSettings(bisection=BisectionCaps())),
+        labelled("breakage", "c2"),
     )
     verdict = verdict_of(result)
     assert verdict.reason is Reason.REVERT_BY_BISECTION
@@ -74,7 +77,9 @@ def test_n_section_counts_the_builds_the_plugin_requests() -> None:
         (1, [["parent"], ["c2"], ["c3"]]),
         (3, [["parent"], ["c1", "c2", "c3"]]),
     ):
-        result, costs = replayed(spec, Methods(bisection=True, width=width), labels)
+        result, costs = replayed(
+            spec, Methods(MachineSettings(bisection=BisectionCaps()), width=width), labels
+        )
         verdict = verdict_of(result)
         assert verdict.reason is Reason.REVERT_BY_BISECTION and verdict.suspect == C3
         rows = {r.method: r for r in method_table(result, None, costs)}
@@ -85,7 +90,11 @@ def test_n_section_counts_the_builds_the_plugin_requests() -> None:
 
 
 def test_bisection_over_a_world_change_declines_it_as_the_environment() -> None:
-    result, _ = replayed("S:a F:c1,c2@os F@os F@os S", Methods(bisection=True), labelled("infra"))
+    result, _ = replayed(
+        "S:a F:c1,c2@os F@os F@os S",
+        Methods(MachineSettings(bisection=BisectionCaps())),
+        labelled("infra"),
+    )
     assert verdict_of(result).reason is Reason.ENVIRONMENT
 
 
@@ -97,7 +106,7 @@ def test_without_bisection_the_streak_stays_declined() -> None:
 
 def test_verification_withdraws_a_revert_the_world_caused() -> None:
     result, costs = replayed(
-        "S:a F:c1@os F@os F@os S", Methods(verification=True), labelled("infra")
+        "S:a F:c1@os F@os F@os S", Methods(MachineSettings(verification=True)), labelled("infra")
     )
     verdict = verdict_of(result)
     assert verdict.reason is Reason.ENVIRONMENT
@@ -110,19 +119,25 @@ def test_verification_withdraws_a_revert_the_world_caused() -> None:
 
 def test_verification_keeps_a_revert_of_the_labelled_culprit() -> None:
     result, costs = replayed(
-        "S:a F:c1@os F@os F@os S", Methods(verification=True), labelled("breakage", "c1")
+        "S:a F:c1@os F@os F@os S",
+        Methods(MachineSettings(verification=True)),
+        labelled("breakage", "c1"),
     )
     assert verdict_of(result).reason is Reason.REVERT
     assert costs.withdrawn == []
 
 
 def test_an_unlabelled_history_counts_and_costs_only() -> None:
-    result, costs = replayed("S:a F:c1,c2@os F@os F@os S", Methods(bisection=True), None)
+    result, costs = replayed(
+        "S:a F:c1,c2@os F@os F@os S", Methods(MachineSettings(bisection=BisectionCaps())), None
+    )
     assert verdict_of(result).reason is Reason.MULTIPLE_CHANGES
     rows = {r.method: r for r in method_table(result, None, costs)}
     assert rows["bisection"].acted_on == 1
     assert rows["bisection"].right is None
-    result, costs = replayed("S:a F:c1@os F@os F@os S", Methods(verification=True), None)
+    result, costs = replayed(
+        "S:a F:c1@os F@os F@os S", Methods(MachineSettings(verification=True)), None
+    )
     assert verdict_of(result).reason is Reason.REVERT
     [verification] = [r for r in method_table(result, None, costs) if r.method == "verification"]
     assert (verification.acted_on, verification.right, verification.wrong) == (1, None, None)
@@ -137,7 +152,7 @@ def test_forced_builds_flake_as_often_as_the_builder_does() -> None:
     causes = {("B", n): "flake" for n in range(1, 11)}
     causes |= {("B", n): "breakage" for n in (12, 13, 14)}
     labels = Labels((), causes, {("B", n): "c2" for n in (12, 13, 14)})
-    result, _ = replayed(spec, Methods(bisection=True), labels)
+    result, _ = replayed(spec, Methods(MachineSettings(bisection=BisectionCaps())), labels)
     decided = [v for v in result.verdicts if v.first_failing_build == 12]
     assert [v.reason for v in decided] == [Reason.UNVERIFIED]
     assert "neither passed nor failed the same way" in decided[0].explanation
@@ -164,7 +179,7 @@ def test_the_sweep_gives_each_method_its_own_row() -> None:
 
 
 def test_a_bisection_the_daily_caps_cannot_hold_is_not_begun() -> None:
-    capped = Methods(bisection=True, per_builder_per_day=1)
+    capped = Methods(MachineSettings(bisection=BisectionCaps(per_builder_per_day=1)))
     result, costs = replayed("S:a F:c1,c2@os F@os F@os S", capped, labelled("breakage", "c2"))
     assert verdict_of(result).reason is Reason.MULTIPLE_CHANGES
     assert costs.build_hours == {}
@@ -203,12 +218,14 @@ def test_every_report_format_shows_each_method_as_its_own_row(tmp_path) -> None:
 
 def test_a_revert_beyond_the_daily_cap_becomes_a_comment_and_is_not_counted_as_filed() -> None:
     spec = "S:a F:c1@os F@os F@os S:c2 F:c3@ssl F@ssl F@ssl S"
-    capped = Methods(bisection=True, daily_cap=1)
+    capped = Methods(MachineSettings(bisection=BisectionCaps(), daily_cap=1))
     result, costs = replayed(spec, capped, None)
     assert [v.reason for v in result.verdicts] == [Reason.REVERT, Reason.REVERT]
     assert result.commented == {"c3"}
     assert [p.request.revision for p in result.proposals()] == ["c1"]
     rows = {r.method: r for r in method_table(result, None, costs)}
     assert (rows["single-change"].proposals, rows["daily-cap"].proposals) == (1, -1)
-    uncapped, _ = replayed(spec, Methods(bisection=True, daily_cap=2), None)
+    uncapped, _ = replayed(
+        spec, Methods(MachineSettings(bisection=BisectionCaps(), daily_cap=2)), None
+    )
     assert [p.request.revision for p in uncapped.proposals()] == ["c1", "c3"]

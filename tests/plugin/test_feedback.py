@@ -10,29 +10,13 @@ from __future__ import annotations
 
 import pytest
 import pytest_twisted
-import sqlalchemy as sa
 from twisted.internet import defer, reactor
 
 from buildbot_revert.core import precision
 from buildbot_revert.core.feedback import WRONG_LABEL
 from buildbot_revert.core.model import Change
-from buildbot_revert.plugin.ledger import Ledger
-from testkit.databases import engine_runner
-from testkit.github import FastClock, running
+from testkit.github import FastClock
 from tests.plugin.test_follow_up import filed, run
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield Ledger(engine_runner(engine))
-    engine.dispose()
 
 
 @pytest.fixture

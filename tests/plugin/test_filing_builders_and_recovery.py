@@ -27,12 +27,6 @@ from tests.plugin.test_reporter_filing import FAILING_LOG, SetClock, ended, make
 BUILDERS = ("AMD64 Debian", "ARM64 macOS", "AMD64 Windows")
 
 
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
 def new_ledger(tmp_path, name: str = "state.sqlite") -> tuple[Ledger, sa.Engine]:
     engine = sa.create_engine(f"sqlite:///{tmp_path / name}")
     return Ledger(engine_runner(engine)), engine

@@ -14,14 +14,11 @@ import urllib.request
 
 import pytest
 import pytest_twisted
-import sqlalchemy as sa
 from twisted.internet import reactor
 from twisted.python import log
 
 from buildbot_revert.core import untrusted
-from buildbot_revert.plugin.ledger import Ledger
-from testkit.databases import engine_runner
-from testkit.github import DEFAULT_TOKEN, FastClock, running
+from testkit.github import DEFAULT_TOKEN, FastClock
 from tests.core.test_untrusted import BIDI_AND_CONTROLS, CLOSING, MENTION, TERMINAL
 from tests.plugin.test_reporter_filing import make_filer, revert_verdict, seed
 
@@ -29,19 +26,6 @@ HOSTILE_TITLE = (
     "gh-4242: Fixes #12, closes python/cpython#3 \x1b]0;owned\x07\u202etxt.exe\u202c "
     "cc `@octocat Café@python/core-team"
 )
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield Ledger(engine_runner(engine))
-    engine.dispose()
 
 
 def call(github, method: str, path: str, body: dict) -> tuple[int, dict]:

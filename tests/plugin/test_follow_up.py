@@ -10,31 +10,14 @@ from __future__ import annotations
 
 import pytest
 import pytest_twisted
-import sqlalchemy as sa
 from twisted.internet import defer, reactor
 
 from buildbot_revert.core.follow_up_text import NO_LONGER_NEEDED, STAND_DOWN_MARKER, SUMMARY_MARKER
 from buildbot_revert.core.model import Build, Result
 from buildbot_revert.plugin.follow_up import FollowUp
-from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.notify import Notice, NoticeKind
-from testkit.databases import engine_runner
-from testkit.github import FastClock, running
+from testkit.github import FastClock
 from tests.plugin.test_reporter_filing import make_filer, revert_verdict, seed
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield Ledger(engine_runner(engine))
-    engine.dispose()
-
 
 BUILDER = "AMD64 Debian"
 

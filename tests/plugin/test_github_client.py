@@ -21,17 +21,11 @@ from buildbot_revert.github import (
     revert_branch,
     revert_marker,
 )
-from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn
 
 ORIGINAL = "x = 1\n"
 BROKEN = "x = 2  # breaks everything\n"
 TIMEOUT = 1000.0  # one real second on the FastClock
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
 
 
 @pytest.fixture

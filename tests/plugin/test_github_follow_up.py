@@ -8,15 +8,9 @@ import pytest_twisted
 from twisted.internet import defer, reactor
 
 from buildbot_revert.github import GitHubError
-from testkit.github import FastClock, running
+from testkit.github import FastClock
 from testkit.github.state import BOT_LOGIN
 from tests.plugin.test_github_client import culprit_pull, make_client, seed_culprit
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
 
 
 @pytest.fixture

@@ -20,14 +20,8 @@ from twisted.web.client import Agent, HTTPConnectionPool
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.github.origin import Origin, api_url_problem, is_loopback
 from buildbot_revert.github.transport import Transport
-from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn
 from testkit.webhooks import WebhookReceiver, receiving
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
 
 
 @pytest.fixture

@@ -17,16 +17,9 @@ from testkit.github import (
     SECONDARY_RATE_LIMIT_MESSAGE,
     Fault,
     GitHubStandIn,
-    running,
 )
 from testkit.github.graphql_api import validate_graphql
 from testkit.github.openapi import openapi_to_json_schema, validate_request, validate_response
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
 
 
 def call(github, method, path, body=None, token=DEFAULT_TOKEN):

@@ -24,19 +24,13 @@ from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.follow_up import FollowUp
 from buildbot_revert.plugin.ledger import Ledger
 from testkit.databases import engine_runner
-from testkit.github import FastClock, running
+from testkit.github import FastClock
 from tests.plugin.test_follow_up import filed, run
 
 DAY = 86400.0
 WHEN = 1.8e9
 PARSER = "3f2a9c0d" + "1" * 32
 DOCS = "aa11bb22" + "2" * 32
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
 
 
 @pytest.fixture

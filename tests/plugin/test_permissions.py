@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 import pytest_twisted
-import sqlalchemy as sa
 import treq
 from twisted.internet import defer, reactor
 from twisted.web.client import HTTPConnectionPool
@@ -23,10 +22,8 @@ from buildbot_revert.core.model import Change
 from buildbot_revert.core.standing import LabelEvent
 from buildbot_revert.github import GitHubError
 from buildbot_revert.plugin.config import SettingsError, parse_settings
-from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.permissions import ROLE_TTL, Standing
-from testkit.databases import engine_runner
-from testkit.github import DEFAULT_TOKEN, running
+from testkit.github import DEFAULT_TOKEN
 from tests.plugin.test_reporter_filing import (
     SetClock,
     make_filer,
@@ -36,19 +33,6 @@ from tests.plugin.test_reporter_filing import (
 )
 
 OPT_OUT = "skip-auto-revert"
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield Ledger(engine_runner(engine))
-    engine.dispose()
 
 
 class PermissionAnswers(Resource):

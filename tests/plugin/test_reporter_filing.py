@@ -27,7 +27,7 @@ from buildbot_revert.plugin.filing import Filer
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
 from testkit.databases import engine_runner
-from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn, running
+from testkit.github import DEFAULT_TOKEN, FastClock, Fault, GitHubStandIn
 from tests.builds_dsl import builds
 
 LABEL = ":hammer: test-with-buildbots"
@@ -35,19 +35,6 @@ FAILING_LOG = (
     "0:01:02 load avg: 1.00 [12/40] test_mod failed\n\n== Tests result: FAILURE ==\n"
     "1 test failed:\n    test_mod\n"
 )
-
-
-@pytest.fixture
-def github():
-    with running() as standin:
-        yield standin
-
-
-@pytest.fixture
-def ledger(tmp_path):
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'state.sqlite'}")
-    yield Ledger(engine_runner(engine))
-    engine.dispose()
 
 
 def make_filer(github: GitHubStandIn, ledger: Ledger, clock, token=DEFAULT_TOKEN, **settings):

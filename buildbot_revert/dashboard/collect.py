@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
-from buildbot_revert.core import flaky_cases, precision
+from buildbot_revert.core import flaky_cases, lifecycle, precision
 from buildbot_revert.core.blindspots import StreakGroup
 from buildbot_revert.core.human_reverts import HumanRevert
 from buildbot_revert.core.lifecycle import State
@@ -63,8 +63,8 @@ MAX_RED = 300
 MAX_CHANGES = 5
 MAX_REVERTS = 100
 MAX_RECENT = 30
-# Rows the grace period or a filing still works on.
-IN_PLAY = (State.PROPOSED, State.PENDING, State.FILING)
+# Rows the grace period or a filing still works on: the lifecycle's states that are not ends.
+IN_PLAY = tuple(s for s in State if lifecycle.MOVES[s])
 
 # What each finished ledger state means for the revert pull request.
 OUTCOMES: Mapping[str, str] = {

@@ -34,7 +34,18 @@ Events (each a frozen record):
                        over by one master (it stays ``filing``)
 =====================  ======================================================
 
-:data:`TABLE` (``(state, event type) -> Move``):
+:data:`TABLE` (``(state, event type) -> Move``), drawn::
+
+    proposed ──► pending (grace: commented, waiting) ──► filing ──► filed
+       │                                                   │
+       ├──► recorded (dry-run)                             ├──► closed (a human closed
+       ├──► commented (mode comment, daily cap)            │    the revert PR found)
+       ├──► filed (a revert PR existed: adopted)           ├──► skipped (manual revert)
+       ├──► withdrawn                                      └──► proposed / pending
+       ├──► skipped (opt-out, no PR, a closed revert, ...)      (an error: retried later)
+       └──► filing
+
+and row by row:
 
 - ``proposed`` + Claimed -> ``recorded`` | ``proposed``
 - ``proposed`` + StepTaken -> the step's state (:data:`BY_STEP`): skip

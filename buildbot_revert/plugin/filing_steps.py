@@ -7,8 +7,10 @@ warning, or open the revert PR and link it from the culprit.  It also ends a
 ``filing`` row once GitHub said what exists (:meth:`Steps.filing_done`), names
 on the revert PR the builders that qualified after it was opened
 (:meth:`Steps.announce`), and builds every text from the ledger alone
-(:meth:`Steps.context`).  Deciding *which* step is the filer's
-(:mod:`.filing`); the seam is "what to do" there, "doing it" here.
+(:meth:`Steps.context`).  Deciding *which* step is the core's
+(:mod:`~buildbot_revert.core.actions`, asked by :mod:`.filing`), and so is the
+state each step leaves the row in (:mod:`~buildbot_revert.core.lifecycle`:
+``StepTaken``, ``Opened``); this module carries them out.
 """
 
 from __future__ import annotations

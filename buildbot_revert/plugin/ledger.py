@@ -8,25 +8,16 @@ two masters (or two builders of one master) that qualify the same revision
 at once exactly one gets the row.  Only the owner of a row acts on GitHub.
 
 A row moves through the states of the core's lifecycle
-(:class:`~buildbot_revert.core.lifecycle.State`), only along the moves its
-table allows (:data:`~buildbot_revert.core.lifecycle.MOVES`, derived from
+(:class:`~buildbot_revert.core.lifecycle.State`, whose module draws the
+moves), only along the moves its table allows
+(:data:`~buildbot_revert.core.lifecycle.MOVES`, derived from
 :data:`~buildbot_revert.core.lifecycle.TABLE`); :meth:`Ledger.transition`
-refuses any other.  The ledger stores the state and chooses none::
-
-    proposed ──► pending (grace: commented, waiting) ──► filing ──► filed
-       │                                                   │
-       ├──► recorded (dry-run)                             ├──► closed (a human closed
-       ├──► commented (mode comment, daily cap)            │    the revert PR found)
-       ├──► filed (a revert PR existed: adopted)           ├──► skipped (manual revert)
-       ├──► withdrawn                                      └──► proposed (GitHub error:
-       └──► skipped (opt-out, no PR, a closed revert, ...)          retried later)
-
-A ``pending`` row moves on as a ``proposed`` one does once its grace period
-ends (to filing, filed, commented, withdrawn or skipped).  A ``filing`` row
-that anything interrupted (an error, a crash between the ledger's write and
-GitHub's answer) goes back to where it came from, ``proposed`` or
-``pending``, once the reporter has looked on GitHub for the PR it may have
-opened (:mod:`.filing`): never stuck, never filed twice.
+refuses any other.  The ledger stores the state and chooses none: the filer
+asks the core which state to write.  A ``filing`` row that anything
+interrupted (an error, a crash between the ledger's write and GitHub's
+answer) goes back to where it came from (:meth:`Ledger.release`, as the
+core's ``Released`` says), once the reporter has looked on GitHub for the
+PR it may have opened (:mod:`.filing`): never stuck, never filed twice.
 
 What a row's pull request says is kept with it (the change's title, the
 verdict's explanation, the evidence), and every builder that qualified for

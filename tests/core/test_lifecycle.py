@@ -113,3 +113,11 @@ def test_the_shell_decisions_now_in_the_core() -> None:
     assert after(State.FILING, Released(deadline=True)).state is State.PENDING
     assert after(State.FILING, Released(deadline=False)).state is State.PROPOSED
     assert lifecycle.accepting(StepTaken) == (State.PROPOSED, State.PENDING)
+
+
+def test_the_theory_of_operation_names_every_row_of_the_table() -> None:
+    doc = lifecycle.__doc__ or ""
+    for state, kind in TABLE:
+        assert f"``{state.value}`` + {kind.__name__}" in doc
+        assert f":class:`{kind.__name__}`" in doc
+    assert {kind for _, kind in TABLE} == set(SAMPLES)

@@ -92,7 +92,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.caselink import CaseLink, link_cases
 from buildbot_revert.core.configurations import Configurations
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.memory import (
@@ -343,10 +343,11 @@ def failing_before(g: GuardInput) -> Decline | None:
 def stale_green(g: GuardInput) -> Decline | None:
     """After a long gap since green, the change must be tied to the failures directly.
 
-    With the change's diff, at the level of test cases (:mod:`.caselink`);
-    without it, by file names, the failing test's own file left out (a
-    change that edited a test file explains no other case of it failing),
-    or by its own pull request's build failing the same cases.
+    The links add up: by file names (the failing test's own file left out:
+    a change that edited a test file explains no other case of it failing),
+    by the change's diff at the level of test cases (:mod:`.caselink`), or
+    by its own pull request's build failing the same cases.  A diff can add
+    a link the file names do not give, never take one away.
     """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
@@ -356,33 +357,48 @@ def stale_green(g: GuardInput) -> Decline | None:
         return None
     named = [s for s in g.signatures if not s.generic]
     files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
-    if diff is not None:
-        linked = link_cases(
-            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
-        )
-        if linked.linked:
-            return None
+    failing = common_tests(named) if named else frozenset()
+    if named and not failing:
+        failing = frozenset().union(*(modules(s) for s in named))
+    if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+        return None
+    if g.tied_by_pull_request:
+        # Its own pre-merge build failed them on a configuration green
+        # just before: behaviour, where no diff shows what it touched.
+        return None
+    linked = _diff_link(g)
+    if linked is not None and linked.linked:
+        return None
+    if linked is not None:
         what = f"nothing in its diff ties it to the failures: {linked.sentence}"
+    elif change.files:
+        what = "the change touched none of the failing tests' code"
     else:
-        failing = common_tests(named) if named else frozenset()
-        if named and not failing:
-            failing = frozenset().union(*(modules(s) for s in named))
-        if ties(failing, files, policy.environment_tests, own_file=False) is not None:
-            return None
-        if g.tied_by_pull_request:
-            # Its own pre-merge build failed them on a configuration green
-            # just before: behaviour, where no diff shows what it touched.
-            return None
-        what = (
-            "the change touched none of the failing tests' code"
-            if change.files
-            else "the change's files are unknown, so nothing ties it to the failing tests"
-        )
+        what = "the change's files are unknown, so nothing ties it to the failing tests"
     return Decline(
         Reason.STALE_GREEN,
         f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
-        "may have changed meanwhile (a verification build of the parent would tell)",
+        f"may have changed meanwhile; {settling_build(g)}",
+    )
+
+
+def _diff_link(g: GuardInput) -> CaseLink | None:
+    """What the change's diff links of the failing cases (None: no diff is known)."""
+    change, policy = g.change, g.policy
+    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
+    if diff is None:
+        return None
+    named = [s for s in g.signatures if not s.generic]
+    files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+    cases = specific_tests(named).names() if named else ()
+    return link_cases(cases, diff, files, policy.environment_tests)
+
+
+def settling_build(g: GuardInput) -> str:
+    """The sentence naming the build that would settle a doubt: the suspect's parent, here."""
+    return (
+        f"building the parent of {g.change.revision[:12]} on {g.builder} would settle it "
+        "(if it fails alike, the change is not the cause)"
     )
 
 
@@ -390,6 +406,11 @@ def configuration(g: GuardInput) -> Decline | None:
     """Every failing builder is stale, and builders running the same tests passed the change."""
     found = g.configurations
     if found is None:
+        return None
+    linked = _diff_link(g)
+    if linked is not None and linked.edits_cases:
+        # The change added or edited the very cases that fail: the failure
+        # follows the change, whatever the configurations say.
         return None
     after = g.policy.stale_green_after
     span = f"{after / _DAY:g} days" if after >= _DAY else f"{after / _HOUR:.3g} hours"

@@ -95,6 +95,7 @@ from typing import NamedTuple
 from buildbot_revert.core.caselink import CaseLink, link_cases
 from buildbot_revert.core.configurations import Configurations
 from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.flake_odds import Observed, all_flakes, case_rate, odds, per_builder
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -269,6 +270,12 @@ class GuardInput(NamedTuple):
     # Whether the change's own pull request failed the same test cases before
     # it was merged, right after a green build of its builder (.pullbuilds).
     tied_by_pull_request: bool = False
+    # Each builder failing alike from the change, the deciding one included,
+    # with its failing builds read so far (.flake_odds); empty: only the
+    # deciding builder's, its N.
+    observed: tuple[Observed, ...] = ()
+    # A builder's count of completed builds (runs seen, for a case's rate).
+    builds_on: Callable[[str], int] | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -437,19 +444,48 @@ def environment(g: GuardInput) -> Decline | None:
     )
 
 
+def _observed(g: GuardInput) -> tuple[Observed, ...]:
+    """What the flaky guards weigh: each builder failing alike, with its failing builds."""
+    return g.observed or (Observed(g.builder, len(g.signatures)),)
+
+
+def _builder_rate(g: GuardInput, builder: str) -> float:
+    """A builder's share of isolated failures among its last ``flaky_builds`` builds.
+
+    Over the builds it completed when fewer: twenty flakes in forty builds
+    is one in two, not one in five.
+    """
+    window = g.policy.flaky_builds
+    builds = g.builds if builder == g.builder or g.builds_on is None else g.builds_on(builder)
+    return g.flakes.count_since(builder, builds - window) / max(1, min(window, builds))
+
+
 def flaky_builder(g: GuardInput) -> Decline | None:
-    """Too many of the builder's recent builds failed alone and recovered at once."""
+    """Too many of the builder's recent builds failed alone, and flakes may explain it all."""
     if all(s.deterministic for s in g.signatures):
         return None
     window = g.policy.flaky_builds
     flakes = g.flakes.count_since(g.builder, g.builds - window)
     if flakes <= g.policy.flaky_threshold:
         return None
+    observed = _observed(g)
+    chance = per_builder(lambda b: _builder_rate(g, b), observed)
+    if chance <= g.policy.flaky_odds:
+        return None
     return Decline(
         Reason.FLAKY_BUILDER,
         f"{flakes} of the builder's last {window} builds failed alone and "
-        "recovered at once: too flaky to blame a change on its word alone",
+        f"recovered at once, and flakes alone would make the {_failing_builds(observed)} "
+        f"seen {odds(chance)} times: too flaky to blame a change on its word alone; "
+        f"{settling_build(g)}",
     )
+
+
+def _failing_builds(observed: tuple[Observed, ...]) -> str:
+    """``3 failing builds on 2 builders``, for a sentence."""
+    builds = sum(o.failing for o in observed)
+    on = f" on {len(observed)} builders" if len(observed) > 1 else ""
+    return f"{builds} failing build{'s' if builds != 1 else ''}{on}"
 
 
 def _failing_cases(g: GuardInput) -> list[str]:
@@ -461,16 +497,28 @@ def _failing_cases(g: GuardInput) -> list[str]:
 
 
 def flaky_case(g: GuardInput) -> Decline | None:
-    """Every failing test case is a known flake (:mod:`.flaky_cases`)."""
+    """Every failing test case is a known flake, and flakes may explain all that fails.
+
+    The chance is weighed at the highest rate among the cases (an unknown
+    rate, from a record kept before runs were counted, counts as certain:
+    the guard then declines as it did before).
+    """
     known = g.flakes.cases.known(_failing_cases(g), g.policy.flaky_case_runs)
     if known is None:
+        return None
+    rates = [case_rate(f, g.builds_on) if g.builds_on is not None else None for f in known]
+    rate = max((1.0 if r is None else r) for r in rates)
+    observed = _observed(g)
+    chance = all_flakes(rate, observed)
+    if chance <= g.policy.flaky_odds:
         return None
     told = "; ".join(f"{f.case} {f.runs} times, last on {f.builder}" for f in known[:3])
     more = f" and {len(known) - 3} more" if len(known) > 3 else ""
     return Decline(
         Reason.FLAKY_CASE,
         "every failing test case is a known flake, having failed alone and passed on the next "
-        f"build before: {told}{more}",
+        f"build before: {told}{more}; flakes alone would make the {_failing_builds(observed)} "
+        f"seen {odds(chance)} times; {settling_build(g)}",
     )
 
 

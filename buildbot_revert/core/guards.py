@@ -343,7 +343,7 @@ def failing_before(g: GuardInput) -> Decline | None:
         Reason.FAILING_BEFORE,
         f"{', '.join(specific.names()[:5])} also failed in builds without this "
         f"change (before it landed, or on builders that had not built it); compared "
-        f"as {level}",
+        f"as {level}; {settling_build(g)}",
     )
 
 
@@ -427,7 +427,7 @@ def configuration(g: GuardInput) -> Decline | None:
         f"{', '.join(found.steps)} before) built this change and passed: "
         f"{name_files(list(found.passing))}; every builder failing from it "
         f"({name_files(list(found.failing))}) was last green more than {span} "
-        "before: the failure follows the configuration, not the change",
+        f"before: the failure follows the configuration, not the change; {settling_build(g)}",
     )
 
 

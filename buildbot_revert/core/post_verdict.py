@@ -53,7 +53,14 @@ shells feed it, through :mod:`.actions`).
   that qualified (and the suspect too, when its first failing build held
   other changes).  When they finish, :func:`~.verification.judge` decides:
   concluded with its proof appended (``confirmed``), or declined
-  (``environment``, ``unverified``).  Another builder qualifying on the
+  (``environment``, ``unverified``).
+- A verdict a guard declined for doubt (``failing-before``, ``stale-green``,
+  ``configuration-specific``, ``flaky-builder``, ``flaky-case``:
+  :data:`~.verification.DOUBTS`) is held alike, on a builder not allowed to
+  fail, with the suspect always built beside its parent: the parent failing
+  alike declines it ``environment``; the parent passing and the suspect
+  failing alike proposes it (``revert``, the doubt and its proof in the
+  sentence); anything else, or no answer in time, ``unverified``.  Another builder qualifying on the
   held suspect meanwhile (``already-proposed``) *joins* it: concluded
   after a confirmed verdict, dropped with a declined one.
 - A ``multiple-changes`` verdict that :func:`~.bisection.worth_bisecting`
@@ -114,7 +121,13 @@ from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.outcomes import FollowPlan
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
+from buildbot_revert.core.verification import (
+    doubting,
+    judge,
+    never_ran,
+    verified,
+    wants_verification,
+)
 
 _DAY = 86400.0
 # A build the master stopped: Buildbot runs a RETRY one again (its request's next
@@ -355,6 +368,9 @@ class PostVerdict:
         verdict = event.verdict
         suspect = verdict.suspect
         assert suspect is not None
+        if doubting(verdict) and event.tolerated:
+            # A builder allowed to fail never proposes: no doubt of it to settle.
+            return [Conclude(verdict)]
         suspects = event.suspects or (suspect,)
         green = self.state.revisions.green_of(verdict.builder)
         parent = parent_in(suspects, suspect.revision, green)
@@ -368,7 +384,10 @@ class PostVerdict:
             ]
         stamp = (verdict.builder, verdict.first_failing_build)
         keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
-        if len(suspects) > 1:
+        # A doubt needs the suspect built too: a flake passes on the parent
+        # as it would on the suspect, and only the suspect failing again
+        # tells a breakage from it.
+        if len(suspects) > 1 or doubting(verdict):
             keys.append(RequestKey(*stamp, revision=suspect.revision, role=Role.SUSPECT))
         self.state.verifying.append(Verifying(verdict, tuple(keys), event.now))
         return [RequestBuild(k) for k in keys]

@@ -1,0 +1,82 @@
+"""Doubt becomes a question for the builders (issue 46).
+
+A verdict a guard declined for doubt (stale-green, configuration-specific,
+failing-before, flaky-builder, flaky-case) is held when verification is on:
+the suspect's parent and the suspect itself are built on the failing
+builder.  The parent failing alike declines it ``environment``; the parent
+passing and the suspect failing alike proposes it with that proof; no
+answer in time declines it ``unverified``.  Verification off: declined as
+the tracker said, its sentence naming the build that would settle it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from buildbot_revert.core.machine_io import Conclude, Judged, RequestBuild
+from buildbot_revert.core.requests import Role
+from buildbot_revert.core.verdicts import Reason
+from buildbot_revert.core.verification import DOUBTS, wants_verification
+from tests.core.test_post_verdict import C, judged, machine, ran, verdict
+
+DOUBT = "the builder was last green 24 days ago and ...: the world may have changed meanwhile"
+
+
+def _held(reason: Reason):  # type: ignore[no-untyped-def]
+    m = machine(verification=True)
+    v = verdict(reason, C[0])._replace(explanation=DOUBT)
+    commands = m.judged(judged(v, (C[0],)))
+    assert all(isinstance(c, RequestBuild) for c in commands)
+    keys = [c.key for c in commands]  # type: ignore[union-attr]
+    return m, keys
+
+
+@pytest.mark.parametrize("reason", sorted(DOUBTS, key=lambda r: r.value), ids=lambda r: r.value)
+def test_a_doubt_is_held_and_the_parent_and_suspect_built(reason: Reason) -> None:
+    m, keys = _held(reason)
+    assert [(k.revision, k.role) for k in keys] == [("green", Role.PARENT), ("c1", Role.SUSPECT)]
+    assert m.waiting == tuple(keys)
+
+
+def test_the_parent_failing_alike_declines_it_environment_naming_the_build() -> None:
+    m, (parent, suspect) = _held(Reason.STALE_GREEN)
+    assert m.finished(ran(suspect, "F@os")) == []
+    ended = [c.verdict for c in m.finished(ran(parent, "F@os")) if isinstance(c, Conclude)]
+    assert [(v.reason, v.request) for v in ended] == [(Reason.ENVIRONMENT, None)]
+    assert "the parent of c1, built now on B (build 1), fails the same way" in ended[0].explanation
+
+
+def test_the_parent_passing_and_the_suspect_failing_proposes_with_the_proof() -> None:
+    m, (parent, suspect) = _held(Reason.FLAKY_CASE)
+    m.finished(ran(parent, "S"))
+    [ended] = [c.verdict for c in m.finished(ran(suspect, "F@os")) if isinstance(c, Conclude)]
+    assert ended.reason is Reason.REVERT
+    assert ended.request is not None and ended.request.change == C[0]
+    assert ended.request.failing_builds == ended.failing_builds
+    assert ended.explanation.startswith(f"held for proof (flaky-case: {DOUBT}); verified:")
+    assert "and the change itself fails the same way" in ended.explanation
+
+
+def test_a_flake_that_passes_on_both_stays_unproven() -> None:
+    m, (parent, suspect) = _held(Reason.FLAKY_CASE)
+    m.finished(ran(parent, "S"))
+    [ended] = [c.verdict for c in m.finished(ran(suspect, "S")) if isinstance(c, Conclude)]
+    assert (ended.reason, ended.request) == (Reason.UNVERIFIED, None)
+
+
+def test_no_answer_in_time_declines_it_unverified() -> None:
+    m, _ = _held(Reason.CONFIGURATION_SPECIFIC)
+    timeout = m.settings.forced_build_timeout
+    [ended] = [c.verdict for c in m.clock_passed(200.0 + timeout) if isinstance(c, Conclude)]
+    assert ended.reason is Reason.UNVERIFIED and "never ran" in ended.explanation
+
+
+def test_verification_off_or_a_tolerated_builder_concludes_the_doubt_as_it_came() -> None:
+    v = verdict(Reason.STALE_GREEN, C[0])
+    assert wants_verification(v)
+    assert machine().judged(judged(v, (C[0],))) == [Conclude(v)]
+    tolerated = Judged(v, (C[0],), tolerated=True, width=1, now=200.0)
+    assert machine(verification=True).judged(tolerated) == [Conclude(v)]
+    # A guard that says the evidence is not about the change is no doubt.
+    assert not wants_verification(verdict(Reason.INFRA, C[0]))
+    assert not wants_verification(verdict(Reason.STALE_GREEN, None))

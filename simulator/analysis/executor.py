@@ -35,7 +35,7 @@ from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.tracker import Event, StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
-from buildbot_revert.core.verification import wants_verification
+from buildbot_revert.core.verification import doubting, wants_verification
 from simulator.analysis.culprit_methods import VERIFICATION, MethodCosts, Methods
 from simulator.analysis.play import Play
 from simulator.analysis.replay import ReplayResult
@@ -241,7 +241,10 @@ class Executor:
         if work.verification_builds:
             self.costs.spend(VERIFICATION, work.hours * work.verification_builds)
             final = concluded[0] if concluded else work.verdict
-            if final.reason in (Reason.ENVIRONMENT, Reason.UNVERIFIED):
+            # Only a proposal can be withdrawn: a doubt declined (issue 46) was none.
+            if final.reason in (Reason.ENVIRONMENT, Reason.UNVERIFIED) and (
+                work.verdict.reason in PROPOSING
+            ):
                 suspect = work.verdict.suspect
                 assert suspect is not None
                 at = next(i for i, c in enumerate(work.suspects) if c == suspect)
@@ -252,7 +255,9 @@ class Executor:
     def _unlabelled(self, verdict: Verdict, suspects: tuple[Change, ...], hours: float) -> None:
         """No outcome is known: count what the method would cost, at most."""
         if self.methods.verification and wants_verification(verdict):
-            self.costs.spend(VERIFICATION, hours * (2 if len(suspects) > 1 else 1))
+            # A doubt builds the suspect beside its parent (issue 46).
+            both = len(suspects) > 1 or doubting(verdict)
+            self.costs.spend(VERIFICATION, hours * (2 if both else 1))
             return
         caps = self.machine.settings.bisection
         assert caps is not None

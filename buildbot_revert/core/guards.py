@@ -39,18 +39,21 @@ order, each on by default and each with its own verdict reason:
     first built.  The change must then be tied to the failure directly: it
     edited a failing test's file, touched the code a failing test is named
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
-    file a compile error names (:mod:`.relevance`); or, when no diff is
-    known, its own pull request failed the same test cases before it was
-    merged, in a build that followed a green one of its builder
-    (:mod:`.pullbuilds`).  A gap alone is no reason to decline.
+    file a compile error names (:mod:`.relevance`); its diff added or
+    edited a failing case, or touched the code it is named after
+    (:mod:`.caselink`); or its own pull request failed the same test cases
+    before it was merged, in a build that followed a green one of its
+    builder (:mod:`.pullbuilds`).  The links add up: a diff adds one, never
+    takes the file names' away.  A gap alone is no reason to decline.
 ``configuration-specific``
     Every builder failing from the change was last green longer before
     its streak than ``Policy.stale_green_after``, and builders that run the
     same tests built the change and passed (:mod:`.configurations`): the
     failure follows the configuration (an interpreter's new release), not
-    the change, even when the change edited a failing test's file.  A
-    builder green recently that breaks alone (only PyPy, only Windows) is a
-    real breakage and is not declined.
+    the change, even when the change edited a failing test's file, unless
+    its diff added or edited the very cases that fail.  A builder green
+    recently that breaks alone (only PyPy, only Windows) is a real
+    breakage and is not declined.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -62,15 +65,25 @@ order, each on by default and each with its own verdict reason:
 ``flaky-builder``
     More than a threshold of the builder's recent builds (the last 100 by
     default) were isolated failures (red, then green at once); compile and
-    link errors are exempt, being deterministic.  Failing cases never seen
-    failing alone (the record of :mod:`.flaky_cases`) do not lift it: a
-    builder that flakes on a different case each time has never flaked on
-    any of them twice either, and a doubt is lifted only by corroboration.
+    link errors are exempt, being deterministic), and the builders' own
+    rates make the failing builds seen (its own, and those of builders on
+    other workers failing alike from the change) likelier than
+    ``Policy.flaky_odds`` (:mod:`.flake_odds`).  Failing cases never seen
+    failing alone (the record of :mod:`.flaky_cases`) do not lift it.
 ``flaky-case``
     Every failing test case is a known flake: each failed alone and passed
     on the next build at least ``Policy.flaky_case_runs`` times before, on
-    any builder (:mod:`.flaky_cases`).  It only doubts, but builders
-    failing alike do not lift it: they fail the same flaky case.
+    any builder (:mod:`.flaky_cases`), and at the cases' flake rate the
+    failing builds seen (the streak's, and those of builders on other
+    workers failing alike from the change) are likelier than
+    ``Policy.flaky_odds`` to be flakes alone (:mod:`.flake_odds`): a known
+    flake does not fail three builds in a row on three builders by chance.
+
+Every guard that declines for doubt rather than for proof (failing-before,
+stale-green, configuration-specific, flaky-builder, flaky-case) names the
+build that would settle it, the suspect's parent on the failing builder
+(:func:`settling_build`); with verification on, the post-verdict machine
+requests it (:data:`.verification.DOUBTS`).
 
 Corroboration: when builders on ``Policy.corroboration`` different workers
 fail the same tests from the same single change, the two guards that only

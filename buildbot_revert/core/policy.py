@@ -170,7 +170,7 @@ class Policy:
     intersection: bool = True
     # The suspect's own pull-request builds before it was merged: named in
     # the verdict's sentence, and a failure of the same test cases ties it
-    # after a long gap when no diff is known (see pullbuilds.py).
+    # after a long gap, whatever its diff shows (see pullbuilds.py).
     pull_request_builds: bool = True
 
     def __post_init__(self) -> None:

@@ -60,7 +60,11 @@ shells feed it, through :mod:`.actions`).
   fail, with the suspect always built beside its parent: the parent failing
   alike declines it ``environment``; the parent passing and the suspect
   failing alike proposes it (``revert``, the doubt and its proof in the
-  sentence); anything else, or no answer in time, ``unverified``.  Another builder qualifying on the
+  sentence); anything else, or no answer in time, ``unverified``.  A change
+  bisection found that the tracker then judges a doubt is proposed with the
+  search's builds as its proof (they built its parent, which passed, and
+  it, which failed alike), as ``revert-by-bisection``, when verification
+  is on.  Another builder qualifying on the
   held suspect meanwhile (``already-proposed``) *joins* it: concluded
   after a confirmed verdict, dropped with a declined one.
 - A ``multiple-changes`` verdict that :func:`~.bisection.worth_bisecting`
@@ -122,6 +126,7 @@ from buildbot_revert.core.outcomes import FollowPlan
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import (
+    Judgement,
     doubting,
     judge,
     never_ran,
@@ -495,5 +500,10 @@ class PostVerdict:
             return self._next_batch(bisecting, build.completed_at)
         self.state.bisecting.remove(bisecting)
         judged = self.judge_found(verdict.builder, found, search.explain())
+        if judged is not None and self.settings.verification and doubting(judged):
+            # The search built the change's parent (it passed) and the change
+            # (it failed alike) now: the proof a doubt's verification asks.
+            proof = Judgement(None, f"the bisection's builds settle it: {search.explain()}")
+            judged = verified(judged, proof, Reason.REVERT_BY_BISECTION)
         said = Say(f"bisection on {verdict.builder} found {found.revision[:12]}")
         return [said, Conclude(judged if judged is not None else verdict)]

@@ -136,11 +136,11 @@ def judge(
     )
 
 
-def verified(verdict: Verdict, judgement: Judgement) -> Verdict:
+def verified(verdict: Verdict, judgement: Judgement, proposing: Reason = Reason.REVERT) -> Verdict:
     """The verdict as its requested builds end it: kept with their proof, or declined.
 
-    A doubting verdict the builds confirm proposes its suspect (``revert``),
-    the doubt and the proof that settled it in its sentence.
+    A doubting verdict the builds confirm proposes its suspect (as
+    ``proposing``), the doubt and the proof that settled it in its sentence.
     """
     if judgement.reason is None and doubting(verdict):
         assert verdict.suspect is not None
@@ -152,7 +152,7 @@ def verified(verdict: Verdict, judgement: Judgement) -> Verdict:
             qualified_at=verdict.decided_at,
         )
         return verdict._replace(
-            reason=Reason.REVERT,
+            reason=proposing,
             request=request,
             explanation=f"held for proof ({verdict.reason.value}: {verdict.explanation}); "
             f"{judgement.explanation}",

@@ -80,3 +80,35 @@ def test_verification_off_or_a_tolerated_builder_concludes_the_doubt_as_it_came(
     # A guard that says the evidence is not about the change is no doubt.
     assert not wants_verification(verdict(Reason.INFRA, C[0]))
     assert not wants_verification(verdict(Reason.STALE_GREEN, None))
+
+
+def _bisect_to_a_doubt(**settings: object):  # type: ignore[no-untyped-def]
+    """A bisection of two changes that finds c2, which the tracker judges failing-before."""
+    from buildbot_revert.core.machine_io import BisectionCaps, MachineSettings
+    from buildbot_revert.core.model import Change
+    from buildbot_revert.core.post_verdict import PostVerdict
+    from tests.builds_dsl import builds
+    from tests.core.test_guards import LOGS
+
+    def judge_found(builder: str, change: Change, how: str):  # type: ignore[no-untyped-def]
+        return verdict(Reason.FAILING_BEFORE, change)._replace(explanation=DOUBT)
+
+    m = PostVerdict(MachineSettings(bisection=BisectionCaps(), **settings), judge_found)  # type: ignore[arg-type]
+    [green] = builds("S:green", logs=LOGS)
+    m.built(green._replace(changes=(C[0]._replace(revision="green"),)))
+    [parent] = m.judged(judged(verdict(Reason.MULTIPLE_CHANGES), C[:2]))
+    [probe] = m.finished(ran(parent.key, "S"))  # type: ignore[union-attr]
+    assert probe.key.revision == "c1"  # type: ignore[union-attr]
+    return [c.verdict for c in m.finished(ran(probe.key, "S")) if isinstance(c, Conclude)]  # type: ignore[union-attr]
+
+
+def test_a_change_bisection_found_and_the_tracker_doubts_is_proposed_on_the_searchs_proof() -> None:
+    # The search built c2's parent (c1: passed) and c2 (failed alike): the
+    # proof a doubt's verification asks for.
+    [ended] = _bisect_to_a_doubt(verification=True)
+    assert ended.reason is Reason.REVERT_BY_BISECTION and ended.suspect == C[1]
+    assert ended.request is not None
+    assert "the bisection's builds settle it: bisection of the 2 changes" in ended.explanation
+    # Verification off: the doubt stands as the tracker said.
+    [ended] = _bisect_to_a_doubt()
+    assert (ended.reason, ended.request) == (Reason.FAILING_BEFORE, None)

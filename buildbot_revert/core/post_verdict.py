@@ -57,9 +57,10 @@ shells feed it, through :mod:`.actions`).
 - A verdict a guard declined for doubt (``failing-before``, ``stale-green``,
   ``configuration-specific``, ``flaky-builder``, ``flaky-case``:
   :data:`~.verification.DOUBTS`) is held alike, on a builder not allowed to
-  fail, with the suspect always built beside its parent: the parent failing
-  alike declines it ``environment``; the parent passing and the suspect
-  failing alike proposes it (``revert``, the doubt and its proof in the
+  fail: the parent is built, then, once it passed, the suspect (one after
+  the other: Buildbot would collapse two requests queued on one builder).
+  The parent failing alike declines it ``environment``; the parent passing
+  and the suspect failing alike proposes it (``revert``, the doubt and its proof in the
   sentence); anything else, or no answer in time, ``unverified``.  A change
   bisection found that the tracker then judges a doubt is proposed with the
   search's builds as its proof (they built its parent, which passed, and
@@ -139,6 +140,7 @@ _DAY = 86400.0
 # build counts), never a CANCELLED one (the machine requests that once more itself).
 _AGAIN = frozenset({int(Result.RETRY)})
 _CANCELLED = int(Result.CANCELLED)
+_PASSED = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 
 
 # -- state -----------------------------------------------------------------------------
@@ -389,10 +391,10 @@ class PostVerdict:
             ]
         stamp = (verdict.builder, verdict.first_failing_build)
         keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
-        # A doubt needs the suspect built too: a flake passes on the parent
-        # as it would on the suspect, and only the suspect failing again
-        # tells a breakage from it.
-        if len(suspects) > 1 or doubting(verdict):
+        # A doubt builds the suspect too, once the parent passed (see
+        # _then_suspect), not beside it: Buildbot collapses requests queued
+        # on one builder, and the parent's would be merged into the suspect's.
+        if len(suspects) > 1 and not doubting(verdict):
             keys.append(RequestKey(*stamp, revision=suspect.revision, role=Role.SUSPECT))
         self.state.verifying.append(Verifying(verdict, tuple(keys), event.now))
         return [RequestBuild(k) for k in keys]
@@ -405,6 +407,9 @@ class PostVerdict:
             held.suspect_build = build
         if held.waiting:
             return []
+        then = self._then_suspect(held, build)
+        if then:
+            return then
         self.state.verifying.remove(held)
         verdict = held.verdict
         assert verdict.suspect is not None and held.parent_build is not None
@@ -417,6 +422,26 @@ class PostVerdict:
             joined = [Conclude(v) for v in held.joined]
             return [said, Conclude(verified(verdict, judgement)), *joined]
         return [said, Conclude(verified(verdict, judgement))]
+
+    def _then_suspect(self, held: Verifying, build: Build) -> list[Command]:
+        """A doubt whose parent passed: request the suspect's build now (else nothing).
+
+        A flake passes on the parent as it would on the suspect: only the
+        suspect failing again tells a breakage from it.  A parent that did
+        not pass decides alone (``environment`` or ``unverified``).
+        """
+        verdict = held.verdict
+        if not doubting(verdict) or len(held.keys) > 1 or build.result not in _PASSED:
+            return []
+        assert verdict.suspect is not None
+        parent = held.keys[0]
+        key = RequestKey(
+            parent.builder, parent.streak, revision=verdict.suspect.revision, role=Role.SUSPECT
+        )
+        held.keys = (*held.keys, key)
+        # The timeout counts from this request.
+        held.requested_at = build.completed_at
+        return [RequestBuild(key)]
 
     def _gave_up(self, verdict: Verdict, key: RequestKey, waited: float) -> list[Command]:
         """The verdict declined because the build ``key`` names never ran."""

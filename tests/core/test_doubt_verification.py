@@ -32,23 +32,34 @@ def _held(reason: Reason):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("reason", sorted(DOUBTS, key=lambda r: r.value), ids=lambda r: r.value)
-def test_a_doubt_is_held_and_the_parent_and_suspect_built(reason: Reason) -> None:
+def test_a_doubt_is_held_its_parent_built_then_once_it_passed_the_suspect(reason: Reason) -> None:
     m, keys = _held(reason)
-    assert [(k.revision, k.role) for k in keys] == [("green", Role.PARENT), ("c1", Role.SUSPECT)]
+    # One at a time: Buildbot collapses two requests queued on one builder.
+    assert [(k.revision, k.role) for k in keys] == [("green", Role.PARENT)]
     assert m.waiting == tuple(keys)
+    [then] = m.finished(ran(keys[0], "S"))
+    assert isinstance(then, RequestBuild)
+    assert (then.key.revision, then.key.role) == ("c1", Role.SUSPECT)
+    assert m.waiting == (then.key,)
+
+
+def _suspect_after_a_passing_parent(reason: Reason):  # type: ignore[no-untyped-def]
+    m, [parent] = _held(reason)
+    [then] = m.finished(ran(parent, "S"))
+    return m, then.key  # type: ignore[union-attr]
 
 
 def test_the_parent_failing_alike_declines_it_environment_naming_the_build() -> None:
-    m, (parent, suspect) = _held(Reason.STALE_GREEN)
-    assert m.finished(ran(suspect, "F@os")) == []
+    m, [parent] = _held(Reason.STALE_GREEN)
+    # The parent decides alone: the suspect is never built.
     ended = [c.verdict for c in m.finished(ran(parent, "F@os")) if isinstance(c, Conclude)]
     assert [(v.reason, v.request) for v in ended] == [(Reason.ENVIRONMENT, None)]
     assert "the parent of c1, built now on B (build 1), fails the same way" in ended[0].explanation
+    assert m.waiting == ()
 
 
 def test_the_parent_passing_and_the_suspect_failing_proposes_with_the_proof() -> None:
-    m, (parent, suspect) = _held(Reason.FLAKY_CASE)
-    m.finished(ran(parent, "S"))
+    m, suspect = _suspect_after_a_passing_parent(Reason.FLAKY_CASE)
     [ended] = [c.verdict for c in m.finished(ran(suspect, "F@os")) if isinstance(c, Conclude)]
     assert ended.reason is Reason.REVERT
     assert ended.request is not None and ended.request.change == C[0]
@@ -58,8 +69,7 @@ def test_the_parent_passing_and_the_suspect_failing_proposes_with_the_proof() ->
 
 
 def test_a_flake_that_passes_on_both_stays_unproven() -> None:
-    m, (parent, suspect) = _held(Reason.FLAKY_CASE)
-    m.finished(ran(parent, "S"))
+    m, suspect = _suspect_after_a_passing_parent(Reason.FLAKY_CASE)
     [ended] = [c.verdict for c in m.finished(ran(suspect, "S")) if isinstance(c, Conclude)]
     assert (ended.reason, ended.request) == (Reason.UNVERIFIED, None)
 
@@ -69,6 +79,13 @@ def test_no_answer_in_time_declines_it_unverified() -> None:
     timeout = m.settings.forced_build_timeout
     [ended] = [c.verdict for c in m.clock_passed(200.0 + timeout) if isinstance(c, Conclude)]
     assert ended.reason is Reason.UNVERIFIED and "never ran" in ended.explanation
+    # The suspect's build, requested once the parent passed (at 300), times
+    # out from its own request.
+    m, suspect = _suspect_after_a_passing_parent(Reason.FAILING_BEFORE)
+    assert m.clock_passed(200.0 + timeout) == []
+    [_, said, ended] = m.clock_passed(300.0 + timeout)  # type: ignore[misc]
+    assert isinstance(ended, Conclude) and ended.verdict.reason is Reason.UNVERIFIED
+    assert "the verification build of the suspect c1" in ended.verdict.explanation
 
 
 def test_verification_off_or_a_tolerated_builder_concludes_the_doubt_as_it_came() -> None:

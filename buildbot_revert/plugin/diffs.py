@@ -29,8 +29,6 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from twisted.internet import defer
-
 from buildbot_revert.core.diffs import Diff, from_patches
 from buildbot_revert.core.model import Change
 from buildbot_revert.github import GitHubError
@@ -65,14 +63,13 @@ class DiffSource:
         """Drop what the last feed read (a big patch is not kept in memory)."""
         self._ready.clear()
 
-    @defer.inlineCallbacks
-    def prefetch(self, changes: Iterable[Change], *, fetch: bool) -> Any:
+    async def prefetch(self, changes: Iterable[Change], *, fetch: bool) -> None:
         """Make the diffs of ``changes`` ready: from the ledger, else (``fetch``) from GitHub."""
         wanted = [c.revision for c in changes if c.revision not in self._ready]
         if not wanted:
             return
         try:
-            stored: dict[str, Patch] = yield self.ledger.patches.of(wanted)
+            stored: dict[str, Patch] = await self.ledger.patches.of(wanted)
         except Exception as exc:
             say(f"buildbot-revert: could not read stored patches ({type(exc).__name__})")
             stored = {}
@@ -80,17 +77,16 @@ class DiffSource:
             if revision in stored:
                 self._ready[revision] = _diff(revision, stored[revision])
             elif fetch and self.client is not None and revision not in self._failed:
-                self._ready[revision] = yield self._fetch(revision)
+                self._ready[revision] = await self._fetch(revision)
 
-    @defer.inlineCallbacks
-    def _fetch(self, revision: str) -> Any:
+    async def _fetch(self, revision: str) -> Diff | None:
         """``revision``'s diff from GitHub, stored in the ledger; None when there is none."""
         files: Patch
         if not _SHA.match(revision):
             # Never put into a URL (nor a log line): a history's text, not a commit id.
             return None
         try:
-            files = yield defer.Deferred.fromCoroutine(self.client.commit_files(revision))
+            files = await self.client.commit_files(revision)
         except Exception as exc:
             if not isinstance(exc, GitHubError) or exc.status not in _MISSING:
                 self._failed.add(revision)
@@ -102,7 +98,7 @@ class DiffSource:
             files = None
         self.fetched += 1
         try:
-            yield self.ledger.patches.keep(revision, files, self.clock())
+            await self.ledger.patches.keep(revision, files, self.clock())
         except Exception as exc:
             # The decision still has it; the next one will ask GitHub again.
             say(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")

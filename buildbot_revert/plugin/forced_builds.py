@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
-
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
 from buildbot_revert.logline import say
@@ -26,15 +24,16 @@ STREAK_PROPERTY = "buildbot_revert_streak"
 SCHEDULER = "buildbot-revert"
 
 
-@defer.inlineCallbacks
-def request_build(master: Any, gatherer: Any, builderid: int, key: RequestKey, streak: str) -> Any:
+async def request_build(
+    master: Any, gatherer: Any, builderid: int, key: RequestKey, streak: str
+) -> None:
     """Ask the master for the build ``key`` names on one builder; ``streak`` links the streak."""
-    stamp = yield gatherer.sourcestamp_of(key.revision)
+    stamp = await gatherer.sourcestamp_of(key.revision)
     if stamp is None:
         # Never built as such: name the same line as the suspect's builds.
         stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
     stamp = dict(stamp, revision=key.revision)
-    yield master.data.updates.addBuildset(
+    await master.data.updates.addBuildset(
         waited_for=False,
         scheduler=SCHEDULER,
         sourcestamps=[stamp],

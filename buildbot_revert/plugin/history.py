@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -50,8 +50,8 @@ _FAILURE = int(Result.FAILURE)
 _NONE: StampsOf = ({}, None, None)
 
 
-def builds_since(master: Any, since: float) -> Any:
-    """Deferred: the builds completed at or after ``since``, oldest first, as build entities.
+async def builds_since(master: Any, since: float) -> list[dict[str, Any]]:
+    """The builds completed at or after ``since``, oldest first, as build entities.
 
     The keys the gatherer and the reporter read of a data-API build; the
     times as the database holds them (epoch seconds).
@@ -75,7 +75,8 @@ def builds_since(master: Any, since: float) -> Any:
         ).fetchall()
         return [_entity(row) for row in rows]
 
-    return master.db.pool.do(thd)
+    builds: list[dict[str, Any]] = await master.db.pool.do(thd)
+    return builds
 
 
 def _entity(row: Any) -> dict[str, Any]:
@@ -99,15 +100,15 @@ def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield rows[start : start + BATCH]
 
 
-@defer.inlineCallbacks
-def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
+async def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> None:
     """Read what gathering ``batch`` needs, in one trip to the database, into the gatherer."""
-    gatherer.preload((yield read_ahead(master, gatherer, batch)))
+    gatherer.preload(await read_ahead(master, gatherer, batch))
 
 
-@defer.inlineCallbacks
-def read_ahead(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
-    """Deferred: the :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
+async def read_ahead(
+    master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]
+) -> Preloaded:
+    """The :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
 
     Safe while the gatherer gathers an earlier batch: it only reads, and
     the tips it finds for a builder the gatherer meanwhile learns are not
@@ -115,7 +116,7 @@ def read_ahead(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any
     """
     unknown = {b["builderid"] for b in batch if not gatherer.knows_tips(b["builderid"])}
     db, lines = master.db, gatherer.log_lines
-    read = yield db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
+    read: _Read = await db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
     steps: dict[int, tuple[FailedStep, ...]] = {
         buildid: failed_steps(failed, read.tails) for buildid, failed in read.failed.items()
     }
@@ -134,22 +135,26 @@ class Reader:
         self._master, self._gatherer = master, gatherer
         self._batches = list(batches(rows))
         self._next = 0
-        self._reading: Any = None
+        # The next batch's read, started (a Deferred, so it runs meanwhile).
+        self._reading: defer.Deferred[Preloaded] | None = None
 
-    @defer.inlineCallbacks
-    def next(self) -> Any:
-        """Deferred: the next batch, read into the gatherer; None when there is none."""
+    async def next(self) -> list[dict[str, Any]] | None:
+        """The next batch, read into the gatherer; None when there is none."""
         if self._next >= len(self._batches):
             return None
         batch = self._batches[self._next]
-        reading = self._reading or read_ahead(self._master, self._gatherer, batch)
+        reading = self._reading or self._start_reading(batch)
         self._next += 1
         self._reading = None
-        preloaded = yield reading
+        preloaded = await reading
         if self._next < len(self._batches):
-            self._reading = read_ahead(self._master, self._gatherer, self._batches[self._next])
+            self._reading = self._start_reading(self._batches[self._next])
         self._gatherer.preload(preloaded)
         return batch
+
+    def _start_reading(self, batch: list[dict[str, Any]]) -> defer.Deferred[Preloaded]:
+        """Start reading ``batch`` ahead now; the Deferred fires with its rows."""
+        return defer.Deferred.fromCoroutine(read_ahead(self._master, self._gatherer, batch))
 
 
 class _Read:
@@ -373,16 +378,15 @@ def _chunk_lines(chunk_first: int, data: bytes, first: int, last: int) -> Iterat
 REPLAY_SLICE = 50
 
 
-@defer.inlineCallbacks
-def replay_batch(
+async def replay_batch(
     reactor: Any,
     batch: list[dict[str, Any]],
-    feed: Callable[[dict[str, Any]], Any],
+    feed: Callable[[dict[str, Any]], Awaitable[object]],
     *,
     seen: set[int],
     skip: frozenset[int],
     decisions: Decisions | None,
-) -> Any:
+) -> int:
     """Feed a batch of the builds since the memory (read ahead); how many were fed.
 
     The batch's verdicts are kept for the dashboard in one transaction.  A
@@ -397,19 +401,19 @@ def replay_batch(
     try:
         for n, row in enumerate(batch):
             if n and not n % REPLAY_SLICE:
-                yield task.deferLater(reactor, 0, lambda: None)
+                await task.deferLater(reactor, 0, lambda: None)
             seen.add(row["buildid"])
             if row["buildid"] in skip:
                 continue
             try:
-                yield feed(row)
+                await feed(row)
                 replayed += 1
             except Exception as exc:
                 twisted_log.err(exc, "buildbot-revert: could not replay a build")  # type: ignore[no-untyped-call]
     finally:
         if decisions is not None:
             try:
-                yield decisions.flush()
+                await decisions.flush()
             except Exception as exc:
                 twisted_log.err(exc, "buildbot-revert: could not keep verdicts for the dashboard")  # type: ignore[no-untyped-call]
     return replayed

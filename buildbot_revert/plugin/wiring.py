@@ -85,9 +85,8 @@ class Wiring:
         self.build_url = build_url
         self.http_pool: HTTPConnectionPool | None = None
 
-    @defer.inlineCallbacks
-    def wire(self, settings: Settings, previous: Parts | None) -> Any:
-        """A Deferred of the :class:`Parts` for ``settings``, with ``previous``'s tables."""
+    async def wire(self, settings: Settings, previous: Parts | None) -> Parts:
+        """The :class:`Parts` for ``settings``, with ``previous``'s tables."""
         if previous is None:
             run = self.master.db.pool.do
             gatherer = Gatherer(self.master, settings.log_lines)
@@ -98,8 +97,8 @@ class Wiring:
             gatherer.forget_builders()
             tables = (previous.ledger, previous.memory, previous.decisions, previous.held)
         ledger, memory, decisions, held = tables
-        client = yield self._github(settings)
-        notifier = yield self.notifier(settings)
+        client = await self._github(settings)
+        notifier = await self.notifier(settings)
         parts = Parts(gatherer, ledger, memory, decisions, held, notifier)
         # Without a client a mode that acts on GitHub has no hands: verdicts
         # are still logged, nothing is filed or recorded.
@@ -117,16 +116,15 @@ class Wiring:
         # another mode without a usable token, its one line was written already.
         reads = client
         if client is None and settings.mode is Mode.DRY_RUN:
-            reads = yield self._reads(settings)
+            reads = await self._reads(settings)
         parts.diffs = DiffSource(ledger, reads, self.reactor.seconds)
         return parts
 
-    @defer.inlineCallbacks
-    def _reads(self, settings: Settings) -> Any:
+    async def _reads(self, settings: Settings) -> GitHubClient | None:
         """A dry run's client for reading suspects' patches: only when a token is given."""
         if settings.token is None:
             return None
-        token, _ = yield self._token_or_problem(settings)
+        token, _ = await self._token_or_problem(settings)
         if token is None:
             # A dry run needs no token: without one it says so without the
             # token's error line, and the file names decide.
@@ -141,8 +139,7 @@ class Wiring:
         )
         return self._client(settings, token)
 
-    @defer.inlineCallbacks
-    def _github(self, settings: Settings) -> Any:
+    async def _github(self, settings: Settings) -> GitHubClient | None:
         """The GitHub client the mode needs, or None (dry run, or no usable token)."""
         if settings.mode is Mode.DRY_RUN:
             say(
@@ -150,7 +147,7 @@ class Wiring:
                 "proposed reverts recorded in the master's database; nothing is done on GitHub"
             )
             return None
-        token = yield self.render_token(settings)
+        token = await self.render_token(settings)
         if token is None:
             return None
         say(
@@ -163,13 +160,12 @@ class Wiring:
         """The GitHub client of ``settings``' repository, on the master's HTTP client."""
         return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
 
-    @defer.inlineCallbacks
-    def render_token(self, settings: Settings) -> Any:
+    async def render_token(self, settings: Settings) -> str | None:
         """The token as a string, or None after one line in the log saying why not.
 
         Neither the line nor anything else here ever holds the token's value.
         """
-        token, problem = yield self._token_or_problem(settings)
+        token, problem = await self._token_or_problem(settings)
         if token is not None:
             return token
         what = describe_token(settings.token)
@@ -180,11 +176,10 @@ class Wiring:
         )
         return None
 
-    @defer.inlineCallbacks
-    def _token_or_problem(self, settings: Settings) -> Any:
+    async def _token_or_problem(self, settings: Settings) -> tuple[str | None, str | None]:
         """``(token, None)``, or ``(None, why it cannot be used)``: the why never holds it."""
         try:
-            value = yield self.render(settings.token)
+            value = await self.render(settings.token)
         except Exception as exc:
             return None, f"could not be rendered: {one_line(exc)}"
         try:
@@ -202,13 +197,12 @@ class Wiring:
         agent = Agent(reactor, pool=self.http_pool)  # type: ignore[no-untyped-call]
         return HTTPClient(agent)  # type: ignore[arg-type]
 
-    @defer.inlineCallbacks
-    def notifier(self, settings: Settings) -> Any:
+    async def notifier(self, settings: Settings) -> Notifier:
         """The webhooks, their URLs rendered (a secret's value never reaches the log)."""
         hooks = []
         for spec in settings.webhooks:
             try:
-                url = yield self.render(spec.url)
+                url = await self.render(spec.url)
             except Exception as exc:
                 say(
                     f"buildbot-revert: a {spec.name} webhook URL could not be rendered "

@@ -21,6 +21,7 @@ from buildbot.data import resultspec
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.records import change_from_dict
+from buildbot_revert.plugin.ports import Master
 
 _CACHE = 4096
 
@@ -42,7 +43,7 @@ class Known(NamedTuple):
 class Changes:
     """The changes read through ``master.data``, cached, and the blamelists they make."""
 
-    def __init__(self, master: Any) -> None:
+    def __init__(self, master: Master) -> None:
         self.master = master
         self._cache: OrderedDict[int, Known] = OrderedDict()
         # Change entities read ahead by id (a replay's batch): remembered when used.

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from buildbot_revert.core.diffs import Diff, from_patches
 from buildbot_revert.core.model import Change
-from buildbot_revert.github import GitHubError
+from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_patches import Patch
@@ -45,9 +44,11 @@ _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
 class DiffSource:
     """The plugin's diff reader: what :meth:`prefetch` made ready, for one feed."""
 
-    def __init__(self, ledger: Ledger, client: Any, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, ledger: Ledger, client: GitHubClient | None, clock: Callable[[], float]
+    ) -> None:
         self.ledger = ledger
-        # A GitHubClient, or None: then only what the ledger holds is read.
+        # None: only what the ledger holds is read.
         self.client = client
         self.clock = clock
         self._ready: dict[str, Diff | None] = {}
@@ -82,11 +83,12 @@ class DiffSource:
     async def _fetch(self, revision: str) -> Diff | None:
         """``revision``'s diff from GitHub, stored in the ledger; None when there is none."""
         files: Patch
-        if not _SHA.match(revision):
-            # Never put into a URL (nor a log line): a history's text, not a commit id.
+        client = self.client
+        if client is None or not _SHA.match(revision):
+            # Not a commit id (a history's text) is never put into a URL, nor a log line.
             return None
         try:
-            files = await self.client.commit_files(revision)
+            files = await client.commit_files(revision)
         except Exception as exc:
             if not isinstance(exc, GitHubError) or exc.status not in _MISSING:
                 self._failed.add(revision)

@@ -18,6 +18,7 @@ from typing import Any
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
 from buildbot_revert.logline import say
+from buildbot_revert.plugin.ports import BuildReader, Master
 
 # The property linking a requested build to the red streak it serves.
 STREAK_PROPERTY = "buildbot_revert_streak"
@@ -25,7 +26,7 @@ SCHEDULER = "buildbot-revert"
 
 
 async def request_build(
-    master: Any, gatherer: Any, builderid: int, key: RequestKey, streak: str
+    master: Master, gatherer: BuildReader, builderid: int, key: RequestKey, streak: str
 ) -> None:
     """Ask the master for the build ``key`` names on one builder; ``streak`` links the streak."""
     stamp = await gatherer.sourcestamp_of(key.revision)
@@ -44,7 +45,7 @@ async def request_build(
     say(f"buildbot-revert: requested a {key.describe()}")
 
 
-def builder_slots(master: Any, builder: str) -> int:
+def builder_slots(master: Any, builder: str) -> int:  # Buildbot's untyped botmaster and workers
     """How many builds ``builder`` can run at once: its connected workers.
 
     Buildbot runs at most one build of a builder on a worker at a time (one

@@ -52,6 +52,7 @@ from buildbot_revert.core.records import (
 )
 from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.changes import Changes
+from buildbot_revert.plugin.ports import Master
 from buildbot_revert.plugin.stamps import (
     Preloaded,
     StampsOf,
@@ -69,7 +70,7 @@ LOOK_BACK = 10
 class Gatherer:
     """Reads builds, changes and logs through ``master.data``."""
 
-    def __init__(self, master: Any, log_lines: int = defaults.LOG_TAIL_LINES) -> None:
+    def __init__(self, master: Master, log_lines: int = defaults.LOG_TAIL_LINES) -> None:
         self.master = master
         self.log_lines = log_lines
         self._builders: dict[int, Builder] = {}
@@ -77,7 +78,7 @@ class Gatherer:
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
         self._changes = Changes(master)
-        self._stamps: Any = None
+        self._stamps: sa.Select[Any] | None = None
         self._preloaded = Preloaded({}, {}, {}, {})
 
     def preload(self, preloaded: Preloaded) -> None:
@@ -102,6 +103,11 @@ class Gatherer:
     def forget_builders(self) -> None:
         """Drop cached builder names and tags (after a reconfig)."""
         self._builders.clear()
+
+    async def builder_rows(self) -> list[dict[str, Any]]:
+        """Every builder, as the data API gives them (to learn them anew)."""
+        rows: list[dict[str, Any]] | None = await self.master.data.get(("builders",))
+        return list(rows or ())
 
     def learn_builder(self, builderid: int, name: str, tags: Iterable[str]) -> Builder:
         """A builder's name and tags as the master just said them (a reconfiguration)."""
@@ -203,7 +209,7 @@ class Gatherer:
         """
         ss = self.master.db.model.sourcestamps
 
-        def thd(conn: Any) -> dict[str, Any] | None:
+        def thd(conn: sa.Connection) -> dict[str, Any] | None:
             row = conn.execute(
                 sa.select(ss.c.codebase, ss.c.repository, ss.c.project, ss.c.branch)
                 .where(ss.c.revision == revision)
@@ -224,7 +230,7 @@ class Gatherer:
         """
         model = self.master.db.model
 
-        def thd(conn: Any) -> list[str]:
+        def thd(conn: sa.Connection) -> list[str]:
             props, bs = model.buildset_properties, model.buildsets
             rows = conn.execute(
                 sa.select(props.c.property_value)
@@ -286,13 +292,13 @@ class Gatherer:
         if preloaded is not None:
             return preloaded
 
-        def thd(conn: Any) -> StampsOf:
+        def thd(conn: sa.Connection) -> StampsOf:
             return stamps_of(conn.execute(statement, {"brid": brid}).fetchall())
 
         stamps: StampsOf = await self.master.db.pool.do(thd)
         return stamps
 
-    def _stamps_statement(self) -> Any:
+    def _stamps_statement(self) -> sa.Select[Any]:
         """The select behind :meth:`_sourcestamps_of`, built once; its parameter is ``brid``.
 
         A row per change of each of the request's buildset's sourcestamps

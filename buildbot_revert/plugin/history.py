@@ -24,6 +24,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.python import log as twisted_log
 
 from buildbot_revert.core.model import FailedStep, Result
@@ -38,6 +39,7 @@ from buildbot_revert.logline import say
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
 from buildbot_revert.plugin.log_chunks import MAX_CHUNK, inflate
+from buildbot_revert.plugin.ports import Clock, Database, Master
 from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, stamps_select
 
 # Builds read per batch: bounded statements (SQLite's parameters), memory,
@@ -50,7 +52,7 @@ _FAILURE = int(Result.FAILURE)
 _NONE: StampsOf = ({}, None, None)
 
 
-async def builds_since(master: Any, since: float) -> list[dict[str, Any]]:
+async def builds_since(master: Master, since: float) -> list[dict[str, Any]]:
     """The builds completed at or after ``since``, oldest first, as build entities.
 
     The keys the gatherer and the reporter read of a data-API build; the
@@ -58,7 +60,7 @@ async def builds_since(master: Any, since: float) -> list[dict[str, Any]]:
     """
     t = master.db.model.builds
 
-    def thd(conn: Any) -> list[dict[str, Any]]:
+    def thd(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = conn.execute(
             sa.select(
                 t.c.id,
@@ -79,7 +81,7 @@ async def builds_since(master: Any, since: float) -> list[dict[str, Any]]:
     return builds
 
 
-def _entity(row: Any) -> dict[str, Any]:
+def _entity(row: sa.Row[*tuple[Any, ...]]) -> dict[str, Any]:
     """A build row as the data-API build entity the gatherer reads."""
     return {
         "buildid": row.id,
@@ -100,13 +102,13 @@ def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield rows[start : start + BATCH]
 
 
-async def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> None:
+async def preload(master: Master, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> None:
     """Read what gathering ``batch`` needs, in one trip to the database, into the gatherer."""
     gatherer.preload(await read_ahead(master, gatherer, batch))
 
 
 async def read_ahead(
-    master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]
+    master: Master, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]
 ) -> Preloaded:
     """The :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
 
@@ -131,7 +133,7 @@ class Reader:
     database thread reads while the reactor gathers and feeds.
     """
 
-    def __init__(self, master: Any, gatherer: Gatherer, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, master: Master, gatherer: Gatherer, rows: list[dict[str, Any]]) -> None:
         self._master, self._gatherer = master, gatherer
         self._batches = list(batches(rows))
         self._next = 0
@@ -169,7 +171,11 @@ class _Read:
 
 
 def _read(
-    conn: Any, db: Any, batch: Sequence[Mapping[str, Any]], unknown: set[int], lines: int
+    conn: sa.Connection,
+    db: Database,
+    batch: Sequence[Mapping[str, Any]],
+    unknown: set[int],
+    lines: int,
 ) -> _Read:
     """The batch's sourcestamps, failed steps and logs, changes and previous tips.
 
@@ -204,7 +210,7 @@ def _result(build: Mapping[str, Any]) -> int:
     return int(results) if results is not None else _FAILURE
 
 
-def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
+def _stamps(conn: sa.Connection, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     """Each build request's sourcestamps, as :meth:`.Gatherer._sourcestamps_of` reads them."""
     br = model.buildrequests
     statement = stamps_select(model).add_columns(br.c.id.label("brid"))
@@ -215,7 +221,7 @@ def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     return {brid: stamps_of(grouped.get(brid, ())) for brid in brids}
 
 
-def _previous_tips(conn: Any, model: Any, first: Mapping[str, Any]) -> dict[str, int]:
+def _previous_tips(conn: sa.Connection, model: Any, first: Mapping[str, Any]) -> dict[str, int]:
     """The tips of the builder's last ordinary build before ``first`` (see the gatherer's)."""
     t = model.builds
     rows = conn.execute(
@@ -239,7 +245,7 @@ def _previous_tips(conn: Any, model: Any, first: Mapping[str, Any]) -> dict[str,
 
 
 def _failed_steps(
-    conn: Any, model: Any, buildids: Sequence[int]
+    conn: sa.Connection, model: Any, buildids: Sequence[int]
 ) -> dict[int, list[dict[str, Any]]]:
     """The failed steps of each failing build (none: an empty list), as step entities."""
     out: dict[int, list[dict[str, Any]]] = {buildid: [] for buildid in buildids}
@@ -258,7 +264,9 @@ def _failed_steps(
     return out
 
 
-def _stdio_logs(conn: Any, model: Any, stepids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+def _stdio_logs(
+    conn: sa.Connection, model: Any, stepids: Sequence[int]
+) -> dict[int, Mapping[str, Any]]:
     """Each failed step's stdio log entity, for the steps that have one."""
     if not stepids:
         return {}
@@ -276,7 +284,7 @@ def _stdio_logs(conn: Any, model: Any, stepids: Sequence[int]) -> dict[int, Mapp
     return {stepid: log for stepid, logs in by_step.items() if (log := stdio_log(logs)) is not None}
 
 
-def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, Any]]:
+def _changes(conn: sa.Connection, model: Any, low: int, high: int) -> dict[int, dict[str, Any]]:
     """The changes with ids in ``[low, high]``, as change entities (files and parent too)."""
     ch, files = model.changes, model.change_files
     out: dict[int, dict[str, Any]] = {}
@@ -307,7 +315,7 @@ def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, 
 
 
 def _tails(
-    conn: Any, db: Any, logs: Mapping[int, Mapping[str, Any]], lines: int
+    conn: sa.Connection, db: Database, logs: Mapping[int, Mapping[str, Any]], lines: int
 ) -> dict[int, str | None]:
     """Each step's stdio tail (its last ``lines`` lines), as the data API serves them.
 
@@ -379,7 +387,7 @@ REPLAY_SLICE = 50
 
 
 async def replay_batch(
-    reactor: Any,
+    reactor: Clock,
     batch: list[dict[str, Any]],
     feed: Callable[[dict[str, Any]], Awaitable[object]],
     *,
@@ -401,7 +409,7 @@ async def replay_batch(
     try:
         for n, row in enumerate(batch):
             if n and not n % REPLAY_SLICE:
-                await task.deferLater(reactor, 0, lambda: None)
+                await task.deferLater(IReactorTime(reactor), 0, lambda: None)
             seen.add(row["buildid"])
             if row["buildid"] in skip:
                 continue

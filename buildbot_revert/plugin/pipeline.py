@@ -59,6 +59,13 @@ from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
 from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
+from buildbot_revert.plugin.ports import (
+    BuildReader,
+    DecisionNotes,
+    Master,
+    RevertFollower,
+    VerdictFiler,
+)
 
 # The held row the machine's state is kept in.
 KIND = "post-verdict"
@@ -74,10 +81,10 @@ RESUME_LOOK_BACK = 7 * 86400.0
 class Hands:
     """The collaborators the pipeline acts through (made by :mod:`.wiring`)."""
 
-    gatherer: Any
-    filer: Any = None
-    follow_up: Any = None
-    decisions: Any = None
+    gatherer: BuildReader
+    filer: VerdictFiler | None = None
+    follow_up: RevertFollower | None = None
+    decisions: DecisionNotes | None = None
     held: HeldStore | None = None
     # The suspects' diffs (.diffs), fetched before a build whose decision reads them.
     diffs: DiffSource | None = None
@@ -88,7 +95,7 @@ class Pipeline:
 
     def __init__(
         self,
-        master: Any,
+        master: Master | None,
         clock: Callable[[], float],
         build_url: Callable[[str, int], str | None],
         background: Callable[[defer.Deferred[Any], str], None],
@@ -220,8 +227,7 @@ class Pipeline:
         if builder is None:
             return None
         self.note_builder(msg["builderid"], builder)
-        build: Build | None = await gatherer.build(msg)
-        return build
+        return await gatherer.build(msg)
 
     async def _take(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> None:
         """One watched builder's event: kept, logged, and handed to the machine."""
@@ -274,6 +280,7 @@ class Pipeline:
             say(f"buildbot-revert: cannot request a {key.describe()}: unknown builder")
             return
         streak = self.build_url(key.builder, key.streak) or (f"{key.builder} build {key.streak}")
+        assert self.master is not None
         await request_build(self.master, self.hands.gatherer, builderid, key, streak)
 
     async def _record(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> None:
@@ -359,6 +366,7 @@ class Pipeline:
         """A build of a revert PR updates its summary; a reland is linked, a human revert read."""
         assert self.hands is not None
         follow_up = self.hands.follow_up
+        assert follow_up is not None
         if pull_number_of_branch(build.branch) is not None:
             revision = await follow_up.revert_build(build)
             if revision is not None:

@@ -42,12 +42,13 @@ Example (``master.cfg``)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from buildbot import config as bb_config
 from buildbot.util import service
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 from twisted.python.failure import Failure
 
@@ -60,6 +61,7 @@ from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_a
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
+from buildbot_revert.plugin.ports import Clock, Consumer
 from buildbot_revert.plugin.wiring import Parts, Wiring
 
 FINISHED = ("builds", None, "finished")
@@ -85,8 +87,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.parts: Parts | None = None
         self._wiring: Wiring | None = None
         self.pipeline = Pipeline(None, lambda: 0.0, self._build_url, self._background)
-        self._consumer: Any = None
-        self._change_consumer: Any = None
+        self._consumer: Consumer | None = None
+        self._change_consumer: Consumer | None = None
         self._lock = defer.DeferredLock()
         # A reconfiguration's new tags and selection (.builder_updates).
         self._builders = BuilderUpdates(self.pipeline, self._lock, self._background)
@@ -169,7 +171,16 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.parts = await self._wiring.wire(settings, self.parts)
         pipeline = self.pipeline
         pipeline.master, pipeline.clock = self.master, self._reactor().seconds
-        pipeline.configure(settings, Hands(**{name: getattr(self.parts, name) for name in _HANDS}))
+        parts = self.parts
+        hands = Hands(
+            gatherer=parts.gatherer,
+            filer=parts.filer,
+            follow_up=parts.follow_up,
+            decisions=parts.decisions,
+            held=parts.held,
+            diffs=parts.diffs,
+        )
+        pipeline.configure(settings, hands)
         if self.running:
             self._builders.refresh()
         if self.tracker is not None:
@@ -181,8 +192,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 await self._locked(self._start_tracker)
         self._schedule_pending()
 
-    def _reactor(self) -> Any:
-        return getattr(self.master, "reactor", None) or _global_reactor()
+    def _reactor(self) -> Clock:
+        """The master's reactor (a ``task.Clock`` in timing tests)."""
+        reactor: Clock = getattr(self.master, "reactor", None) or _global_reactor()
+        return reactor
 
     def _render_token(self, settings: Settings) -> defer.Deferred[str | None]:
         """The token as a string, or None after one line in the log (see .wiring)."""
@@ -353,7 +366,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not save the tracker's memory")
 
-    def _new_tracker(self, proposed: Any) -> StreakTracker:
+    def _new_tracker(self, proposed: Iterable[str]) -> StreakTracker:
         assert self.settings is not None
         # Every builder is fed: the ones outside the selection are evidence
         # for the guards (what fails where, which workers agree), exactly as
@@ -382,7 +395,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self._pending_loop = task.LoopingCall(
             lambda: defer.Deferred.fromCoroutine(self._check_pending())
         )
-        self._pending_loop.clock = self._reactor()
+        self._pending_loop.clock = IReactorTime(self._reactor())
         self._pending_loop.start(interval, now=False)
 
     def _schedule_overdue(self) -> None:
@@ -396,7 +409,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             return
         interval = min(60.0, max(1.0, settings.machine.forced_build_timeout / 4))
         self._overdue_loop = task.LoopingCall(lambda: self._locked(self._check_overdue))
-        self._overdue_loop.clock = self._reactor()
+        self._overdue_loop.clock = IReactorTime(self._reactor())
         self._overdue_loop.start(interval, now=False)
 
     async def _check_overdue(self) -> None:
@@ -433,11 +446,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     # -- events ---------------------------------------------------------------------
 
-    def _on_finished(self, key: Any, msg: dict[str, Any]) -> None:
+    def _on_finished(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
         # Returning at once keeps the master's event delivery from waiting on us.
         self._locked(lambda: self._handle(msg))
 
-    def _on_change(self, key: Any, msg: dict[str, Any]) -> None:
+    def _on_change(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
         """A new change: known before the first build of it finishes.
 
         Its first build's blamelist would otherwise read it from the
@@ -483,7 +496,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         """Run ``d`` on its own; stopping the service waits for it."""
         self._filing.add(d)
 
-        def done(result: Any) -> None:
+        def done(result: object) -> None:
             self._filing.discard(d)
             if isinstance(result, Failure):
                 _log_failure(result, f"buildbot-revert: {what} failed")
@@ -492,8 +505,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
 
 _HIDDEN = "<the GitHub token, hidden>"
-# The parts the pipeline acts through.
-_HANDS = ("gatherer", "filer", "follow_up", "decisions", "held", "diffs")
 
 
 def _log_failure(failure: BaseException | Failure, why: str) -> None:
@@ -502,7 +513,8 @@ def _log_failure(failure: BaseException | Failure, why: str) -> None:
     log.err(failure, why)  # type: ignore[no-untyped-call]
 
 
-def _global_reactor() -> Any:
+def _global_reactor() -> Clock:
     from twisted.internet import reactor
 
-    return reactor
+    clock: Clock = reactor
+    return clock

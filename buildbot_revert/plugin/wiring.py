@@ -25,6 +25,7 @@ from typing import Any
 
 from treq.client import HTTPClient
 from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.github import GitHubClient
@@ -46,6 +47,7 @@ from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import Memory
 from buildbot_revert.plugin.notify import Notifier, Webhook
 from buildbot_revert.plugin.notify.settings import public_part, webhook_url_problem
+from buildbot_revert.plugin.ports import Clock, Master
 
 
 @dataclass
@@ -71,15 +73,17 @@ class Wiring:
 
     def __init__(
         self,
-        master: Any,
-        reactor: Any,
-        render: Callable[[Any], Any],
+        master: Master,
+        reactor: Clock,
+        render: Callable[[Any], defer.Deferred[Any]],
         owner: str,
         build_url: Callable[[str, int], str | None],
     ) -> None:
         self.master = master
+        # The master's reactor: the parts' clock, and what the HTTP pool connects through.
         self.reactor = reactor
-        # The service's renderSecrets: a Deferred of the rendered value.
+        # The service's renderSecrets: a Deferred of the rendered value (a
+        # secret or renderable as configured, rendered to whatever it holds).
         self.render = render
         self.owner = owner
         self.build_url = build_url
@@ -102,16 +106,29 @@ class Wiring:
         parts = Parts(gatherer, ledger, memory, decisions, held, notifier)
         # Without a client a mode that acts on GitHub has no hands: verdicts
         # are still logged, nothing is filed or recorded.
-        common = {
-            "clock": self.reactor,
-            "master_name": self.master_name(),
-            "build_url": self.build_url,
-            "notify": notifier.notify,
-        }
+        clock, name, notify = self.reactor, self.master_name(), notifier.notify
         if settings.mode is Mode.DRY_RUN or client is not None:
-            parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
+            parts.filer = Filer(
+                settings,
+                ledger,
+                client,
+                master_url=self.web_url(),
+                clock=clock,
+                master_name=name,
+                build_url=self.build_url,
+                notify=notify,
+            )
         if client is not None:
-            parts.follow_up = FollowUp(settings, ledger, client, decisions=decisions, **common)
+            parts.follow_up = FollowUp(
+                settings,
+                ledger,
+                client,
+                decisions=decisions,
+                clock=clock,
+                master_name=name,
+                build_url=self.build_url,
+                notify=notify,
+            )
         # The suspects' patches are read with the token even in a dry run; in
         # another mode without a usable token, its one line was written already.
         reads = client
@@ -158,7 +175,8 @@ class Wiring:
 
     def _client(self, settings: Settings, token: str) -> GitHubClient:
         """The GitHub client of ``settings``' repository, on the master's HTTP client."""
-        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
+        clock = IReactorTime(self.reactor)
+        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=clock)
 
     async def render_token(self, settings: Settings) -> str | None:
         """The token as a string, or None after one line in the log saying why not.

@@ -210,6 +210,9 @@ def _result(build: Mapping[str, Any]) -> int:
     return int(results) if results is not None else _FAILURE
 
 
+# ``model`` in what follows is Buildbot's SQLAlchemy table models (untyped: .ports.Database).
+
+
 def _stamps(conn: sa.Connection, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     """Each build request's sourcestamps, as :meth:`.Gatherer._sourcestamps_of` reads them."""
     br = model.buildrequests

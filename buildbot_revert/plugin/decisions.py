@@ -37,7 +37,8 @@ from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.human_reverts import RevertNames, SeenRed
 from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict
 from buildbot_revert.plugin.ledger_human import named
-from buildbot_revert.plugin.ledger_tables import Runner, TableSet
+from buildbot_revert.plugin.ledger_tables import TableSet
+from buildbot_revert.plugin.ports import Runner
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.

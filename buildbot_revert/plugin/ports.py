@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
+import sqlalchemy as sa
 from twisted.internet import defer
 
 from buildbot_revert.core.model import Build, Builder, Change
@@ -46,10 +47,21 @@ class Clock(Protocol):
 # -- the master --------------------------------------------------------------------
 
 
+class Runner(Protocol):
+    """``run(thd)``: ``thd(connection)`` in the master's database thread, its answer in a Deferred.
+
+    What the ledger and the plugin's other tables are handed: the master's
+    ``db.pool.do`` (:class:`DatabasePool`), or in a test one over a
+    SQLAlchemy engine.
+    """
+
+    def __call__(self, thd: Callable[[sa.Connection], _T], /) -> defer.Deferred[_T]: ...
+
+
 class DatabasePool(Protocol):
     """The master's database thread: runs ``thd(connection)`` there."""
 
-    def do(self, thd: Callable[[Any], _T], /) -> defer.Deferred[_T]: ...
+    def do(self, thd: Callable[[sa.Connection], _T], /) -> defer.Deferred[_T]: ...
 
 
 class Database(Protocol):

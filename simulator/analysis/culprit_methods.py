@@ -7,7 +7,7 @@ the one change other builders failing alike hold in common
 builds alone.  The plugin's two other methods ask the master for builds at
 chosen revisions, which a recorded history does not hold; the core's
 post-verdict machine decides them in both shells, and the simulator carries
-its commands out (:mod:`.executor`) at the moment the plugin would request
+its commands out (:mod:`.engine`) at the moment the plugin would request
 the builds:
 
 ``verification``

@@ -1,4 +1,4 @@
-"""The simulator's one engine loop: the post-verdict machine fed in time order, its commands carried out.
+"""The simulator's one engine: the post-verdict machine fed in time order, its commands carried out.
 
 As a backtesting engine runs a strategy, the simulator runs the plugin's
 post-verdict machine (:class:`~buildbot_revert.core.post_verdict.PostVerdict`):
@@ -62,6 +62,8 @@ def machine_of(settings: MachineSettings, judge_found: JudgeFound | None = None)
     ``settings``, as the plugin builds its machine from its own.
     """
     return PostVerdict(settings, judge_found)
+
+
 _SUCCESS = int(Result.SUCCESS)
 _FAILURE = int(Result.FAILURE)
 
@@ -113,7 +115,7 @@ class Truth:
 
 @dataclass
 class _Streak:
-    """What the executor knows of one verdict the machine is working on."""
+    """What the engine knows of one verdict the machine is working on."""
 
     verdict: Verdict
     suspects: tuple[Change, ...]

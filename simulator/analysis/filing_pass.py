@@ -70,7 +70,7 @@ class Facts(NamedTuple):
 
 
 def facts_of(result: ReplayResult) -> Facts:
-    """The replay's qualifications and streak ends (:func:`~buildbot_revert.core.grace.fact`), by time."""
+    """The replay's qualifications and streak ends (core.grace.fact), in time order."""
     entries: list[tuple[float, Qualification | StreakEnd, Verdict | None]] = []
     for verdict in result.verdicts:
         q = fact(verdict)
@@ -232,7 +232,7 @@ class FilingPass:
         self._open(revision, now)
 
     def outcome(self, result: ReplayResult) -> ReplayResult:
-        """The replay as filed: reverts kept, moved to when opened, or set aside (see the module)."""
+        """The replay as filed: reverts kept, moved to when opened, or set aside (the module)."""
         verdicts: list[Verdict] = []
         for v in result.verdicts:
             if v.reason in PROPOSING and v.request is not None:
@@ -272,9 +272,7 @@ class FilingPass:
             filed_at = proposal.request.qualified_at
             revision = proposal.request.revision
             known = self.revisions[revision]
-            said = self.machine.followed(
-                RevertFollowed(revision, filed_at, known.qualified(), now)
-            )
+            said = self.machine.followed(RevertFollowed(revision, filed_at, known.qualified(), now))
             if isinstance(said, NoLongerNeeded):
                 open_for.append(said.at - filed_at)
                 revisions.append(revision)
@@ -291,8 +289,10 @@ class FilingPass:
         )
 
 
-def play_filing(result: ReplayResult, machine: PostVerdict, facts: Facts | None = None) -> ReplayResult:
-    """``result`` as the machine files it (``facts``: the result's :func:`facts_of`, when shared)."""
+def play_filing(
+    result: ReplayResult, machine: PostVerdict, facts: Facts | None = None
+) -> ReplayResult:
+    """``result`` as the machine files it (``facts``: its :func:`facts_of`, when shared)."""
     filing = FilingPass(machine)
     filing.play(facts if facts is not None else facts_of(result), result.window_end or 0.0)
     return filing.outcome(result)

@@ -248,7 +248,7 @@ def replay_builds(
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
     theirs is reported or counted.  ``play`` may carry out what the
-    plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
+    plugin does beyond the tracker (the post-verdict machine: engine.py); ``evidence``
     reads a failing build's signature (see :class:`Replayer`); ``diffs`` a
     change's diff (``simulate --git-repo``), for the link to test cases.
     """

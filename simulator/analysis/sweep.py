@@ -32,13 +32,13 @@ from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods
+from simulator.analysis.engine import file_replay, methods_play
 from simulator.analysis.evaluation import (
     Broken,
     attributable_breakages,
     broken_in_window,
     headline,
 )
-from simulator.analysis.engine import file_replay, methods_play
 from simulator.analysis.filing_pass import Facts, facts_of
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_stream
 from simulator.collector import fewer_collections

@@ -109,15 +109,15 @@ class _Open:
     """A revision the pass is deciding: its builders' facts, and how it ended."""
 
     first_qualified: float
-    # (builder, first failing build) -> [qualified at, ended at]
-    builders: dict[tuple[str, int], list[float | None]] = field(default_factory=dict)
+    # (builder, first failing build) -> its qualification, with its end once known
+    builders: dict[tuple[str, int], Qualified] = field(default_factory=dict)
     # "waiting", "filed", "withdrawn", "commented"
     fate: str = "waiting"
     opened_at: float | None = None
 
     def qualified(self) -> tuple[Qualified, ...]:
         """Every builder's qualification as known now."""
-        return tuple(Qualified(q, e) for q, e in self.builders.values())  # type: ignore[arg-type]
+        return tuple(self.builders.values())
 
 
 class FilingPass:
@@ -156,11 +156,11 @@ class FilingPass:
 
     def _ended(self, end: StreakEnd) -> None:
         """A qualifying streak ended: its builder's fact gets its end."""
-        revision = self._ends.pop((end.builder, end.first_failing_build), None)
+        key = (end.builder, end.first_failing_build)
+        revision = self._ends.pop(key, None)
         if revision is not None:
-            self.revisions[revision].builders[(end.builder, end.first_failing_build)][1] = (
-                end.ended_at
-            )
+            builders = self.revisions[revision].builders
+            builders[key] = builders[key]._replace(ended_at=end.ended_at)
 
     def _qualified(self, q: Qualification, proposing: Verdict | None) -> None:
         """A builder qualified: a new revision is filed (or warned first); others join."""
@@ -169,11 +169,11 @@ class FilingPass:
             if proposing is None:
                 return  # joins nothing the pass files (as the grace facts of no proposal)
             known = self.revisions[q.revision] = _Open(q.qualified_at)
-            known.builders[(q.builder, q.first_failing_build)] = [q.qualified_at, None]
+            known.builders[(q.builder, q.first_failing_build)] = Qualified(q.qualified_at, None)
             self._ends[(q.builder, q.first_failing_build)] = q.revision
             self._file(q.revision, q.qualified_at)
             return
-        known.builders[(q.builder, q.first_failing_build)] = [q.qualified_at, None]
+        known.builders[(q.builder, q.first_failing_build)] = Qualified(q.qualified_at, None)
         self._ends[(q.builder, q.first_failing_build)] = q.revision
 
     def _file(self, revision: str, now: float) -> None:

@@ -17,9 +17,9 @@ A page asks for one with a marker on a line of its own, ``<!-- generated: NAME -
     tables are described beside the shipped history they hold;
 ``changelog``
     ``CHANGELOG.md``, which stays at the top of the repository;
-``phases``
-    the post-verdict machine's moves, from
-    :data:`buildbot_revert.core.phases.TRANSITIONS`.
+``lifecycle``
+    a revert's moves, from the core's lifecycle table
+    :data:`buildbot_revert.core.lifecycle.TABLE`.
 
 The JSON Schemas shipped in ``simulator/reports/schemas/`` are added to the
 site as they are, so pages link to them. A marker naming nothing known
@@ -35,7 +35,7 @@ from typing import Any
 from click.testing import CliRunner
 from mkdocs.structure.files import File, Files
 
-from buildbot_revert.core.phases import TRANSITIONS
+from buildbot_revert.core.lifecycle import TABLE as LIFECYCLE
 from buildbot_revert.core.policy import GUARD_NAMES
 from buildbot_revert.core.verdicts import ANSWERED, MEANINGS, PROPOSING, Reason
 from buildbot_revert.plugin import options
@@ -114,11 +114,12 @@ def changelog() -> str:
     return (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
-def phase_table() -> str:
-    """Every move of the post-verdict machine, in the table's order: from, on, to."""
-    rows = ["| phase | outcome | next phase |", "|---|---|---|"]
-    for (phase, outcome), to in TRANSITIONS.items():
-        rows.append(f"| `{phase.value}` | `{outcome.value}` | `{to.value}` |")
+def lifecycle_table() -> str:
+    """Every row of the lifecycle's table, in order: the state, the event, what it may become."""
+    rows = ["| state | event | may become |", "|---|---|---|"]
+    for (state, event), move in LIFECYCLE.items():
+        to = ", ".join(f"`{s.value}`" for s in sorted(move.to))
+        rows.append(f"| `{state.value}` | `{event.__name__}` | {to} |")
     return "\n".join(rows)
 
 
@@ -129,7 +130,7 @@ GENERATORS = {
     "cli": cli_reference,
     "history-schema": history_schema,
     "changelog": changelog,
-    "phases": phase_table,
+    "lifecycle": lifecycle_table,
 }
 
 

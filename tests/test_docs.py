@@ -3,7 +3,7 @@
 The site is built as CI builds it (``mkdocs build --strict``: every warning,
 a broken cross-reference included, fails), and its generated tables are read
 back from the HTML: the verdict table must be the ``Reason`` enum with its
-meanings, in order; the phase table the post-verdict machine's moves; the
+meanings, in order; the lifecycle table the core's moves of a revert; the
 option table ``RevertReporter``'s settings with their defaults; the CLI
 reference what ``--help`` prints. A page with a broken link
 must fail the build. The README, the project's front door, stays short, and
@@ -117,14 +117,18 @@ def test_the_option_table_is_the_reporters_settings(site: Path) -> None:
     ]
 
 
-def test_the_phase_table_is_the_machines_moves(site: Path) -> None:
-    from buildbot_revert.core.phases import TRANSITIONS, Outcome, Phase
+def test_the_lifecycle_table_is_the_cores_moves(site: Path) -> None:
+    from buildbot_revert.core.lifecycle import TABLE, State, StepTaken
 
-    rows = _table(site, "post-verdict.html", "phase")
-    assert rows == [[p.value, o.value, to.value] for (p, o), to in TRANSITIONS.items()]
-    # A cancelled build requested again leaves its verdict where it was.
-    for phase in (Phase.VERIFYING, Phase.BISECTING):
-        assert [phase.value, Outcome.REQUEST_AGAIN.value, phase.value] in rows
+    rows = _table(site, "post-verdict.html", "state")
+    assert rows == [
+        [state.value, event.__name__, ", ".join(sorted(s.value for s in move.to))]
+        for (state, event), move in TABLE.items()
+    ]
+    # A waiting row may be filed; a filed one moves no more.
+    assert [State.PENDING.value, StepTaken.__name__] == rows[2][:2]
+    assert State.FILING.value in rows[2][2]
+    assert State.FILED.value not in {row[0] for row in rows}
 
 
 def test_the_cli_reference_is_what_help_prints(site: Path) -> None:

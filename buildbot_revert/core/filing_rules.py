@@ -23,8 +23,9 @@ settings and, for a shell that keeps no count, the times it filed):
   ``close_touched``).
 
 The plugin sends these events from its filer (the ledger keeps the counts
-and the qualifications); the simulator from its executor (the cap) and its
-grace analysis (the qualifications a replay collected).  Pure: no I/O.
+and the qualifications); the simulator from its engine's filing part
+(its simulated GitHub keeps the count, its replay the qualifications).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ from buildbot_revert.core.machine_io import (
     StillNeeded,
     Withdraw,
 )
-from buildbot_revert.core.outcomes import Plan, Step
-from buildbot_revert.core.phases import Outcome, Phase, move
+from buildbot_revert.core.outcomes import FollowPlan
 
 _DAY = 86400.0
 
@@ -67,13 +67,10 @@ def filing(settings: MachineSettings, own: list[float], event: Filing) -> Filing
         own[:] = [at for at in own if at > event.now - _DAY]
         count = len(own)
     if cap is not None and count >= cap:
-        move(Phase.CONCLUDED, Outcome.CAPPED)
         return CommentOnly(event.revision, f"the daily cap of {cap} revert PR(s) is reached")
     if settings.grace_period > 0:
-        move(Phase.CONCLUDED, Outcome.COMMENT_FIRST)
         qualified_at = event.now if event.qualified_at is None else event.qualified_at
         return CommentFirst(event.revision, grace.deadline(qualified_at, settings.grace_period))
-    move(Phase.CONCLUDED, Outcome.FILE)
     if event.filed_last_day is None:
         own.append(event.now)
     return File(event.revision)
@@ -84,20 +81,16 @@ def grace_over(settings: MachineSettings, event: GraceCheck) -> GraceCommand:
     fate = grace.outcome(event.qualified, settings.grace_period, event.now)
     n = fate.builders
     if fate.decision is GraceDecision.STAND_DOWN:
-        move(Phase.GRACE, Outcome.RECOVERED)
         why = f"every builder that qualified ({n}) went green within its grace period"
         return Withdraw(event.revision, why, at=fate.at)
     if fate.decision is GraceDecision.WAIT:
-        move(Phase.GRACE, Outcome.WAIT)
         return KeepWaiting(event.revision, fate.next_at)
-    move(Phase.GRACE, Outcome.FILE)
     why = f"a builder was still red at the end of its grace period ({n} builder(s) qualified)"
     return File(event.revision, at=fate.at, why=why)
 
 
 def objection(event: Objection) -> Withdraw:
     """Someone with standing said no during the grace period: the revert is not filed."""
-    move(Phase.GRACE, Outcome.OBJECTED)
     return Withdraw(event.revision, "someone objected on the pull request")
 
 
@@ -105,24 +98,15 @@ def followed(event: RevertFollowed) -> NoLongerNeeded | StillNeeded:
     """Whether a filed revert is still needed, by the stand-down rule over its builders."""
     at = outcomes.stand_down_at(event.filed_at, event.qualified, event.now)
     if at is None:
-        move(Phase.FILED, Outcome.WAIT)
         return StillNeeded(event.revision)
-    move(Phase.FILED, Outcome.RECOVERED)
     return NoLongerNeeded(event.revision, at)
 
 
-def pull_read(settings: MachineSettings, event: PullRead) -> Plan:
+def pull_read(settings: MachineSettings, event: PullRead) -> FollowPlan:
     """The follow-up's next step for a filed revert PR, by the rule of :mod:`.outcomes`."""
-    plan = outcomes.follow_up(
+    return outcomes.follow_up(
         event.pull,
         event.no_longer_needed_at,
         action=settings.stand_down,
         close_touched=settings.close_touched,
     )
-    if plan.step is Step.RECORD:
-        move(Phase.FILED, Outcome.HUMAN_ENDED)
-    elif plan.step is Step.KEEP:
-        move(Phase.FILED, Outcome.WAIT)
-    else:
-        move(Phase.FILED, Outcome.RECOVERED)
-    return plan

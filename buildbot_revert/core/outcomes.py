@@ -71,7 +71,7 @@ class StandDown(StrEnum):
     COMMENT = "comment"  # comment only
 
 
-class Step(StrEnum):
+class FollowStep(StrEnum):
     """The follow-up's next step for one open revert PR."""
 
     KEEP = "keep"  # still needed, or not known yet
@@ -82,10 +82,10 @@ class Step(StrEnum):
 
 
 @dataclass(frozen=True)
-class Plan:
+class FollowPlan:
     """The follow-up's next step for one revert PR, and why (the post-verdict machine's command)."""
 
-    step: Step
+    step: FollowStep
     why: str
     # How the revert PR ended, for the ledger; None while it is kept open.
     outcome: Outcome | None = None
@@ -130,25 +130,29 @@ def follow_up(
     *,
     action: StandDown = StandDown.CLOSE,
     close_touched: bool = False,
-) -> Plan:
+) -> FollowPlan:
     """The next step for a revert PR the plugin filed (the rule above)."""
     if pull.merged:
         merged = "the revert pull request was merged"
-        return Plan(step=Step.RECORD, why=merged, outcome=Outcome.MERGED)
+        return FollowPlan(step=FollowStep.RECORD, why=merged, outcome=Outcome.MERGED)
     if pull.state == "closed":
-        return Plan(
-            step=Step.RECORD, why="a human closed the revert pull request", outcome=Outcome.CLOSED
+        return FollowPlan(
+            step=FollowStep.RECORD,
+            why="a human closed the revert pull request",
+            outcome=Outcome.CLOSED,
         )
     if stood_down_at is None:
-        return Plan(step=Step.KEEP, why="a builder that qualified is still red without the revert")
+        return FollowPlan(
+            step=FollowStep.KEEP, why="a builder that qualified is still red without the revert"
+        )
     why = "every builder that qualified went green without the revert"
     if action is StandDown.COMMENT:
-        return Plan(step=Step.COMMENT, why=why, outcome=Outcome.SUPERSEDED)
+        return FollowPlan(step=FollowStep.COMMENT, why=why, outcome=Outcome.SUPERSEDED)
     if action is StandDown.CLOSE and (close_touched or not pull.touched):
-        return Plan(step=Step.CLOSE, why=why, outcome=Outcome.SUPERSEDED)
+        return FollowPlan(step=FollowStep.CLOSE, why=why, outcome=Outcome.SUPERSEDED)
     if action is StandDown.CLOSE:
         why += "; a human touched the pull request, so it is left open for them"
-    return Plan(step=Step.MARK, why=why, outcome=Outcome.SUPERSEDED)
+    return FollowPlan(step=FollowStep.MARK, why=why, outcome=Outcome.SUPERSEDED)
 
 
 def touched_by_human(

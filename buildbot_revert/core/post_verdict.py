@@ -37,13 +37,16 @@ record it, file it if it proposes), :class:`File`, :class:`CommentOnly`
 :class:`KeepWaiting`, :class:`Withdraw` (every builder recovered in time,
 or someone objected), :class:`NoLongerNeeded` / :class:`StillNeeded` (a
 filed revert PR, stood down or left open), a
-:class:`~.outcomes.Plan` (the follow-up's step for it: record a human's
+:class:`~.outcomes.FollowPlan` (the follow-up's step for it: record a human's
 end, keep, close, mark or comment, as ``stand_down`` and ``close_touched``
 say) and :class:`Say` (a line for the log).
 
-Each verdict lives in one :class:`~.phases.Phase`; the moves between phases
-are the table :data:`~.phases.TRANSITIONS`, keyed by ``(phase, outcome)``.
-A move not in the table is a bug (:func:`~.phases.move` raises).
+A verdict the machine holds is in :class:`MachineState`'s ``verifying`` or
+``bisecting`` list until it is concluded (the plugin persists that state in
+``plugin/held.py``); a concluded verdict that proposes a revert is claimed
+in the ledger, and from there its state is the core's lifecycle
+(:mod:`.lifecycle`: one enum, one table; the commands below are what its
+shells feed it, through :mod:`.actions`).
 
 - A verdict that proposes a revert, with ``verification`` on and the
   suspect's parent known, is *held*: the parent is built on the builder
@@ -70,9 +73,10 @@ A move not in the table is a bug (:func:`~.phases.move` raises).
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
   in any 24 hours); beyond it the revert becomes a comment.  This is the
-  one place the cap is decided: the simulator asks at each proposing
-  verdict, the plugin's filer before it files, with the count its ledger
-  keeps across masters and restarts.  With a grace period the culprit is
+  one place the cap is decided, from the pull requests each shell opened in
+  the 24 hours before: the plugin's filer asks before it files (and again at
+  a grace deadline) with its ledger's count across masters and restarts, the
+  simulator's engine with the count of its simulated GitHub.  With a grace period the culprit is
   warned first; at each deadline the grace rule of :mod:`.grace` files,
   waits, or withdraws (:mod:`.filing_rules`).
 
@@ -108,11 +112,7 @@ from buildbot_revert.core.machine_io import (
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.outcomes import Plan
-from buildbot_revert.core.phases import TRANSITIONS as TRANSITIONS
-from buildbot_revert.core.phases import Outcome as Outcome
-from buildbot_revert.core.phases import Phase as Phase
-from buildbot_revert.core.phases import move as move
+from buildbot_revert.core.outcomes import FollowPlan
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
@@ -217,13 +217,11 @@ class PostVerdict:
         verdict = event.verdict
         if self.settings.verification:
             if verdict.reason is Reason.ALREADY_PROPOSED and self._join(verdict):
-                move(Phase.JUDGED, Outcome.JOIN)
                 return []
             if wants_verification(verdict):
                 return self._hold(event)
         if self.settings.bisection is not None and self._bisects(event):
             return self._bisect(event)
-        move(Phase.JUDGED, Outcome.PASS)
         return [Conclude(verdict)]
 
     def finished(self, build: Build) -> list[Command]:
@@ -239,11 +237,11 @@ class PostVerdict:
         """The build ``key`` names finished: request it again, wait for more, or judge."""
         for held in self.state.verifying:
             if key in held.waiting:
-                again = self._again(held, Phase.VERIFYING, key, build)
+                again = self._again(held, key, build)
                 return again or self._verified(held, key, build)
         for search in self.state.bisecting:
             if key in search.waiting:
-                again = self._again(search, Phase.BISECTING, key, build)
+                again = self._again(search, key, build)
                 return again or self._probed(search, key, build)
         return []
 
@@ -253,12 +251,10 @@ class PostVerdict:
         commands: list[Command] = []
         for held in list(self.state.verifying):
             if now - held.requested_at >= timeout:
-                move(Phase.VERIFYING, Outcome.TIMED_OUT)
                 self.state.verifying.remove(held)
                 commands += self._gave_up(held.verdict, held.waiting[0], now - held.requested_at)
         for search in list(self.state.bisecting):
             if now - search.requested_at >= timeout:
-                move(Phase.BISECTING, Outcome.TIMED_OUT)
                 self.state.bisecting.remove(search)
                 commands += self._gave_up(
                     search.verdict, search.waiting[0], now - search.requested_at
@@ -299,7 +295,7 @@ class PostVerdict:
         """A filed revert PR looked at again: stand it down, or leave it open."""
         return filing_rules.followed(event)
 
-    def pull_read(self, event: PullRead) -> Plan:
+    def pull_read(self, event: PullRead) -> FollowPlan:
         """A filed revert PR as GitHub shows it: record its end, keep it, or stand it down."""
         return filing_rules.pull_read(self.settings, event)
 
@@ -311,9 +307,7 @@ class PostVerdict:
 
     # -- builds cancelled ----------------------------------------------------------------
 
-    def _again(
-        self, holder: Verifying | Bisecting, phase: Phase, key: RequestKey, build: Build
-    ) -> list[Command]:
+    def _again(self, holder: Verifying | Bisecting, key: RequestKey, build: Build) -> list[Command]:
         """Request ``key`` once more if its build ended cancelled the first time (else nothing).
 
         Buildbot does not run a cancelled build again, and a cancellation
@@ -322,7 +316,6 @@ class PostVerdict:
         """
         if build.result != _CANCELLED or key in self.state.requested_again:
             return []
-        move(phase, Outcome.REQUEST_AGAIN)
         self.state.requested_again.add(key)
         # The timeout counts from this request, as after a restart.
         holder.requested_at = build.completed_at
@@ -354,7 +347,6 @@ class PostVerdict:
         green = self.state.revisions.green_of(verdict.builder)
         parent = parent_in(suspects, suspect.revision, green)
         if parent is None:
-            move(Phase.JUDGED, Outcome.PASS)
             return [
                 Say(
                     f"cannot verify {suspect.revision[:12]} on {verdict.builder}: "
@@ -362,7 +354,6 @@ class PostVerdict:
                 ),
                 Conclude(verdict),
             ]
-        move(Phase.JUDGED, Outcome.HOLD)
         stamp = (verdict.builder, verdict.first_failing_build)
         keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
         if len(suspects) > 1:
@@ -377,7 +368,6 @@ class PostVerdict:
         else:
             held.suspect_build = build
         if held.waiting:
-            move(Phase.VERIFYING, Outcome.WAIT)
             return []
         self.state.verifying.remove(held)
         verdict = held.verdict
@@ -388,10 +378,8 @@ class PostVerdict:
         outcome = judgement.reason.value if judgement.reason else "confirmed"
         said = Say(f"verification on {verdict.builder}: {outcome}")
         if judgement.confirmed:
-            move(Phase.VERIFYING, Outcome.CONFIRMED)
             joined = [Conclude(v) for v in held.joined]
             return [said, Conclude(verified(verdict, judgement)), *joined]
-        move(Phase.VERIFYING, Outcome.DECLINED)
         return [said, Conclude(verified(verdict, judgement))]
 
     def _gave_up(self, verdict: Verdict, key: RequestKey, waited: float) -> list[Command]:
@@ -426,9 +414,7 @@ class PostVerdict:
         verdict = event.verdict
         green = self.state.revisions.green_of(verdict.builder)
         if green is None:
-            move(Phase.JUDGED, Outcome.PASS)
             return [Say(f"cannot bisect {verdict.builder}: no green revision"), Conclude(verdict)]
-        move(Phase.JUDGED, Outcome.BISECT)
         search = Bisection(green, event.suspects, frozenset(verdict.evidence))
         bisecting = Bisecting(verdict, search, max(1, event.width), (), event.now)
         self.state.bisecting.append(bisecting)
@@ -439,7 +425,6 @@ class PostVerdict:
         builder = bisecting.verdict.builder
         room = min(self._spent.room(builder, now), bisecting.width)
         if room < 1:
-            move(Phase.BISECTING, Outcome.OUT_OF_BUILDS)
             self.state.bisecting.remove(bisecting)
             return [
                 Say(f"bisection on {builder} stopped: out of builds"),
@@ -468,19 +453,15 @@ class PostVerdict:
         """One bisection build finished: wait for its batch, go on, or end the search."""
         bisecting.built.append((key.revision, build))
         if bisecting.waiting:
-            move(Phase.BISECTING, Outcome.WAIT)
             return []
         search, verdict = bisecting.search, bisecting.verdict
         judgement = search.record_batch(bisecting.built)
         found = search.found
         if judgement is not None:
-            move(Phase.BISECTING, Outcome.DECLINED)
             self.state.bisecting.remove(bisecting)
             return [Conclude(verified(verdict, judgement))]
         if found is None:
-            move(Phase.BISECTING, Outcome.NEXT_BATCH)
             return self._next_batch(bisecting, build.completed_at)
-        move(Phase.BISECTING, Outcome.FOUND)
         self.state.bisecting.remove(bisecting)
         judged = self.judge_found(verdict.builder, found, search.explain())
         said = Say(f"bisection on {verdict.builder} found {found.revision[:12]}")

@@ -27,9 +27,10 @@ from urllib.parse import urlsplit
 
 from twisted.internet import defer
 
-from buildbot_revert.core import flaky_cases, precision
+from buildbot_revert.core import flaky_cases, lifecycle, precision
 from buildbot_revert.core.blindspots import StreakGroup
 from buildbot_revert.core.human_reverts import HumanRevert
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.verdicts import RankedSuspect, RedStreak
@@ -51,7 +52,7 @@ from buildbot_revert.dashboard.model import (
 from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger_tables import Entry, QualifiedBuilder
 from buildbot_revert.plugin.ledger_wrong import WrongReport
 from buildbot_revert.plugin.options import DEFAULT_API_URL
 from buildbot_revert.plugin.reporter import RevertReporter
@@ -62,20 +63,20 @@ MAX_RED = 300
 MAX_CHANGES = 5
 MAX_REVERTS = 100
 MAX_RECENT = 30
-# Rows the grace period or a filing still works on.
-IN_PLAY = (LedgerState.PROPOSED, LedgerState.PENDING, LedgerState.FILING)
+# Rows the grace period or a filing still works on: the lifecycle's states that are not ends.
+IN_PLAY = tuple(s for s in State if lifecycle.MOVES[s])
 
 # What each finished ledger state means for the revert pull request.
 OUTCOMES: Mapping[str, str] = {
-    LedgerState.PROPOSED: "proposed: not yet on GitHub (retried if GitHub failed)",
-    LedgerState.PENDING: "waiting for its grace period",
-    LedgerState.FILING: "opening the revert PR",
-    LedgerState.FILED: "revert PR filed and open (followed until it ends)",
-    LedgerState.CLOSED: "revert PR closed unmerged: a human said no",
-    LedgerState.WITHDRAWN: "stood down",
-    LedgerState.SKIPPED: "skipped: nothing done on GitHub",
-    LedgerState.COMMENTED: "commented on the culprit's PR only",
-    LedgerState.RECORDED: "dry-run: recorded, nothing done on GitHub",
+    State.PROPOSED: "proposed: not yet on GitHub (retried if GitHub failed)",
+    State.PENDING: "waiting for its grace period",
+    State.FILING: "opening the revert PR",
+    State.FILED: "revert PR filed and open (followed until it ends)",
+    State.CLOSED: "revert PR closed unmerged: a human said no",
+    State.WITHDRAWN: "stood down",
+    State.SKIPPED: "skipped: nothing done on GitHub",
+    State.COMMENTED: "commented on the culprit's PR only",
+    State.RECORDED: "dry-run: recorded, nothing done on GitHub",
 }
 
 # How a filed revert PR ended, once the follow-up knows (the ledger's outcome).

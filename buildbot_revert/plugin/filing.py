@@ -43,9 +43,10 @@ from typing import Any
 
 from twisted.python import log
 
-from buildbot_revert.core import actions, grace, pr_text
+from buildbot_revert.core import actions, grace, lifecycle, pr_text
 from buildbot_revert.core.actions import Facts, RevertState
 from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.machine_io import (
     CommentFirst,
     CommentOnly,
@@ -64,7 +65,7 @@ from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.filing_steps import ACTIONABLE as _ACTIONABLE
 from buildbot_revert.plugin.filing_steps import Steps
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger_tables import Entry, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 from buildbot_revert.plugin.permissions import Standing, epoch_of
 
@@ -148,7 +149,7 @@ class Filer:
             return what.revision
         if what.proposer and claim:
             say(f"buildbot-revert: {what.revision[:12]} is already in the ledger; not acting again")
-        if new and entry.state == LedgerState.FILED:
+        if new and entry.state == State.FILED:
             return what.revision  # a builder to name on the revert PR
         return None
 
@@ -169,9 +170,15 @@ class Filer:
             explanation=verdict.explanation,
             evidence=verdict.evidence,
         )
-        if won and self.settings.mode is Mode.DRY_RUN:
+        if not won:
+            return False
+        claimed = lifecycle.after(
+            lifecycle.INITIAL, lifecycle.Claimed(dry_run=self.settings.mode is Mode.DRY_RUN)
+        )
+        if claimed.moved:
+            # Dry-run: the core says the decision is recorded and nothing more is done.
             await self.ledger.transition(
-                what.revision, (LedgerState.PROPOSED,), state=LedgerState.RECORDED, updated_at=now
+                what.revision, (claimed.before,), state=claimed.state, updated_at=now
             )
             say(
                 f"buildbot-revert: dry-run: would revert {what.revision[:12]} "
@@ -189,7 +196,7 @@ class Filer:
                 )
             )
             return False
-        return won
+        return True
 
     async def handle(self, verdict: Verdict) -> Entry | None:
         """Record one verdict and carry it out now; the revision's ledger row as it ends up."""
@@ -214,7 +221,7 @@ class Filer:
         if self.settings.mode is Mode.DRY_RUN or self.client is None:
             return
         now = self.clock.seconds()
-        for entry in await self.ledger.entries((LedgerState.FILING,)):
+        for entry in await self.ledger.entries((State.FILING,)):
             mine = entry.master == self.master_name
             if actions.stale_filing(mine, entry.updated_at, now, starting):
                 await self._recover(entry)
@@ -256,11 +263,12 @@ class Filer:
             return  # this process is filing it right now: not abandoned
         now = self.clock.seconds()
         # Take the row over (one master wins), so nobody else recovers it meanwhile.
+        taken = lifecycle.after(entry.state, lifecycle.Recovered())
         if not await self.ledger.transition(
             entry.revision,
-            (LedgerState.FILING,),
+            (taken.before,),
             updated_before=entry.updated_at + 1e-3,
-            state=LedgerState.FILING,
+            state=taken.state,
             updated_at=now,
         ):
             return
@@ -302,7 +310,7 @@ class Filer:
         entry = await self.ledger.get(revision)
         if entry is None:
             return
-        if entry.state == LedgerState.FILED:
+        if entry.state == State.FILED:
             await self.steps.announce(entry)
             return
         if entry.state not in _ACTIONABLE:
@@ -310,15 +318,13 @@ class Filer:
         qualified = await self.ledger.builders.of(revision)
         machine = self.machine_of()
         said: File | Withdraw | None = None
-        if entry.state == LedgerState.PENDING:
+        if entry.state == State.PENDING:
             facts_now = tuple(Qualified(q.qualified_at, q.ended_at) for q in qualified)
             over = machine.grace_over(GraceCheck(revision, facts_now, self.clock.seconds()))
             if isinstance(over, KeepWaiting):
                 # Another builder's grace period runs on: look again at its deadline.
                 if over.until is not None:
-                    await self.ledger.transition(
-                        revision, (LedgerState.PENDING,), due_at=over.until
-                    )
+                    await self.ledger.transition(revision, (State.PENDING,), due_at=over.until)
                 return
             said = over
         pull, ctx = await self._pull_and_context(entry, qualified)

@@ -7,8 +7,10 @@ warning, or open the revert PR and link it from the culprit.  It also ends a
 ``filing`` row once GitHub said what exists (:meth:`Steps.filing_done`), names
 on the revert PR the builders that qualified after it was opened
 (:meth:`Steps.announce`), and builds every text from the ledger alone
-(:meth:`Steps.context`).  Deciding *which* step is the filer's
-(:mod:`.filing`); the seam is "what to do" there, "doing it" here.
+(:meth:`Steps.context`).  Deciding *which* step is the core's
+(:mod:`~buildbot_revert.core.actions`, asked by :mod:`.filing`), and so is the
+state each step leaves the row in (:mod:`~buildbot_revert.core.lifecycle`:
+``StepTaken``, ``Opened``); this module carries them out.
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from buildbot_revert.core import actions, pr_text
-from buildbot_revert.core.actions import Plan, RevertState, Step
+from buildbot_revert.core import actions, lifecycle, pr_text
+from buildbot_revert.core.actions import Plan, Step
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.github import GitHubClient, PullRequest, RevertOutcome
 from buildbot_revert.logline import say
 from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.ledger_tables import Entry, LedgerState, QualifiedBuilder
+from buildbot_revert.plugin.ledger_tables import Entry, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 
-# The rows a step may still move: claimed, or waiting out a grace period.
-ACTIONABLE = (LedgerState.PROPOSED, LedgerState.PENDING)
+# The rows a step may still move (claimed, or waiting out a grace period): the core's.
+ACTIONABLE = lifecycle.accepting(lifecycle.StepTaken)
 
 
 class Steps:
@@ -62,40 +65,36 @@ class Steps:
         """Carry out ``plan`` for ``revision``: skip, withdraw, adopt, comment, wait or file."""
         now = self.clock.seconds()
         say(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
+        # The core says which state the step leaves the row in; this only carries it out.
+        moved = lifecycle.after(entry.state, lifecycle.StepTaken(plan.step))
         # What every outcome of the step writes to the row, besides its own fields.
         step_fields: dict[str, Any] = {"updated_at": now, "detail": plan.why}
         if pull is not None:
             step_fields["culprit_pr"] = pull.number
-        if plan.step is Step.SKIP:
-            await self.ledger.transition(
-                revision, ACTIONABLE, state=LedgerState.SKIPPED, **step_fields
-            )
-        elif plan.step is Step.WITHDRAW:
-            await self.ledger.transition(
-                revision, ACTIONABLE, state=LedgerState.WITHDRAWN, **step_fields
-            )
+        ends = {"state": moved.state, **step_fields}
+        if plan.step in (Step.SKIP, Step.WITHDRAW):
+            await self.ledger.transition(revision, ACTIONABLE, **ends)
         elif pull is None:
             raise AssertionError(f"{plan.step.value} needs the culprit pull request")
         elif plan.step is Step.ADOPT:
-            await self._adopt(revision, pull, step_fields)
+            await self._adopt(revision, pull, ends)
         elif plan.step is Step.COMMENT:
-            await self._comment_only(revision, pull, ctx, plan, step_fields)
+            await self._comment_only(revision, pull, ctx, plan, ends)
         elif plan.step is Step.WAIT:
-            await self._wait(revision, entry, pull, ctx, plan, step_fields)
+            await self._wait(revision, moved, pull, ctx, plan, step_fields)
         else:
-            await self._file_revert(revision, pull, ctx, plan, now)
+            await self._file_revert(revision, pull, ctx, plan, moved, now)
 
-    async def _adopt(self, revision: str, pull: PullRequest, step_fields: dict[str, Any]) -> None:
-        """A revert PR already exists: record it as ours."""
+    async def _adopt(self, revision: str, pull: PullRequest, ends: dict[str, Any]) -> None:
+        """A revert PR already exists: record it as ours (``ends``: the row's new fields)."""
         assert self.client is not None
         found = await self.client.find_revert_pull(revision, pull)
         if await self.ledger.transition(
             revision,
             ACTIONABLE,
-            state=LedgerState.FILED,
             revert_pr=found.number if found else None,
             revert_url=found.html_url if found else None,
-            **step_fields,
+            **ends,
         ):
             # Its text is not ours: builders are named from now on, not before.
             await self._mark_announced(revision)
@@ -106,24 +105,23 @@ class Steps:
         pull: PullRequest,
         ctx: pr_text.RevertContext,
         plan: Plan,
-        step_fields: dict[str, Any],
+        ends: dict[str, Any],
     ) -> None:
-        """Tell the culprit PR what was found, and stop there."""
+        """Tell the culprit PR what was found, and stop there (``ends``: the row's new fields)."""
         assert self.client is not None
         comment = await self.client.comment(pull.number, pr_text.notice_comment(ctx, plan.why))
         if await self.ledger.transition(
             revision,
             ACTIONABLE,
-            state=LedgerState.COMMENTED,
             comment_url=comment.html_url,
-            **step_fields,
+            **ends,
         ):
             self.notify(_notice(NoticeKind.PROPOSED, ctx, pull, comment.html_url, plan.why))
 
     async def _wait(
         self,
         revision: str,
-        entry: Entry,
+        moved: lifecycle.Transition,
         pull: PullRequest,
         ctx: pr_text.RevertContext,
         plan: Plan,
@@ -134,9 +132,10 @@ class Steps:
         The deadline is the machine's (its ``CommentFirst``, in ``plan``).
         """
         assert self.client is not None
-        if entry.state == LedgerState.PENDING:
+        if not moved.moved:
+            # Already waiting (the daily cap holds it back): the row only notes the look.
             await self.ledger.transition(
-                revision, (LedgerState.PENDING,), updated_at=step_fields["updated_at"]
+                revision, (moved.before,), updated_at=step_fields["updated_at"]
             )
             return
         body = pr_text.warning_comment(
@@ -145,8 +144,8 @@ class Steps:
         comment = await self.client.comment(pull.number, body)
         await self.ledger.transition(
             revision,
-            (LedgerState.PROPOSED,),
-            state=LedgerState.PENDING,
+            (moved.before,),
+            state=moved.state,
             comment_url=comment.html_url,
             due_at=plan.due_at,
             **step_fields,
@@ -158,6 +157,7 @@ class Steps:
         pull: PullRequest,
         ctx: pr_text.RevertContext,
         plan: Plan,
+        moved: lifecycle.Transition,
         now: float,
     ) -> None:
         """Open the revert PR and tell the culprit PR, or say why a human has to."""
@@ -165,7 +165,7 @@ class Steps:
         # Take the row from proposed/pending to filing first, so that a second
         # master whose grace period also ended cannot file it too.
         if not await self.ledger.transition(
-            revision, ACTIONABLE, state=LedgerState.FILING, filed_at=now, updated_at=now
+            revision, ACTIONABLE, state=moved.state, filed_at=now, updated_at=now
         ):
             return
         outcome = await self.client.open_revert(
@@ -184,23 +184,25 @@ class Steps:
     ) -> None:
         """The ``filing`` row's end, once GitHub said what exists (filed now, or before)."""
         revert = outcome.pull
+        found = None if revert is None else actions.revert_state(revert.state, revert.merged)
+        # The core says where the filing ends: filed, closed (a human said no), or skipped.
+        opened = lifecycle.after(
+            State.FILING, lifecycle.Opened(revert=found, existing=outcome.how == "existing")
+        )
         if revert is None:
-            await self._manual_revert_needed(revision, pull, ctx, outcome, now)
-        elif (
-            outcome.how == "existing"
-            and actions.revert_state(revert.state, revert.merged) is RevertState.CLOSED
-        ):
+            await self._manual_revert_needed(revision, pull, ctx, outcome, opened, now)
+        elif opened.state is not State.FILED:
             await self.ledger.transition(
                 revision,
-                (LedgerState.FILING,),
-                state=LedgerState.CLOSED,
+                (opened.before,),
+                state=opened.state,
                 filed_at=None,
                 revert_pr=revert.number,
                 revert_url=revert.html_url,
                 updated_at=now,
             )
         else:
-            await self._filed(revision, pull, ctx, revert, f"{outcome.how}: {why}", now)
+            await self._filed(revision, pull, ctx, revert, opened, f"{outcome.how}: {why}", now)
 
     async def _manual_revert_needed(
         self,
@@ -208,6 +210,7 @@ class Steps:
         pull: PullRequest,
         ctx: pr_text.RevertContext,
         outcome: RevertOutcome,
+        opened: lifecycle.Transition,
         now: float,
     ) -> None:
         """No revert could be built: say why on the culprit PR and file nothing."""
@@ -216,8 +219,8 @@ class Steps:
         comment = await self.client.comment(pull.number, body)
         await self.ledger.transition(
             revision,
-            (LedgerState.FILING,),
-            state=LedgerState.SKIPPED,
+            (opened.before,),
+            state=opened.state,
             filed_at=None,
             comment_url=comment.html_url,
             detail=f"manual revert needed: {outcome.reason}"[:2000],
@@ -230,6 +233,7 @@ class Steps:
         pull: PullRequest,
         ctx: pr_text.RevertContext,
         revert: PullRequest,
+        opened: lifecycle.Transition,
         detail: str,
         now: float,
     ) -> None:
@@ -242,8 +246,8 @@ class Steps:
         named = {link.builder for link in ctx.builds}
         if await self.ledger.transition(
             revision,
-            (LedgerState.FILING,),
-            state=LedgerState.FILED,
+            (opened.before,),
+            state=opened.state,
             culprit_pr=pull.number,
             revert_pr=revert.number,
             revert_url=revert.html_url,

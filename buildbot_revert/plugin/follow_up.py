@@ -52,7 +52,7 @@ from buildbot_revert.core.follow_up_text import (
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.machine_io import NoLongerNeeded, PullRead, RevertFollowed
 from buildbot_revert.core.model import Build, Change
-from buildbot_revert.core.outcomes import Outcome, RevertBuild, RevertPull, Step
+from buildbot_revert.core.outcomes import FollowStep, Outcome, RevertBuild, RevertPull
 from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.logline import say
@@ -240,18 +240,18 @@ class FollowUp:
             )
         pull_now = RevertPull(state=pull.state, merged=pull.merged, touched=touched)
         plan = self.machine_of().pull_read(PullRead(entry.revision, pull_now, at))
-        if plan.step is Step.KEEP or plan.outcome is None:
+        if plan.step is FollowStep.KEEP or plan.outcome is None:
             return
-        if plan.step is Step.RECORD:
+        if plan.step is FollowStep.RECORD:
             if await self.ledger.follow.set_outcome(entry.revision, plan.outcome.value, now):
                 say(f"buildbot-revert: {entry.revision[:12]}: {plan.why} (#{number})")
             return
         if not any(c.body.startswith(STAND_DOWN_MARKER) for c in comments):
-            closing = plan.step is Step.CLOSE
+            closing = plan.step is FollowStep.CLOSE
             await self.client.comment(number, stand_down_comment(plan.why, closing, touched))
-        if plan.step is Step.CLOSE:
+        if plan.step is FollowStep.CLOSE:
             await self.client.close_pull(number)
-        elif plan.step is Step.MARK:
+        elif plan.step is FollowStep.MARK:
             await self.client.add_labels(number, [NO_LONGER_NEEDED])
         if await self.ledger.follow.set_outcome(entry.revision, Outcome.SUPERSEDED.value, now):
             say(

@@ -7,23 +7,17 @@ has a unique key on the revision: :meth:`Ledger.claim` is an INSERT, and of
 two masters (or two builders of one master) that qualify the same revision
 at once exactly one gets the row.  Only the owner of a row acts on GitHub.
 
-A row moves through the states of :class:`LedgerState`, only along the moves
-:data:`TRANSITIONS` allows (:meth:`Ledger.transition` refuses any other)::
-
-    proposed ──► pending (grace: commented, waiting) ──► filing ──► filed
-       │                                                   │
-       ├──► recorded (dry-run)                             ├──► closed (a human closed
-       ├──► commented (mode comment, daily cap)            │    the revert PR found)
-       ├──► filed (a revert PR existed: adopted)           ├──► skipped (manual revert)
-       ├──► withdrawn                                      └──► proposed (GitHub error:
-       └──► skipped (opt-out, no PR, a closed revert, ...)          retried later)
-
-A ``pending`` row moves on as a ``proposed`` one does once its grace period
-ends (to filing, filed, commented, withdrawn or skipped).  A ``filing`` row
-that anything interrupted (an error, a crash between the ledger's write and
-GitHub's answer) goes back to where it came from, ``proposed`` or
-``pending``, once the reporter has looked on GitHub for the PR it may have
-opened (:mod:`.filing`): never stuck, never filed twice.
+A row moves through the states of the core's lifecycle
+(:class:`~buildbot_revert.core.lifecycle.State`, whose module draws the
+moves), only along the moves its table allows
+(:data:`~buildbot_revert.core.lifecycle.MOVES`, derived from
+:data:`~buildbot_revert.core.lifecycle.TABLE`); :meth:`Ledger.transition`
+refuses any other.  The ledger stores the state and chooses none: the filer
+asks the core which state to write.  A ``filing`` row that anything
+interrupted (an error, a crash between the ledger's write and GitHub's
+answer) goes back to where it came from (:meth:`Ledger.release`, as the
+core's ``Released`` says), once the reporter has looked on GitHub for the
+PR it may have opened (:mod:`.filing`): never stuck, never filed twice.
 
 What a row's pull request says is kept with it (the change's title, the
 verdict's explanation, the evidence), and every builder that qualified for
@@ -59,14 +53,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from buildbot_revert.core import lifecycle
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.plugin.ledger_followed import FollowedRows
 from buildbot_revert.plugin.ledger_human import HumanRevertRows
 from buildbot_revert.plugin.ledger_patches import PatchRows
 from buildbot_revert.plugin.ledger_qualified import QualifiedRows
 from buildbot_revert.plugin.ledger_tables import (
-    TRANSITIONS,
     Entry,
-    LedgerState,
     Runner,
     add_missing_columns,
     create_tables,
@@ -76,27 +70,22 @@ from buildbot_revert.plugin.ledger_tables import (
 )
 from buildbot_revert.plugin.ledger_wrong import WrongRows
 
-# Where an interrupted filing goes back to (see Ledger.release; both are
-# moves TRANSITIONS allows from filing).
-_RETRIED = (LedgerState.PROPOSED, LedgerState.PENDING)
+# Where an interrupted filing goes back to (see Ledger.release): the core's
+# answer to Released, without and with a grace deadline.
+_BACK = lifecycle.after(State.FILING, lifecycle.Released(deadline=False)).state
+_BACK_WAITING = lifecycle.after(State.FILING, lifecycle.Released(deadline=True)).state
+_RETRIED = (_BACK, _BACK_WAITING)
 
 
 _UPDATABLE = frozenset(Entry._fields) - {"revision"}
 
 
-def _known(state: str) -> LedgerState:
-    """``state`` as a :class:`LedgerState`; a ValueError naming it if there is none."""
+def _known(state: str) -> State:
+    """``state`` as a lifecycle :class:`State`; a ValueError naming it if there is none."""
     try:
-        return LedgerState(state)
+        return State(state)
     except ValueError:
         raise ValueError(f"unknown ledger state {state!r}") from None
-
-
-def _check_move(from_states: Iterable[LedgerState], to: LedgerState) -> None:
-    """Refuse a move :data:`TRANSITIONS` does not allow from every one of ``from_states``."""
-    refused = [s for s in from_states if to not in TRANSITIONS[s]]
-    if refused:
-        raise ValueError(f"a ledger row may not move from {', '.join(refused)} to {to}")
 
 
 class Ledger:
@@ -157,7 +146,7 @@ class Ledger:
         """
         values = {
             "revision": revision,
-            "state": LedgerState.PROPOSED.value,
+            "state": lifecycle.INITIAL.value,
             "builder": builder,
             "build_number": build_number,
             "mode": mode,
@@ -193,8 +182,9 @@ class Ledger:
 
         The Deferred fires True when this call changed the row, False when
         the row was in another state (someone else moved it first).  A new
-        ``state`` that :data:`TRANSITIONS` does not allow from every one of
-        ``from_states`` raises ValueError at once, before the database.
+        ``state`` that the core's lifecycle does not allow from every one of
+        ``from_states`` raises :class:`~buildbot_revert.core.lifecycle.IllegalMove`
+        (a ValueError) at once, before the database.
         With ``updated_before``, the row must also not have been updated
         since then (taking over a stale row: one master wins).
         """
@@ -204,7 +194,7 @@ class Ledger:
         expected = [_known(s) for s in from_states]
         if "state" in fields:
             new_state = _known(fields["state"])
-            _check_move(expected, new_state)
+            lifecycle.check_move(tuple(expected), new_state)
             fields["state"] = new_state.value
 
         def thd(conn: sa.Connection) -> bool:
@@ -229,13 +219,13 @@ class Ledger:
             t = ledger_table
             mine = t.c.revision == revision
             back = sa.case(
-                (t.c.due_at.is_not(None), LedgerState.PENDING.value),
-                else_=LedgerState.PROPOSED.value,
+                (t.c.due_at.is_not(None), _BACK_WAITING.value),
+                else_=_BACK.value,
             )
             with conn.begin():
                 conn.execute(
                     t.update()
-                    .where(mine, t.c.state == LedgerState.FILING.value)
+                    .where(mine, t.c.state == State.FILING.value)
                     .values(state=back, filed_at=None)
                 )
                 conn.execute(
@@ -321,4 +311,4 @@ class Ledger:
 
     def set_summary_comment(self, revision: str, comment_id: int) -> Any:
         """Keep the id of the one comment summarising the revert PR's builds."""
-        return self.transition(revision, (LedgerState.FILED,), summary_comment_id=comment_id)
+        return self.transition(revision, (State.FILED,), summary_comment_id=comment_id)

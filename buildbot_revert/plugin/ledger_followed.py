@@ -15,9 +15,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
-    LedgerState,
     RevertBuildRow,
     Runner,
     entry_of,
@@ -45,7 +45,7 @@ class FollowedRows:
             q = (
                 t.select()
                 .where(
-                    t.c.state == LedgerState.FILED.value,
+                    t.c.state == State.FILED.value,
                     t.c.revert_pr.is_not(None),
                     t.c.outcome.is_(None),
                 )
@@ -61,7 +61,7 @@ class FollowedRows:
         def thd(conn: sa.Connection) -> Entry | None:
             t = ledger_table
             row = conn.execute(
-                t.select().where(t.c.revert_pr == number, t.c.state == LedgerState.FILED.value)
+                t.select().where(t.c.revert_pr == number, t.c.state == State.FILED.value)
             ).first()
             return None if row is None else entry_of(row)
 

@@ -21,7 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from buildbot_revert.core.human_reverts import HumanRevert, RevertNames, SeenRed
-from buildbot_revert.plugin.ledger_tables import LedgerState, Runner, insert_once, ledger_table
+from buildbot_revert.core.lifecycle import State
+from buildbot_revert.plugin.ledger_tables import Runner, insert_once, ledger_table
 from buildbot_revert.plugin.ledger_tables import metadata as ledger_metadata
 
 HUMAN_TABLE = "buildbot_revert_human_reverts"
@@ -44,7 +45,7 @@ human_table = sa.Table(
 sa.Index(f"{HUMAN_TABLE}_reverted", human_table.c.reverted_at)
 
 # Ledger states in which the bot files (or filed, or adopted) a revert PR.
-_FILING = (LedgerState.FILING.value, LedgerState.FILED.value)
+_FILING = (State.FILING.value, State.FILED.value)
 
 
 class HumanRevertRows:

@@ -16,8 +16,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.plugin.ledger_tables import (
-    LedgerState,
     QualifiedBuilder,
     Runner,
     insert_once,
@@ -136,7 +136,7 @@ class QualifiedRows:
                 .distinct()
                 .select_from(t.join(q, q.c.revision == t.c.revision))
                 .where(
-                    t.c.state == LedgerState.FILED.value,
+                    t.c.state == State.FILED.value,
                     t.c.revert_pr.is_not(None),
                     q.c.announced == sa.false(),
                 )

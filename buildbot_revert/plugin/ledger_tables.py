@@ -4,21 +4,22 @@ Four tables (:data:`ledger_table`: one row per revision the reporter ever
 decided to revert; :data:`qualified_table`: every builder that qualified for
 one; :data:`revert_builds_table`: the builds of each revert PR;
 :data:`patches_table`: the patch of each suspect whose diff a decision
-read), the states a ledger row moves through (:class:`LedgerState`,
-:data:`TRANSITIONS`), and creating the tables on every start, on every
-master at once (:func:`create_tables`, :class:`TableSet`).  :mod:`.ledger`
-reads and writes the rows.
+read), and creating the tables on every start, on every master at once
+(:func:`create_tables`, :class:`TableSet`).  :mod:`.ledger` reads and writes
+the rows.  The states a row moves through, and which moves are allowed,
+are the core's (:mod:`buildbot_revert.core.lifecycle`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.exc import IntegrityError
+
+from buildbot_revert.core.lifecycle import State
 
 Runner = Callable[..., Any]
 
@@ -117,69 +118,11 @@ patches_table = sa.Table(
 )
 
 
-class LedgerState(StrEnum):
-    """Where a row is; the stored value is the string itself."""
-
-    PROPOSED = "proposed"  # claimed; GitHub not yet touched, or failed (retried later)
-    RECORDED = "recorded"  # dry-run: decided and written down, nothing done on GitHub
-    COMMENTED = "commented"  # commented on the culprit PR and stopped there
-    PENDING = "pending"  # commented; waiting for the grace period to end
-    FILING = "filing"  # this master is opening the revert PR
-    FILED = "filed"  # a revert PR is open (ours, or one we adopted)
-    CLOSED = "closed"  # the revert PR found was closed unmerged: a human said no
-    WITHDRAWN = "withdrawn"  # the grace period ended without a revert
-    SKIPPED = "skipped"  # nothing to do on GitHub (opt-out, no PR, manual revert, ...)
-
-
-# The states each state may move to; the ledger refuses any other move.  An
-# interrupted filing goes back to ``proposed`` or ``pending`` (where it came
-# from) so the row is retried; ``filing`` to itself is a recovery taking the
-# row over (see Ledger.transition's ``updated_before``).
-TRANSITIONS: Mapping[LedgerState, frozenset[LedgerState]] = {
-    LedgerState.PROPOSED: frozenset(
-        {
-            LedgerState.RECORDED,
-            LedgerState.COMMENTED,
-            LedgerState.PENDING,
-            LedgerState.FILING,
-            LedgerState.FILED,
-            LedgerState.WITHDRAWN,
-            LedgerState.SKIPPED,
-        }
-    ),
-    LedgerState.PENDING: frozenset(
-        {
-            LedgerState.COMMENTED,
-            LedgerState.FILING,
-            LedgerState.FILED,
-            LedgerState.WITHDRAWN,
-            LedgerState.SKIPPED,
-        }
-    ),
-    LedgerState.FILING: frozenset(
-        {
-            LedgerState.PROPOSED,
-            LedgerState.PENDING,
-            LedgerState.FILING,
-            LedgerState.FILED,
-            LedgerState.CLOSED,
-            LedgerState.SKIPPED,
-        }
-    ),
-    LedgerState.RECORDED: frozenset(),
-    LedgerState.COMMENTED: frozenset(),
-    LedgerState.FILED: frozenset(),
-    LedgerState.CLOSED: frozenset(),
-    LedgerState.WITHDRAWN: frozenset(),
-    LedgerState.SKIPPED: frozenset(),
-}
-
-
 class Entry(NamedTuple):
     """One ledger row."""
 
     revision: str
-    state: LedgerState
+    state: State
     builder: str
     build_number: int
     mode: str
@@ -237,7 +180,7 @@ _FIELDS = Entry._fields
 def entry_of(row: Any) -> Entry:
     """A row of :data:`ledger_table` as an :class:`Entry`."""
     entry = Entry(*(getattr(row, f) for f in _FIELDS))
-    return entry._replace(state=LedgerState(entry.state))
+    return entry._replace(state=State(entry.state))
 
 
 class TableSet:

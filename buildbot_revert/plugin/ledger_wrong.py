@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.precision import FiledRevert
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
-    LedgerState,
     Runner,
     entry_of,
     insert_once,
@@ -111,7 +111,7 @@ class WrongRows:
             q = (
                 t.select()
                 .where(
-                    t.c.state == LedgerState.FILED.value,
+                    t.c.state == State.FILED.value,
                     t.c.revert_pr.is_not(None),
                     t.c.master == master,
                     t.c.filed_at >= since,

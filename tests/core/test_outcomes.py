@@ -6,11 +6,11 @@ from buildbot_revert.core.follow_up_text import SUMMARY_MARKER, stand_down_comme
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.model import Change, Result
 from buildbot_revert.core.outcomes import (
+    FollowStep,
     Outcome,
     RevertBuild,
     RevertPull,
     StandDown,
-    Step,
     counterpart,
     follow_up,
     is_reland,
@@ -53,28 +53,28 @@ def test_no_qualified_builder_means_no_stand_down():
 
 def test_merged_and_closed_are_recorded_before_anything_else():
     merged = follow_up(RevertPull("closed", True, False), 10.0)
-    assert (merged.step, merged.outcome) == (Step.RECORD, Outcome.MERGED)
+    assert (merged.step, merged.outcome) == (FollowStep.RECORD, Outcome.MERGED)
     closed = follow_up(RevertPull("closed", False, True), None)
-    assert (closed.step, closed.outcome) == (Step.RECORD, Outcome.CLOSED)
+    assert (closed.step, closed.outcome) == (FollowStep.RECORD, Outcome.CLOSED)
 
 
 def test_still_needed_is_kept():
-    assert follow_up(OPEN, None).step is Step.KEEP
+    assert follow_up(OPEN, None).step is FollowStep.KEEP
 
 
 def test_stand_down_as_configured():
-    assert follow_up(OPEN, 5.0).step is Step.CLOSE
-    assert follow_up(OPEN, 5.0, action=StandDown.MARK).step is Step.MARK
-    assert follow_up(OPEN, 5.0, action=StandDown.COMMENT).step is Step.COMMENT
+    assert follow_up(OPEN, 5.0).step is FollowStep.CLOSE
+    assert follow_up(OPEN, 5.0, action=StandDown.MARK).step is FollowStep.MARK
+    assert follow_up(OPEN, 5.0, action=StandDown.COMMENT).step is FollowStep.COMMENT
     assert follow_up(OPEN, 5.0).outcome is Outcome.SUPERSEDED
 
 
 def test_a_pr_a_human_touched_is_marked_not_closed_unless_configured():
     touched = OPEN._replace(touched=True)
     plan = follow_up(touched, 5.0)
-    assert plan.step is Step.MARK
+    assert plan.step is FollowStep.MARK
     assert "human" in plan.why
-    assert follow_up(touched, 5.0, close_touched=True).step is Step.CLOSE
+    assert follow_up(touched, 5.0, close_touched=True).step is FollowStep.CLOSE
 
 
 def test_touched_by_anyone_but_the_bot():

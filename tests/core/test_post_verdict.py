@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import pickle
 
-import pytest
-
 from buildbot_revert.core.grace import Qualified
 from buildbot_revert.core.machine_io import (
     BisectionCaps,
@@ -33,16 +31,8 @@ from buildbot_revert.core.machine_io import (
     Withdraw,
 )
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.outcomes import Outcome as OutcomeOfPull
-from buildbot_revert.core.outcomes import RevertPull, StandDown, Step
-from buildbot_revert.core.post_verdict import (
-    TRANSITIONS,
-    MachineState,
-    Outcome,
-    Phase,
-    PostVerdict,
-    move,
-)
+from buildbot_revert.core.outcomes import FollowStep, Outcome, RevertPull, StandDown
+from buildbot_revert.core.post_verdict import MachineState, PostVerdict
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.verdicts import Reason, RevertRequest, Verdict
 from tests.builds_dsl import builds, change
@@ -91,26 +81,6 @@ def machine(**settings: object) -> PostVerdict:
 
 def judged(v: Verdict, suspects: tuple[Change, ...], width: int = 1) -> Judged:
     return Judged(v, suspects, tolerated=False, width=width, now=200.0)
-
-
-def test_every_move_of_the_table_is_allowed_and_no_other() -> None:
-    assert move(Phase.JUDGED, Outcome.HOLD) is Phase.VERIFYING
-    # A cancelled build requested again leaves its verdict (or search) where it was.
-    assert move(Phase.VERIFYING, Outcome.REQUEST_AGAIN) is Phase.VERIFYING
-    assert move(Phase.BISECTING, Outcome.REQUEST_AGAIN) is Phase.BISECTING
-    with pytest.raises(AssertionError):
-        move(Phase.CONCLUDED, Outcome.HOLD)
-    assert {p for p, _ in TRANSITIONS} == {
-        Phase.JUDGED,
-        Phase.VERIFYING,
-        Phase.BISECTING,
-        Phase.CONCLUDED,
-        Phase.GRACE,
-        Phase.FILED,
-    }
-    # Commented, withdrawn, stood-down and human-ended verdicts are ends.
-    ends = {Phase.COMMENTED, Phase.WITHDRAWN, Phase.STOOD_DOWN, Phase.ENDED}
-    assert ends == set(TRANSITIONS.values()) - {p for p, _ in TRANSITIONS}
 
 
 def test_a_key_survives_its_text_and_an_english_mark_is_no_key() -> None:
@@ -268,19 +238,19 @@ def test_the_machine_chooses_the_follow_up_step_as_configured() -> None:
     touched = RevertPull(state="open", merged=False, touched=True)
     merged = RevertPull(state="closed", merged=True, touched=True)
 
-    def step(pull: RevertPull, at: float | None, **settings: object) -> Step:
+    def step(pull: RevertPull, at: float | None, **settings: object) -> FollowStep:
         m = PostVerdict(MachineSettings(**settings))  # type: ignore[arg-type]
         return m.pull_read(PullRead("c" * 40, pull, at)).step
 
-    assert step(open_pull, None) is Step.KEEP
-    assert step(open_pull, 5.0) is Step.CLOSE
-    assert step(touched, 5.0) is Step.MARK
-    assert step(touched, 5.0, close_touched=True) is Step.CLOSE
-    assert step(open_pull, 5.0, stand_down=StandDown.COMMENT) is Step.COMMENT
-    assert step(open_pull, 5.0, stand_down=StandDown.MARK) is Step.MARK
-    assert step(merged, 5.0) is Step.RECORD
+    assert step(open_pull, None) is FollowStep.KEEP
+    assert step(open_pull, 5.0) is FollowStep.CLOSE
+    assert step(touched, 5.0) is FollowStep.MARK
+    assert step(touched, 5.0, close_touched=True) is FollowStep.CLOSE
+    assert step(open_pull, 5.0, stand_down=StandDown.COMMENT) is FollowStep.COMMENT
+    assert step(open_pull, 5.0, stand_down=StandDown.MARK) is FollowStep.MARK
+    assert step(merged, 5.0) is FollowStep.RECORD
     plan = PostVerdict(MachineSettings()).pull_read(PullRead("c" * 40, merged, None))
-    assert plan.outcome is OutcomeOfPull.MERGED
+    assert plan.outcome is Outcome.MERGED
 
 
 def cancelled(key: RequestKey, at: float) -> Build:

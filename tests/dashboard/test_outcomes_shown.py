@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.dashboard.collect import _Links, _proposal
-from buildbot_revert.plugin.ledger_tables import Entry, LedgerState
+from buildbot_revert.plugin.ledger_tables import Entry
 
 
 def filed(outcome: str | None) -> Entry:
     return Entry(
         revision="a" * 40,
-        state=LedgerState.FILED,
+        state=State.FILED,
         builder="fast-linux",
         build_number=7,
         mode="revert",

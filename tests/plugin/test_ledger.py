@@ -9,8 +9,11 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer
 
+from buildbot_revert.core import lifecycle
+from buildbot_revert.core.actions import RevertState, Step
+from buildbot_revert.core.lifecycle import MOVES, State
 from buildbot_revert.plugin.ledger import Ledger
-from buildbot_revert.plugin.ledger_tables import TABLE, TRANSITIONS, LedgerState, ledger_table
+from buildbot_revert.plugin.ledger_tables import TABLE, ledger_table
 from testkit.databases import engine_runner, postgres_database
 
 NEW_COLUMNS = {"title", "explanation", "evidence"}
@@ -88,7 +91,7 @@ def test_transitions_are_compare_and_set(engine):
 
 
 def test_the_states_are_the_stored_strings_and_each_has_its_moves_written_down():
-    assert [s.value for s in LedgerState] == [
+    assert [s.value for s in State] == [
         "proposed",
         "recorded",
         "commented",
@@ -99,7 +102,7 @@ def test_the_states_are_the_stored_strings_and_each_has_its_moves_written_down()
         "withdrawn",
         "skipped",
     ]
-    assert set(TRANSITIONS) == set(LedgerState)
+    assert set(MOVES) == set(State)
 
 
 def test_a_move_the_table_does_not_allow_is_refused_before_the_database():
@@ -113,15 +116,39 @@ def test_a_move_the_table_does_not_allow_is_refused_before_the_database():
 
 
 @pytest_twisted.inlineCallbacks
+def test_the_ledger_refuses_what_the_cores_table_does_not_allow_and_writes_what_it_does(
+    ledger: Ledger,
+):
+    # A real SQLite ledger with a filed row: the core's table has no move out of filed.
+    yield ledger.create()
+    yield claim(ledger, "abc")
+    filing = lifecycle.after(State.PROPOSED, lifecycle.StepTaken(Step.REVERT))
+    assert (yield ledger.transition("abc", (filing.before,), state=filing.state))
+    filed = lifecycle.after(State.FILING, lifecycle.Opened(revert=None, existing=False))
+    assert filed.state is State.SKIPPED  # no revert could be built: a human reverts
+    opened = lifecycle.after(
+        State.FILING, lifecycle.Opened(revert=RevertState.OPEN, existing=False)
+    )
+    assert (yield ledger.transition("abc", (opened.before,), state=opened.state))
+    assert State.PENDING not in MOVES[State.FILED]
+    with pytest.raises(lifecycle.IllegalMove, match="may not move from filed to pending"):
+        ledger.transition("abc", (State.FILED,), state=State.PENDING)
+    with pytest.raises(lifecycle.IllegalMove):
+        lifecycle.after(State.FILED, lifecycle.Released(deadline=True))
+    # Refused before the database: the row is still filed.
+    assert (yield ledger.get("abc")).state is State.FILED
+
+
+@pytest_twisted.inlineCallbacks
 def test_rows_store_the_state_string_and_read_back_as_a_state(engine):
     ledger = Ledger(engine_runner(engine))
     yield ledger.create()
     yield claim(ledger, "abc")
-    assert (yield ledger.transition("abc", (LedgerState.PROPOSED,), state=LedgerState.PENDING))
+    assert (yield ledger.transition("abc", (State.PROPOSED,), state=State.PENDING))
     with engine.connect() as conn:
         assert conn.execute(sa.text(f"SELECT state FROM {TABLE}")).scalar() == "pending"
     entry = yield ledger.get("abc")
-    assert entry.state is LedgerState.PENDING
+    assert entry.state is State.PENDING
     [waiting] = yield ledger.entries(("pending",))
     assert waiting.revision == "abc"
 

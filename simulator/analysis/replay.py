@@ -30,6 +30,7 @@ from buildbot_revert.core.verdicts import (
     Verdict,
 )
 from simulator.analysis.evidence import StoredEvidence
+from simulator.analysis.follow_up import StandDowns
 from simulator.analysis.keeper import Keeper
 from simulator.analysis.play import Play
 from simulator.collector import fewer_collections
@@ -130,6 +131,12 @@ class ReplayResult:
     # The proposed revisions the daily cap on filed reverts turned into
     # comments (set when the post-verdict machine is played out).
     commented: frozenset[str] = frozenset()
+    # The daily cap the filing pass played (None: no cap), and each revert it
+    # turned into a comment with when (simulator.analysis.filing_pass).
+    daily_cap: int | None = None
+    capped: tuple[tuple[str, float], ...] = ()
+    # The filed reverts a fix made unnecessary, as the filing pass followed them.
+    stand_downs: StandDowns | None = None
     # The test cases that failed alone most often, as the tracker recorded them.
     flaky_cases: tuple[CaseFlake, ...] = ()
 
@@ -241,7 +248,7 @@ def replay_builds(
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
     theirs is reported or counted.  ``play`` may carry out what the
-    plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
+    plugin does beyond the tracker (the post-verdict machine: engine.py); ``evidence``
     reads a failing build's signature (see :class:`Replayer`); ``diffs`` a
     change's diff (``simulate --git-repo``), for the link to test cases.
     """

@@ -75,7 +75,7 @@ def replay_with_progress(
 ) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal (``diffs``: a change's diff)."""
     selection = selection.of_history(store.builders())
-    # An executor plays out culprit finding, which copies failing builds
+    # An engine plays out culprit finding, which copies failing builds
     # with their logs: it is fed them.
     builders, builds, evidence = select_builds(store, selection, policy, steps=play is not None)
     return replay_builds(

@@ -294,13 +294,13 @@ class Replayer:
         )
         # What stands between the tracker and the result, when the plugin's
         # post-verdict methods are played out.
-        self.executor = None if play is None else play(self.tracker, self.kept.__contains__)
+        self.engine = None if play is None else play(self.tracker, self.kept.__contains__)
         self.result = ReplayResult(policy, selection, builders=builders)
         self.keeper = Keeper(self.result.verdicts, self.result.streaks)
         since = selection.since
         # No window start: every build and event is in the window.
         self.start = float("-inf") if since is None else since
-        tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
+        tracker_feed = self.tracker.feed if self.engine is None else self.engine.feed
         window = counting_feed(self.start, self.kept, tracker_feed, self.take)
         self.feed = window.feed
         self._counted = window.counted
@@ -336,10 +336,10 @@ def feed_stream(replayers: Sequence[Replayer], builds: Iterable[Build]) -> None:
     build once for every tracker whose policy keeps the same books, asks
     each to judge only the builds that can change its streaks, and counts
     the window's builds once, in one loop.  Each replayer's result is what
-    it gives fed alone.  Replayers with an executor (culprit finding) are
+    it gives fed alone.  Replayers with an engine (culprit finding) are
     fed a build at a time (:func:`feed_together`).
     """
-    if any(r.executor is not None for r in replayers):
+    if any(r.engine is not None for r in replayers):
         feed = feed_together(replayers)
         for build in builds:
             feed(build)
@@ -355,9 +355,9 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     """One feed for replayers of one selection: each build noted once for all.
 
     What :func:`feed_stream` does, a build at a time.  Replayers with an
-    executor (culprit finding) are fed alone.
+    engine (culprit finding) are fed alone.
     """
-    if any(r.executor is not None for r in replayers):
+    if any(r.engine is not None for r in replayers):
         feeds = [r.feed for r in replayers]
 
         def each(build: Build) -> None:

@@ -10,7 +10,7 @@ import time
 from bisect import bisect_right
 from typing import Any
 
-from twisted.internet import defer, task
+from twisted.internet import task
 
 HEARTBEAT = 0.005
 
@@ -76,10 +76,9 @@ def time_handling(reporter: Any) -> list[float]:
     timings: list[float] = []
     original = reporter._handle
 
-    @defer.inlineCallbacks
-    def timed(msg):
+    async def timed(msg):
         start = time.perf_counter()
-        yield original(msg)
+        await original(msg)
         timings.append(time.perf_counter() - start)
 
     reporter._handle = timed

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import pickle
 import re
@@ -89,8 +90,16 @@ class Timings:
                 calls.append(time.perf_counter() - started)
                 return value
 
+            async def awaited() -> Any:
+                try:
+                    return await result
+                finally:
+                    done(None)
+
             if isinstance(result, defer.Deferred):
                 return result.addBoth(done)
+            if inspect.iscoroutine(result):
+                return awaited()
             return done(result)
 
         setattr(owner, name, timed)
@@ -101,7 +110,6 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
 
     For ``--check``: ``RevertReporter.verdicts`` keeps only the last 1,000.
     """
-    from twisted.internet import defer
 
     from buildbot_revert.plugin.gather import Gatherer
     from buildbot_revert.plugin.pipeline import Pipeline
@@ -109,14 +117,11 @@ def record_gathered(builds: list[Build], verdicts: list[Verdict]) -> None:
     gather = Gatherer.build
     log_verdict = Pipeline._log_verdict
 
-    def build(self, entity):
-        def keep(gathered: Build | None) -> Build | None:
-            if gathered is not None:
-                builds.append(gathered)
-            return gathered
-
-        # Itself when read ahead (a replay's builds), else a Deferred.
-        return defer.maybeDeferred(gather, self, entity).addCallback(keep)
+    async def build(self, entity):
+        gathered = await gather(self, entity)
+        if gathered is not None:
+            builds.append(gathered)
+        return gathered
 
     def logged(self, event, *, live):
         verdicts.append(event)

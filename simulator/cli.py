@@ -26,8 +26,7 @@ from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import GUARD_NAMES, Policy
 from simulator.analysis import calibration_cache
 from simulator.analysis.culprit_methods import Methods
-from simulator.analysis.executor import play_out
-from simulator.analysis.grace import apply_grace
+from simulator.analysis.engine import play_out
 from simulator.analysis.replay import Selection
 from simulator.analysis.sweep import SweepError, parse_axes
 from simulator.cli_args import (
@@ -275,21 +274,20 @@ def main(
         # The logs every replay to come reads: a sweep's policies are many.
         depth = None if specs else max(EVIDENCE_DEPTH, policy.failures)
         history, _ = pull_master(master, history, selection, evidence_depth=depth)
-    # The grace period is played in its own pass (run_backtest).
-    methods = Methods(replace(machine, grace_period=0.0))
+    # Every setting of the machine at once, in the engine's one machine per replay;
+    # a sweep's grace axis (--grace among them) sets the grace period of each row.
+    methods = Methods(replace(machine, grace_period=0.0) if specs else machine)
     with reading_history(history):
         if specs:
-            run_sweep_command(history, policy, selection, specs, fmt, output)
+            run_sweep_command(history, policy, selection, specs, fmt, output, methods)
         else:
-            grace = machine.grace_period
-            run_backtest(history, policy, selection, grace, fmt, output, github, methods, diffs)
+            run_backtest(history, policy, selection, fmt, output, github, methods, diffs)
 
 
 def run_backtest(
     history: Path | None,
     policy: Policy,
     selection: Selection,
-    grace: float | None,
     fmt: str,
     output: Path | None,
     github: GitHubOptions | None = None,
@@ -306,18 +304,13 @@ def run_backtest(
         check_evidence(store, policy.failures)
         warn_unknown_names(store, selection)
         ahead = calibration_cache.start(store)
-        if methods is not None and methods.any:
-            labels = store.labels() if store.has_labels() else None
-            result, costs = play_out(
-                lambda cls: replay_with_progress(store, policy, selection, cls, diffs),
-                methods,
-                labels,
-            )
-        else:
-            result = replay_with_progress(store, policy, selection, diffs=diffs)
-        if grace:
-            # As the sweep scores a grace period: the reverts actually filed.
-            result = apply_grace(result, grace)
+        methods = methods if methods is not None else Methods()
+        labels = store.labels() if methods.any and store.has_labels() else None
+        result, costs = play_out(
+            lambda cls: replay_with_progress(store, policy, selection, cls, diffs),
+            methods,
+            labels,
+        )
         if result.builds == 0:
             warn(empty_window(store, result))
         report = build_report(
@@ -365,6 +358,7 @@ def run_sweep_command(
     sweeps: tuple[str, ...],
     fmt: str,
     output: Path | None,
+    methods: Methods | None = None,
 ) -> None:
     """Replay every combination the sweep specs ask for, and write the comparison."""
     try:
@@ -374,7 +368,7 @@ def run_sweep_command(
     store = open_history(history)
     try:
         warn_unknown_names(store, selection)
-        sweep = sweep_with_progress(store, policy, selection, axes)
+        sweep = sweep_with_progress(store, policy, selection, axes, methods)
     except SweepError as exc:
         raise CLIError(f"--sweep: {exc}") from None
     finally:

@@ -169,6 +169,10 @@ def _flag(option: Option) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     if flag.kind == "duration":
         help_text = f"{flag.help} Default: {_duration_text(option.default)}."
         return click.option(option.spelling, metavar="DURATION", help=help_text)
+    if flag.kind == "count":
+        shown = "none" if option.default is None else option.default
+        help_text = f"{flag.help} Default: {shown}."
+        return click.option(option.spelling, metavar="N|none", help=help_text)
     return click.option(
         option.spelling,
         type=type(option.default),
@@ -192,6 +196,16 @@ def other_machine_flags(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def parse_flag_count(text: str, flag: str) -> int | None:
+    """A whole number, or None for ``none`` (the option's check says whether it is allowed)."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise CLIError(f"{flag}: {text!r} is not a whole number or none") from None
+
+
 def machine_from_flags(flags: Mapping[str, Any]) -> MachineSettings:
     """The machine's settings from its flags' values (by click's names), checked as the plugin's.
 
@@ -204,6 +218,8 @@ def machine_from_flags(flags: Mapping[str, Any]) -> MachineSettings:
         value = flags[_param(option)]
         if option.flag.kind == "duration":
             value = parse_flag_duration(value, option.spelling)
+        elif option.flag.kind == "count":
+            value = parse_flag_count(value, option.spelling)
         given[option.name] = value
     try:
         return machine_settings(accept(machine_options(), given))

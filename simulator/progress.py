@@ -19,6 +19,7 @@ import click
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EVIDENCE_DEPTH
 from buildbot_revert.core.policy import Policy
+from simulator.analysis.culprit_methods import Methods
 from simulator.analysis.play import Play
 from simulator.analysis.replay import ReplayResult, Selection, replay_builds, select_builds
 from simulator.analysis.sweep import Axis, SweepResult, combinations, run_sweep
@@ -74,7 +75,7 @@ def replay_with_progress(
 ) -> ReplayResult:
     """:func:`~.replay.replay`, with a bar on a terminal (``diffs``: a change's diff)."""
     selection = selection.of_history(store.builders())
-    # An executor plays out culprit finding, which copies failing builds
+    # An engine plays out culprit finding, which copies failing builds
     # with their logs: it is fed them.
     builders, builds, evidence = select_builds(store, selection, policy, steps=play is not None)
     return replay_builds(
@@ -132,9 +133,13 @@ def sweep_with_progress(
     base: Policy,
     selection: Selection,
     axes: Sequence[Axis],
+    methods: Methods | None = None,
 ) -> SweepResult:
-    """Sweep the selection in its one pass over the history, with a bar."""
-    combos = combinations(axes, base)
+    """Sweep the selection in its one pass over the history, with a bar.
+
+    ``methods``: the machine's settings not swept (the daily cap, for one).
+    """
+    combos = combinations(axes, base, base_methods=methods)
     selection = selection.of_history(store.builders())
     steps = any(combo.methods.any for combo in combos)
     builders, lazy, evidence = select_builds(store, selection, base, steps=steps)

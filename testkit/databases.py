@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from twisted.internet import threads
 
-from buildbot_revert.plugin.ledger_tables import Runner
+from buildbot_revert.plugin.ports import Runner
 
 POSTGRES = "postgresql://postgres@127.0.0.1:5432"
 

@@ -27,7 +27,8 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import threads
 
-from simulator.analysis.follow_up import stand_downs
+from buildbot_revert.core.machine_io import MachineSettings
+from simulator.analysis.engine import file_replay
 from simulator.analysis.replay import Selection, replay
 from simulator.history.store import HistoryStore
 from testkit.buildbot.in_process_master import InProcessMaster
@@ -114,7 +115,9 @@ def test_plugin_and_simulator_stand_down_the_same_reverts(tmp_path):
         result = replay(store, plugin_policy, Selection(until=pulled_at))
     finally:
         store.close()
-    simulated = stand_downs(result)
+    # Filed and followed by the engine as the plugin's settings say (no daily cap).
+    simulated = file_replay(result, MachineSettings(daily_cap=None)).stand_downs
+    assert simulated is not None
     plugin = {rev for rev, row in rows.items() if row["outcome"] == "superseded"}
     assert set(simulated.revisions) == plugin == {s}
     # The machine's follow-up step is the one the plugin carried out: close.

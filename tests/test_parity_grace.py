@@ -38,9 +38,10 @@ import sqlalchemy as sa
 from twisted.internet import defer, reactor, task, threads
 from twisted.python import log
 
+from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.verdicts import Reason, Verdict
-from simulator.analysis.grace import apply_grace
+from simulator.analysis.engine import file_replay
 from simulator.analysis.replay import Selection
 from simulator.cli_github import GitHubDiffs, GitHubOptions, open_answers
 from simulator.history.store import HistoryStore
@@ -275,7 +276,8 @@ def test_plugin_and_simulator_agree_on_grace_every_builder_and_a_restart(tmp_pat
         finally:
             diffs.close()
             store.close()
-    graced = apply_grace(result, GRACE)
+    # The engine files the replay as the plugin's settings say (no daily cap).
+    graced = file_replay(result, MachineSettings(grace_period=GRACE, daily_cap=None))
     simulated = [v for v in result.verdicts if v.reason is not Reason.UNFINISHED]
     assert simulated == verdicts
     proposals = {p.request.revision: list(p.builders) for p in graced.proposals()}

@@ -46,7 +46,7 @@ from buildbot_revert.core.verdicts import Reason, Verdict
 from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.forced_builds import STREAK_PROPERTY
 from simulator.analysis.culprit_methods import MethodCosts, Methods
-from simulator.analysis.executor import methods_play
+from simulator.analysis.engine import file_replay, methods_play
 from simulator.analysis.replay import Selection, replay_builds, select_builds
 from simulator.cli_github import GitHubDiffs, GitHubOptions, open_answers
 from simulator.history.labels import Labels
@@ -210,7 +210,7 @@ def drive(world: World) -> Any:
 
 
 def simulated(history: Any, policy: Any, world: World, until: float, token: Path) -> Any:
-    """The simulator's replay with the methods played out: (verdicts, result, requested).
+    """The simulator's replay with the methods played out: (verdicts, engine, commented).
 
     It reads the suspects' diffs from the stand-in as ``--github-diffs`` does:
     the plugin, given a token, reads them from there too.
@@ -238,9 +238,11 @@ def simulated(history: Any, policy: Any, world: World, until: float, token: Path
     finally:
         diffs.close()
         store.close()
-    [executor] = made
+    [engine] = made
     verdicts = [v for v in result.verdicts if v.reason is not Reason.UNFINISHED]
-    return verdicts, executor
+    # The filing part through the same machine: the daily cap at the PRs opened.
+    filed = file_replay(result, methods.machine, engine)
+    return verdicts, engine, filed.commented
 
 
 @pytest_twisted.inlineCallbacks
@@ -291,7 +293,7 @@ def test_plugin_and_simulator_agree_on_verification_bisection_and_the_daily_cap(
             yield master.stop()
         token = tmp_path / "token"
         token.write_text(DEFAULT_TOKEN)
-        verdicts, executor = simulated(history, policy, world, pulled_at, token)
+        verdicts, engine, commented = simulated(history, policy, world, pulled_at, token)
 
     x, y, z = (world.order[i] for i in (1, 6, 8))
     states = {rev: row["state"] for rev, row in rows.items()}
@@ -313,9 +315,9 @@ def test_plugin_and_simulator_agree_on_verification_bisection_and_the_daily_cap(
     assert [v.suspect.revision for v in verified if v.suspect] == [y, z]
 
     assert comparable(verdicts) == comparable(plugin)
-    assert [(k.builder, k.revision, k.role) for k in executor.requested] == [
+    assert [(k.builder, k.revision, k.role) for k in engine.requested] == [
         (k.builder, k.revision, k.role) for k in world.requested
     ]
-    assert executor.commented == [z]
+    assert commented == {z}
     filed = [v.request.revision for v in verdicts if v.request is not None]
-    assert [r for r in filed if r not in executor.commented] == [x, y]
+    assert [r for r in filed if r not in commented] == [x, y]

@@ -23,8 +23,10 @@ settings and, for a shell that keeps no count, the times it filed):
   ``close_touched``).
 
 The plugin sends these events from its filer (the ledger keeps the counts
-and the qualifications); the simulator from its executor (the cap) and its
-grace analysis (the qualifications a replay collected).  Pure: no I/O.
+and the qualifications); the simulator from its engine's filing pass
+(:mod:`simulator.analysis.filing_pass`: a simulated clock of grace
+deadlines, and a simulated GitHub whose opened PRs the cap counts).
+Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -99,6 +99,11 @@ class MachineSettings:
         default=defaults.DAILY_CAP,
         doc="at most this many revert pull requests in any 24 hours (`None`: no cap)",
         check=check_daily_cap,
+        flag=Flag(
+            help="At most this many revert PRs opened in any 24 hours of simulated time (the "
+            "plugin's daily_cap); beyond it a revert becomes a comment; none: no cap.",
+            kind="count",
+        ),
     )
     # Seconds a builder that qualified has to go green before its revert is filed.
     grace_period: float = setting(

@@ -49,12 +49,13 @@ class Flag:
 
     ``switch``: on when given (the value True); ``duration``: ``24h``, ``7d``...
     read as seconds, the default when not given; ``value``: a value of the
-    default's type, the default shown.
+    default's type, the default shown; ``count``: a whole number or ``none``
+    (the option's None), the default when not given.
     """
 
     help: str
     spelling: str | None = None
-    kind: Literal["switch", "duration", "value"] = "value"
+    kind: Literal["switch", "duration", "value", "count"] = "value"
     metavar: str | None = None
 
 

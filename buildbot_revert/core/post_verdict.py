@@ -7,7 +7,7 @@ The tracker judges a red streak; this machine owns what follows, in both
 shells.  It takes *events* and returns *commands*; it never performs one.
 The plugin turns commands into master and GitHub calls
 (:mod:`buildbot_revert.plugin.pipeline`), the simulator into outcomes of its
-truth model on a simulated clock (:mod:`simulator.analysis.executor`).
+truth model on a simulated clock (:mod:`simulator.analysis.engine`).
 
 Events in:
 
@@ -85,9 +85,10 @@ shells feed it, through :mod:`.actions`).
 - Everything else is concluded as it came.
 - Filing a proposing verdict counts against ``daily_cap`` (reverts filed
   in any 24 hours); beyond it the revert becomes a comment.  This is the
-  one place the cap is decided: the simulator asks at each proposing
-  verdict, the plugin's filer before it files, with the count its ledger
-  keeps across masters and restarts.  With a grace period the culprit is
+  one place the cap is decided, from the pull requests each shell opened in
+  the 24 hours before: the plugin's filer asks before it files (and again at
+  a grace deadline) with its ledger's count across masters and restarts, the
+  simulator's engine with the count of its simulated GitHub.  With a grace period the culprit is
   warned first; at each deadline the grace rule of :mod:`.grace` files,
   waits, or withdraws (:mod:`.filing_rules`).
 
@@ -317,19 +318,6 @@ class PostVerdict:
     def pull_read(self, event: PullRead) -> FollowPlan:
         """A filed revert PR as GitHub shows it: record its end, keep it, or stand it down."""
         return filing_rules.pull_read(self.settings, event)
-
-    def bisection_room(self, builder: str, now: float) -> int:
-        """How many more bisection builds the daily caps allow on ``builder`` at ``now``."""
-        return self._spent.room(builder, now)
-
-    def count_bisection(self, builder: str, now: float, builds: int) -> None:
-        """Count ``builds`` bisection builds against the caps without requesting them.
-
-        A shell that knows no build's outcome (a history without labels) still
-        spends what a search would have, so the caps hold later ones back alike.
-        """
-        self._spent.spend(builder, now, builds)
-        self.state.requests += [(builder, now)] * builds
 
     @property
     def waiting(self) -> tuple[RequestKey, ...]:

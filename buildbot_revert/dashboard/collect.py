@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from twisted.internet import defer
@@ -49,6 +48,7 @@ from buildbot_revert.dashboard.model import (
     VerdictView,
     WeekView,
 )
+from buildbot_revert.plugin import ports
 from buildbot_revert.plugin.config import Mode, Settings
 from buildbot_revert.plugin.decisions import Decided, Decisions
 from buildbot_revert.plugin.ledger import Ledger
@@ -97,7 +97,7 @@ _MODES: Mapping[str, str] = {
 class Collector:
     """Builds pages for the reporter named ``reporter`` of ``master``."""
 
-    def __init__(self, master: Any, reporter: str, html_path: str, json_path: str) -> None:
+    def __init__(self, master: ports.Master, reporter: str, html_path: str, json_path: str) -> None:
         self.master = master
         self.reporter_name = reporter
         self.html_path = html_path
@@ -162,10 +162,12 @@ class Collector:
             flaky_cases=_flaky_cases(reporter),
         )
 
-    def _reactor(self) -> Any:
+    def _reactor(self) -> ports.Clock:
         from twisted.internet import reactor
 
-        return getattr(self.master, "reactor", None) or reactor
+        # The master's own reactor when it has one (Buildbot's do), else the global one.
+        clock: ports.Clock = getattr(self.master, "reactor", None) or reactor
+        return clock
 
     def _reporter(self) -> RevertReporter | None:
         services = getattr(self.master, "service_manager", None)

@@ -27,6 +27,7 @@ from typing import Any
 from twisted.internet import defer
 
 from buildbot_revert.plugin.pipeline import Pipeline
+from buildbot_revert.plugin.ports import Consumer, MessageQueue
 
 BUILDER_UPDATED = ("builders", None, "update")
 
@@ -44,35 +45,35 @@ class BuilderUpdates:
         self.lock = lock
         # The reporter's: runs a Deferred on its own, logging its failure.
         self.background = background
-        self._consumer: Any = None
+        self._consumer: Consumer | None = None
 
-    @defer.inlineCallbacks
-    def start(self, mq: Any) -> Any:
+    async def start(self, mq: MessageQueue) -> None:
         """Listen to the master's builder updates."""
-        self._consumer = yield mq.startConsuming(self._on_update, BUILDER_UPDATED)
+        self._consumer = await mq.startConsuming(self._on_update, BUILDER_UPDATED)
 
-    @defer.inlineCallbacks
-    def stop(self) -> Any:
+    async def stop(self) -> None:
         """Stop listening."""
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
-            yield consumer.stopConsuming()
+            # Buildbot's queue references return a Deferred or None.
+            await defer.maybeDeferred(consumer.stopConsuming)
 
-    def _on_update(self, key: Any, msg: Mapping[str, Any]) -> None:
+    def _on_update(self, key: tuple[str, ...], msg: Mapping[str, Any]) -> None:
         # Returning at once keeps the master's event delivery from waiting on us.
         self.background(self.lock.run(self.note, msg), "noting a builder's new tags")
 
     def refresh(self) -> None:
         """After a reconfiguration: every builder read again, in the background."""
-        self.background(self.lock.run(self._refresh), "refreshing the builders' tags")
+        self.background(
+            self.lock.run(lambda: defer.Deferred.fromCoroutine(self._refresh())),
+            "refreshing the builders' tags",
+        )
 
-    @defer.inlineCallbacks
-    def _refresh(self) -> Any:
+    async def _refresh(self) -> None:
         hands = self.pipeline.hands
         if hands is None:
             return
-        rows = yield hands.gatherer.master.data.get(("builders",))
-        for row in rows or ():
+        for row in await hands.gatherer.builder_rows():
             self.note(row)
 
     def note(self, row: Mapping[str, Any]) -> None:

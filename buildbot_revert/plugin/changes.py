@@ -7,7 +7,7 @@ lookup each (:meth:`Changes.blamelist`).  The changes are cached as core
 records (:class:`Known`), filled as they are read, from the reporter's
 subscription to new changes, and from what a replay read ahead
 (:mod:`.history`): when every change a blamelist needs is known, it is
-made at once, without a Deferred.
+made at once, without a read.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from buildbot.data import resultspec
-from twisted.internet import defer
 
 from buildbot_revert.core import blamelist
 from buildbot_revert.core.model import Change
 from buildbot_revert.core.records import change_from_dict
+from buildbot_revert.plugin.ports import Master
 
 _CACHE = 4096
 
@@ -43,21 +43,21 @@ class Known(NamedTuple):
 class Changes:
     """The changes read through ``master.data``, cached, and the blamelists they make."""
 
-    def __init__(self, master: Any) -> None:
+    def __init__(self, master: Master) -> None:
         self.master = master
         self._cache: OrderedDict[int, Known] = OrderedDict()
         # Change entities read ahead by id (a replay's batch): remembered when used.
         self.preloaded: Mapping[int, Mapping[str, Any]] = {}
 
-    def change(self, changeid: int) -> Any:
-        """The :class:`Known` change ``changeid`` (or None): itself if known, else a Deferred.
+    async def change(self, changeid: int) -> Known | None:
+        """The :class:`Known` change ``changeid`` (or None), read only when not known.
 
         A known change is kept the longest from now on.  See :meth:`.Gatherer.builder`.
         """
         known = self.known(changeid)
         if known is not None:
             return known
-        return self._read_change(changeid)
+        return await self._read_change(changeid)
 
     def known(self, changeid: int) -> Known | None:
         """The change if it is known without a read (cached, or read ahead), else None."""
@@ -70,10 +70,9 @@ class Changes:
             return self.remember(preloaded)
         return None
 
-    @defer.inlineCallbacks
-    def _read_change(self, changeid: int) -> Any:
+    async def _read_change(self, changeid: int) -> Known | None:
         """Read a change through the data API and remember it (None if there is none)."""
-        data = yield self.master.data.get(("changes", changeid))
+        data = await self.master.data.get(("changes", changeid))
         if data is None:
             return None
         return self.remember(data)
@@ -91,8 +90,7 @@ class Changes:
             self._cache.popitem(last=False)
         return known
 
-    @defer.inlineCallbacks
-    def _between(self, lines: Mapping[str, tuple[int, int]]) -> Any:
+    async def _between(self, lines: Mapping[str, tuple[int, int]]) -> dict[str, list[int]]:
         """``{line: [ids in (after, upto]]}`` for each line, ascending.
 
         Buildbot links each change to the previous change of its line
@@ -105,7 +103,7 @@ class Changes:
             ids: list[int] = []
             current: int | None = upto
             while current is not None and current > after:
-                known = yield self.change(current)
+                known = await self.change(current)
                 if known is None or known.line != line:
                     break
                 ids.append(current)
@@ -113,13 +111,12 @@ class Changes:
             if current is not None and current <= after:
                 out[line] = ids[::-1]
                 continue
-            out[line] = yield self._range(line, after, upto)
+            out[line] = await self._range(line, after, upto)
         return out
 
-    @defer.inlineCallbacks
-    def _range(self, line: str, after: int, upto: int) -> Any:
+    async def _range(self, line: str, after: int, upto: int) -> list[int]:
         """The ids of ``line``'s changes in ``(after, upto]``, by a range query."""
-        rows = yield self.master.data.get(
+        rows = await self.master.data.get(
             ("changes",),
             filters=[
                 resultspec.Filter("changeid", "gt", [after]),
@@ -133,16 +130,18 @@ class Changes:
                 ids.append(change["changeid"])
         return ids
 
-    def blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        """``(changes, tips after)``: at once when every change is known, else a Deferred.
+    async def blamelist(
+        self, previous: Mapping[str, int], tips: Mapping[str, int]
+    ) -> tuple[tuple[Change, ...], dict[str, int]]:
+        """``(changes, tips after)``: at once when every change is known, else read.
 
         A replay of the month's builds knows them all (read ahead): no
-        generator and Deferred per build for what needs no read.
+        read per build for what needs none.
         """
         found = self.known_blamelist(previous, tips)
         if found is not None:
             return found
-        return self._read_blamelist(previous, tips)
+        return await self._read_blamelist(previous, tips)
 
     def known_blamelist(
         self, previous: Mapping[str, int], tips: Mapping[str, int]
@@ -180,16 +179,17 @@ class Changes:
             out[line] = ids[::-1]
         return out
 
-    @defer.inlineCallbacks
-    def _read_blamelist(self, previous: Mapping[str, int], tips: Mapping[str, int]) -> Any:
-        """``(changes, tips after)``, reading what is not known (a Deferred)."""
+    async def _read_blamelist(
+        self, previous: Mapping[str, int], tips: Mapping[str, int]
+    ) -> tuple[tuple[Change, ...], dict[str, int]]:
+        """``(changes, tips after)``, reading what is not known."""
         spans = blamelist.ranges(previous, tips)
         # Most builds hold no new change: no line's tip moved.
-        ranges = (yield self._between(spans)) if spans else {}
+        ranges = (await self._between(spans)) if spans else {}
         ids, after = blamelist.blame(previous, tips, lambda line, lo, hi: ranges.get(line, []))
         changes = []
         for cid in ids:
-            known = yield self.change(cid)
+            known = await self.change(cid)
             if known is not None:
                 changes.append(known.change)
         return tuple(changes), after

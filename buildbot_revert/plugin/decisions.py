@@ -31,14 +31,14 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from twisted.internet import defer
 
 from buildbot_revert.core import blindspots, verdicts
 from buildbot_revert.core.blindspots import StreakGroup, StreakRecord
 from buildbot_revert.core.human_reverts import RevertNames, SeenRed
 from buildbot_revert.core.verdicts import RankedSuspect, Streak, Verdict
 from buildbot_revert.plugin.ledger_human import named
-from buildbot_revert.plugin.ledger_tables import Runner, TableSet
+from buildbot_revert.plugin.ledger_tables import TableSet
+from buildbot_revert.plugin.ports import Runner
 
 TABLE = "buildbot_revert_verdicts"
 # How long a verdict is kept: the dashboard shows 30 days.
@@ -122,11 +122,11 @@ class Decisions(TableSet):
         if self._held is None:
             self._held = []
 
-    def flush(self) -> Any:
-        """Write the queued notes in order and stop queuing; Deferred fires None."""
+    async def flush(self) -> None:
+        """Write the queued notes in order and stop queuing."""
         held, self._held = self._held or [], None
         if not held:
-            return defer.succeed(None)
+            return
 
         def thd(conn: sa.Connection) -> None:
             try:
@@ -138,20 +138,20 @@ class Decisions(TableSet):
                 for event in held:
                     _write_alone(conn, event)
 
-        return self._run(thd)
+        await self._run(thd)
 
-    def note(self, event: Verdict | Streak) -> Any:
-        """Keep a verdict (once per streak), or the end of a streak; Deferred fires None."""
+    async def note(self, event: Verdict | Streak) -> None:
+        """Keep a verdict (once per streak), or the end of a streak."""
         if isinstance(event, Streak) and event.ended_at is None:
-            return defer.succeed(None)  # nothing to keep: no database round trip
+            return  # nothing to keep: no database round trip
         if self._held is not None:
             self._held.append(event)
-            return defer.succeed(None)
-        return self._run(lambda conn: _write_alone(conn, event))
+            return
+        await self._run(lambda conn: _write_alone(conn, event))
 
     # -- reads (the dashboard's) ------------------------------------------------
 
-    def latest(self, limit: int) -> Any:
+    async def latest(self, limit: int) -> list[Decided]:
         """The ``limit`` newest verdicts, newest first."""
 
         def thd(conn: sa.Connection) -> list[Decided]:
@@ -161,9 +161,10 @@ class Decisions(TableSet):
             ranked = _ranked_of(conn, [r.id for r in rows])
             return [_decided(r)._replace(ranked=ranked.get(r.id, ())) for r in rows]
 
-        return self._run(thd)
+        decided: list[Decided] = await self._run(thd)
+        return decided
 
-    def declined_by_reason(self, since: float, now: float) -> Any:
+    async def declined_by_reason(self, since: float, now: float) -> list[StreakGroup]:
         """The streaks decided since ``since`` and declined, by reason, most red hours first.
 
         A streak still red counts up to ``now``.  The database reads the
@@ -190,9 +191,10 @@ class Decisions(TableSet):
             )
             return blindspots.declined(records, now)
 
-        return self._run(thd)
+        groups: list[StreakGroup] = await self._run(thd)
+        return groups
 
-    def seen_red(self, names: RevertNames) -> Any:
+    async def seen_red(self, names: RevertNames) -> list[SeenRed]:
         """The verdicts and ranked suspects of the changes ``names`` may name (kept 40 days)."""
 
         def thd(conn: sa.Connection) -> list[SeenRed]:
@@ -218,10 +220,11 @@ class Decisions(TableSet):
                 ]
             return found
 
-        return self._run(thd)
+        seen: list[SeenRed] = await self._run(thd)
+        return seen
 
 
-def _decided(row: Any) -> Decided:
+def _decided(row: sa.Row[Any]) -> Decided:
     """A row of :data:`verdicts_table` as a :class:`Decided` (its ranked suspects apart)."""
     return Decided(*(getattr(row, f) for f in Decided._fields if f != "ranked"))
 

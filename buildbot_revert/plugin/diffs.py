@@ -27,13 +27,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
-
-from twisted.internet import defer
 
 from buildbot_revert.core.diffs import Diff, from_patches
 from buildbot_revert.core.model import Change
-from buildbot_revert.github import GitHubError
+from buildbot_revert.github import GitHubClient, GitHubError
 from buildbot_revert.logline import say
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_patches import Patch
@@ -47,9 +44,11 @@ _SHA = re.compile(r"^[0-9a-fA-F]{4,64}$")
 class DiffSource:
     """The plugin's diff reader: what :meth:`prefetch` made ready, for one feed."""
 
-    def __init__(self, ledger: Ledger, client: Any, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, ledger: Ledger, client: GitHubClient | None, clock: Callable[[], float]
+    ) -> None:
         self.ledger = ledger
-        # A GitHubClient, or None: then only what the ledger holds is read.
+        # None: only what the ledger holds is read.
         self.client = client
         self.clock = clock
         self._ready: dict[str, Diff | None] = {}
@@ -65,14 +64,13 @@ class DiffSource:
         """Drop what the last feed read (a big patch is not kept in memory)."""
         self._ready.clear()
 
-    @defer.inlineCallbacks
-    def prefetch(self, changes: Iterable[Change], *, fetch: bool) -> Any:
+    async def prefetch(self, changes: Iterable[Change], *, fetch: bool) -> None:
         """Make the diffs of ``changes`` ready: from the ledger, else (``fetch``) from GitHub."""
         wanted = [c.revision for c in changes if c.revision not in self._ready]
         if not wanted:
             return
         try:
-            stored: dict[str, Patch] = yield self.ledger.patches.of(wanted)
+            stored: dict[str, Patch] = await self.ledger.patches.of(wanted)
         except Exception as exc:
             say(f"buildbot-revert: could not read stored patches ({type(exc).__name__})")
             stored = {}
@@ -80,17 +78,17 @@ class DiffSource:
             if revision in stored:
                 self._ready[revision] = _diff(revision, stored[revision])
             elif fetch and self.client is not None and revision not in self._failed:
-                self._ready[revision] = yield self._fetch(revision)
+                self._ready[revision] = await self._fetch(revision)
 
-    @defer.inlineCallbacks
-    def _fetch(self, revision: str) -> Any:
+    async def _fetch(self, revision: str) -> Diff | None:
         """``revision``'s diff from GitHub, stored in the ledger; None when there is none."""
         files: Patch
-        if not _SHA.match(revision):
-            # Never put into a URL (nor a log line): a history's text, not a commit id.
+        client = self.client
+        if client is None or not _SHA.match(revision):
+            # Not a commit id (a history's text) is never put into a URL, nor a log line.
             return None
         try:
-            files = yield defer.Deferred.fromCoroutine(self.client.commit_files(revision))
+            files = await client.commit_files(revision)
         except Exception as exc:
             if not isinstance(exc, GitHubError) or exc.status not in _MISSING:
                 self._failed.add(revision)
@@ -102,7 +100,7 @@ class DiffSource:
             files = None
         self.fetched += 1
         try:
-            yield self.ledger.patches.keep(revision, files, self.clock())
+            await self.ledger.patches.keep(revision, files, self.clock())
         except Exception as exc:
             # The decision still has it; the next one will ask GitHub again.
             say(f"buildbot-revert: could not store the patch of {revision[:12]} ({exc})")

@@ -17,8 +17,6 @@ in the window cost some 240 requests an hour of the token's 5,000.
 
 from __future__ import annotations
 
-from typing import Any
-
 from buildbot_revert.core import feedback, standing
 from buildbot_revert.github import GitHubClient, GitHubError, PullRequest
 from buildbot_revert.logline import say
@@ -26,6 +24,7 @@ from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_tables import Entry
 from buildbot_revert.plugin.ledger_wrong import WrongReport
 from buildbot_revert.plugin.permissions import Standing
+from buildbot_revert.plugin.ports import Clock
 
 # How long after filing a revert PR is read for reports: the dashboard's 30
 # days, and a little more (a report can come long after the merge).
@@ -43,7 +42,7 @@ class Feedback:
         client: GitHubClient,
         required: str,
         *,
-        clock: Any,
+        clock: Clock,
         master_name: str,
         every: float,
     ) -> None:
@@ -60,7 +59,7 @@ class Feedback:
 
         A GitHub error is logged; the next read tries again.
         """
-        now = float(self.clock.seconds())
+        now = self.clock.seconds()
         if self._last is not None and now - self._last < self.every:
             return
         self._last = now
@@ -87,9 +86,7 @@ class Feedback:
             candidates.append((standing.label_setter(events, feedback.WRONG_LABEL), "label"))
         for login, how in candidates:
             if login is not None and await self._counts(login, pull):
-                report = WrongReport(
-                    entry.revision, pull.number, login, how, float(self.clock.seconds())
-                )
+                report = WrongReport(entry.revision, pull.number, login, how, self.clock.seconds())
                 if await self.ledger.wrong.record(report):
                     say(
                         f"buildbot-revert: {entry.revision[:12]}: revert PR #{pull.number} "

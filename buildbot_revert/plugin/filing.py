@@ -39,7 +39,6 @@ GitHub before anything is filed again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from twisted.python import log
 
@@ -68,6 +67,7 @@ from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_tables import Entry, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
 from buildbot_revert.plugin.permissions import Standing, epoch_of
+from buildbot_revert.plugin.ports import Clock
 
 _DAY = 86400.0
 
@@ -81,7 +81,7 @@ class Filer:
         ledger: Ledger,
         client: GitHubClient | None,
         *,
-        clock: Any,
+        clock: Clock,
         master_name: str = "",
         build_url: Callable[[str, int], str | None] = lambda builder, number: None,
         master_url: str | None = None,

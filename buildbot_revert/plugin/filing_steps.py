@@ -27,6 +27,7 @@ from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_tables import Entry, QualifiedBuilder
 from buildbot_revert.plugin.notify import Notice, NoticeKind
+from buildbot_revert.plugin.ports import Clock
 
 # The rows a step may still move (claimed, or waiting out a grace period): the core's.
 ACTIONABLE = lifecycle.accepting(lifecycle.StepTaken)
@@ -41,7 +42,7 @@ class Steps:
         ledger: Ledger,
         client: GitHubClient | None,
         *,
-        clock: Any,
+        clock: Clock,
         notify: Callable[[Notice], None],
         build_url: Callable[[str, int], str | None],
         master_url: str | None,
@@ -67,7 +68,8 @@ class Steps:
         say(f"buildbot-revert: {revision[:12]}: {plan.step.value}: {plan.why}")
         # The core says which state the step leaves the row in; this only carries it out.
         moved = lifecycle.after(entry.state, lifecycle.StepTaken(plan.step))
-        # What every outcome of the step writes to the row, besides its own fields.
+        # What every outcome of the step writes to the row, besides its own fields
+        # (column values by name, as Ledger.transition takes them).
         step_fields: dict[str, Any] = {"updated_at": now, "detail": plan.why}
         if pull is not None:
             step_fields["culprit_pr"] = pull.number

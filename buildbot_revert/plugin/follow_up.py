@@ -39,7 +39,6 @@ tries again; nothing here blocks the build lock for GitHub.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from buildbot_revert.core import human_reverts, outcomes
 from buildbot_revert.core.follow_up_text import (
@@ -62,6 +61,7 @@ from buildbot_revert.plugin.feedback import INTERVALS, Feedback
 from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.ledger_tables import Entry
 from buildbot_revert.plugin.notify import Notice, NoticeKind
+from buildbot_revert.plugin.ports import Clock
 
 Notify = Callable[[Notice], None]
 # How many revert commits the follow-up remembers having read (a revert is
@@ -78,7 +78,7 @@ class FollowUp:
         ledger: Ledger,
         client: GitHubClient | None,
         *,
-        clock: Any,
+        clock: Clock,
         master_name: str = "",
         build_url: Callable[[str, int], str | None] = lambda builder, number: None,
         notify: Notify | None = None,

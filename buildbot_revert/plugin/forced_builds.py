@@ -15,26 +15,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
-
 from buildbot_revert.core.requests import RequestKey
 from buildbot_revert.core.verification import PROPERTY, REASON_PREFIX
 from buildbot_revert.logline import say
+from buildbot_revert.plugin.ports import BuildReader, Master
 
 # The property linking a requested build to the red streak it serves.
 STREAK_PROPERTY = "buildbot_revert_streak"
 SCHEDULER = "buildbot-revert"
 
 
-@defer.inlineCallbacks
-def request_build(master: Any, gatherer: Any, builderid: int, key: RequestKey, streak: str) -> Any:
+async def request_build(
+    master: Master, gatherer: BuildReader, builderid: int, key: RequestKey, streak: str
+) -> None:
     """Ask the master for the build ``key`` names on one builder; ``streak`` links the streak."""
-    stamp = yield gatherer.sourcestamp_of(key.revision)
+    stamp = await gatherer.sourcestamp_of(key.revision)
     if stamp is None:
         # Never built as such: name the same line as the suspect's builds.
         stamp = {"codebase": "", "repository": "", "project": "", "branch": None}
     stamp = dict(stamp, revision=key.revision)
-    yield master.data.updates.addBuildset(
+    await master.data.updates.addBuildset(
         waited_for=False,
         scheduler=SCHEDULER,
         sourcestamps=[stamp],
@@ -45,7 +45,7 @@ def request_build(master: Any, gatherer: Any, builderid: int, key: RequestKey, s
     say(f"buildbot-revert: requested a {key.describe()}")
 
 
-def builder_slots(master: Any, builder: str) -> int:
+def builder_slots(master: Any, builder: str) -> int:  # Buildbot's untyped botmaster and workers
     """How many builds ``builder`` can run at once: its connected workers.
 
     Buildbot runs at most one build of a builder on a worker at a time (one

@@ -39,7 +39,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from buildbot.data import resultspec
-from twisted.internet import defer
 
 from buildbot_revert.core import defaults
 from buildbot_revert.core.model import Build, Builder, Change, FailedStep, Result
@@ -53,6 +52,7 @@ from buildbot_revert.core.records import (
 )
 from buildbot_revert.core.verification import PROPERTY
 from buildbot_revert.plugin.changes import Changes
+from buildbot_revert.plugin.ports import Master
 from buildbot_revert.plugin.stamps import (
     Preloaded,
     StampsOf,
@@ -70,7 +70,7 @@ LOOK_BACK = 10
 class Gatherer:
     """Reads builds, changes and logs through ``master.data``."""
 
-    def __init__(self, master: Any, log_lines: int = defaults.LOG_TAIL_LINES) -> None:
+    def __init__(self, master: Master, log_lines: int = defaults.LOG_TAIL_LINES) -> None:
         self.master = master
         self.log_lines = log_lines
         self._builders: dict[int, Builder] = {}
@@ -78,7 +78,7 @@ class Gatherer:
         # builderid -> {line: tip}: the highest tips its gathered builds reached.
         self._tips: dict[int, dict[str, int]] = {}
         self._changes = Changes(master)
-        self._stamps: Any = None
+        self._stamps: sa.Select[Any] | None = None
         self._preloaded = Preloaded({}, {}, {}, {})
 
     def preload(self, preloaded: Preloaded) -> None:
@@ -104,6 +104,11 @@ class Gatherer:
         """Drop cached builder names and tags (after a reconfig)."""
         self._builders.clear()
 
+    async def builder_rows(self) -> list[dict[str, Any]]:
+        """Every builder, as the data API gives them (to learn them anew)."""
+        rows: list[dict[str, Any]] | None = await self.master.data.get(("builders",))
+        return list(rows or ())
+
     def learn_builder(self, builderid: int, name: str, tags: Iterable[str]) -> Builder:
         """A builder's name and tags as the master just said them (a reconfiguration)."""
         builder = Builder(name, tuple(tags))
@@ -112,39 +117,38 @@ class Gatherer:
 
     # -- one build ----------------------------------------------------------
 
-    def builder(self, builderid: int) -> Any:
-        """The :class:`Builder` (name and tags) of ``builderid``: itself if known, else a Deferred.
+    async def builder(self, builderid: int) -> Builder | None:
+        """The :class:`Builder` (name and tags) of ``builderid`` (None if the master has none).
 
-        Like the worker and change lookups below, a cached answer is returned
-        as it is, which an ``inlineCallbacks`` caller's ``yield`` takes at
-        once: this runs on the reactor's thread for every finished build, and
-        all of it but the build's one trip to the database is usually known
-        already, so no generator and Deferred are made for it.
+        A cached answer needs no read: this runs on the reactor's thread for
+        every finished build, and all of it but the build's one trip to the
+        database is usually known already (the worker and change lookups
+        below are cached the same way).
         """
         known = self._builders.get(builderid)
         if known is not None:
             return known
-        return self._read_builder(builderid)
+        return await self._read_builder(builderid)
 
-    @defer.inlineCallbacks
-    def _read_builder(self, builderid: int) -> Any:
-        data = yield self.master.data.get(("builders", builderid))
+    async def _read_builder(self, builderid: int) -> Builder | None:
+        data = await self.master.data.get(("builders", builderid))
         if data is None:
             return None
         builder = Builder(data["name"], tuple(data.get("tags") or ()))
         self._builders[builderid] = builder
         return builder
 
-    def build(self, build: Mapping[str, Any]) -> Any:
+    async def build(self, build: Mapping[str, Any]) -> Build | None:
         """The core :class:`Build` for a finished build entity (as in the event).
 
-        Itself when all it needs is known (a replay's builds, read ahead by
-        :mod:`.history`), else a Deferred (see :meth:`builder`).
+        At once when all it needs is known (a replay's builds, read ahead by
+        :mod:`.history`), else read (see :meth:`builder`); None when its
+        builder is unknown to the master.
         """
         known = self._known_build(build)
         if known is not None:
             return known
-        return self._read_build(build)
+        return await self._read_build(build)
 
     def _known_build(self, build: Mapping[str, Any]) -> Build | None:
         """What :meth:`_read_build` makes of ``build`` if it needs no read, else None."""
@@ -176,37 +180,36 @@ class Gatherer:
         worker = None if workerid is None else self._workers[workerid]
         return _assemble(build, builder, changes, steps, worker, branch, verification)
 
-    @defer.inlineCallbacks
-    def _read_build(self, build: Mapping[str, Any]) -> Any:
-        builder = yield self.builder(build["builderid"])
+    async def _read_build(self, build: Mapping[str, Any]) -> Build | None:
+        builder = await self.builder(build["builderid"])
         if builder is None:
             return None
-        tips, branch, verification = yield self._sourcestamps_of(build)
+        tips, branch, verification = await self._sourcestamps_of(build)
         changes: tuple[Change, ...] = ()
         if verification is None:
             previous = self._tips.get(build["builderid"])
             if previous is None:
-                previous = yield self._previous_tips(build)
-            changes, after = yield self._changes.blamelist(previous, tips)
+                previous = await self._previous_tips(build)
+            changes, after = await self._changes.blamelist(previous, tips)
             self._tips[build["builderid"]] = after
         # else: requested by buildbot-revert at a chosen revision, evidence
         # about that revision only.  It leaves the builder's heads alone, so
         # the next ordinary build's blamelist is as if it never ran.
         steps: tuple[FailedStep, ...] = ()
         if _result(build) == _FAILURE:
-            steps = yield self._failed_steps(build["buildid"])
-        worker = yield self._worker(build.get("workerid"))
+            steps = await self._failed_steps(build["buildid"])
+        worker = await self._worker(build.get("workerid"))
         return _assemble(build, builder, changes, steps, worker, branch, verification)
 
-    def sourcestamp_of(self, revision: str) -> Any:
+    async def sourcestamp_of(self, revision: str) -> dict[str, Any] | None:
         """The codebase, repository, project and branch a sourcestamp of ``revision`` names.
 
         What a verification build at another revision of the same line must
-        name too (Deferred of a dict, or of None when no build saw it).
+        name too (None when no build saw it).
         """
         ss = self.master.db.model.sourcestamps
 
-        def thd(conn: Any) -> dict[str, Any] | None:
+        def thd(conn: sa.Connection) -> dict[str, Any] | None:
             row = conn.execute(
                 sa.select(ss.c.codebase, ss.c.repository, ss.c.project, ss.c.branch)
                 .where(ss.c.revision == revision)
@@ -215,10 +218,11 @@ class Gatherer:
             ).first()
             return None if row is None else dict(row._mapping)
 
-        return self.master.db.pool.do(thd)
+        found: dict[str, Any] | None = await self.master.db.pool.do(thd)
+        return found
 
-    def requested_marks(self, since: float) -> Any:
-        """The mark of each buildset buildbot-revert requested since ``since`` (a list).
+    async def requested_marks(self, since: float) -> list[str]:
+        """The mark of each buildset buildbot-revert requested since ``since``.
 
         What a restarted reporter checks its held verdicts against: a build
         requested before the restart is waited for, not requested again (one
@@ -226,7 +230,7 @@ class Gatherer:
         """
         model = self.master.db.model
 
-        def thd(conn: Any) -> list[str]:
+        def thd(conn: sa.Connection) -> list[str]:
             props, bs = model.buildset_properties, model.buildsets
             rows = conn.execute(
                 sa.select(props.c.property_value)
@@ -235,39 +239,38 @@ class Gatherer:
             ).fetchall()
             return [verification_reason(row.property_value) for row in rows]
 
-        return self.master.db.pool.do(thd)
+        marks: list[str] = await self.master.db.pool.do(thd)
+        return marks
 
     # -- recent history -------------------------------------------------------
 
-    @defer.inlineCallbacks
-    def builds_since(self, since: float | None) -> Any:
+    async def builds_since(self, since: float | None) -> list[dict[str, Any]]:
         """The master's builds completed at or after ``since`` (None: all), oldest first."""
         filters = [resultspec.Filter("complete", "eq", [True])]
         if since is not None:
             # The column holds epoch seconds (the data API hands out datetimes).
             filters.append(resultspec.Filter("complete_at", "ge", [int(since)]))
-        rows = yield self.master.data.get(("builds",), filters=filters)
+        rows = await self.master.data.get(("builds",), filters=filters)
         rows = [r for r in rows if r.get("complete_at") is not None]
         rows.sort(key=lambda r: (epoch(r["complete_at"]), r["buildid"]))
         return rows
 
     # -- internals ------------------------------------------------------------
 
-    def _worker(self, workerid: int | None) -> Any:
-        """The worker's name (None if unknown): itself if known, else a Deferred (see builder)."""
+    async def _worker(self, workerid: int | None) -> str | None:
+        """The worker's name (None if unknown), read once (see :meth:`builder`)."""
         if workerid is None:
             return None
         if workerid in self._workers:
             return self._workers[workerid]
-        return self._read_worker(workerid)
+        return await self._read_worker(workerid)
 
-    @defer.inlineCallbacks
-    def _read_worker(self, workerid: int) -> Any:
-        data = yield self.master.data.get(("workers", workerid))
+    async def _read_worker(self, workerid: int) -> str | None:
+        data = await self.master.data.get(("workers", workerid))
         self._workers[workerid] = data["name"] if data else None
         return self._workers[workerid]
 
-    def _sourcestamps_of(self, build: Mapping[str, Any]) -> Any:
+    async def _sourcestamps_of(self, build: Mapping[str, Any]) -> StampsOf:
         """``({line: tip change id}, branch, verification)`` of the build's buildset.
 
         ``verification`` is the value of the property marking a build that
@@ -282,19 +285,20 @@ class Gatherer:
         """
         brid = build.get("buildrequestid")
         if brid is None:
-            return defer.succeed(({}, None, None))
+            return ({}, None, None)
         statement = self._stamps_statement()
 
         preloaded = self._preloaded.stamps.pop(brid, None)
         if preloaded is not None:
             return preloaded
 
-        def thd(conn: Any) -> StampsOf:
+        def thd(conn: sa.Connection) -> StampsOf:
             return stamps_of(conn.execute(statement, {"brid": brid}).fetchall())
 
-        return self.master.db.pool.do(thd)
+        stamps: StampsOf = await self.master.db.pool.do(thd)
+        return stamps
 
-    def _stamps_statement(self) -> Any:
+    def _stamps_statement(self) -> sa.Select[Any]:
         """The select behind :meth:`_sourcestamps_of`, built once; its parameter is ``brid``.
 
         A row per change of each of the request's buildset's sourcestamps
@@ -309,13 +313,12 @@ class Gatherer:
             )
         return self._stamps
 
-    @defer.inlineCallbacks
-    def _previous_tips(self, build: Mapping[str, Any]) -> Any:
+    async def _previous_tips(self, build: Mapping[str, Any]) -> dict[str, int]:
         """Tips of the builder's last build completed before this one (cold cache)."""
         finished_at = build.get("complete_at")
         if finished_at is None:
             return {}
-        rows = yield self.master.data.get(
+        rows = await self.master.data.get(
             ("builders", build["builderid"], "builds"),
             filters=[
                 resultspec.Filter("complete", "eq", [True]),
@@ -328,37 +331,35 @@ class Gatherer:
             limit=LOOK_BACK,
         )
         for row in rows:
-            tips, _, verification = yield self._sourcestamps_of(row)
+            tips, _, verification = await self._sourcestamps_of(row)
             if verification is None:
                 return tips
         return {}
 
-    def _failed_steps(self, buildid: int) -> Any:
-        """The failed steps with their tails: read ahead, or a Deferred (see builder)."""
+    async def _failed_steps(self, buildid: int) -> tuple[FailedStep, ...]:
+        """The failed steps with their tails: read ahead, or read now (see :meth:`builder`)."""
         preloaded = self._preloaded.steps.pop(buildid, None)
         if preloaded is not None:
             return preloaded
-        return self._read_failed_steps(buildid)
+        return await self._read_failed_steps(buildid)
 
-    @defer.inlineCallbacks
-    def _read_failed_steps(self, buildid: int) -> Any:
-        steps = yield self.master.data.get(("builds", buildid, "steps"))
+    async def _read_failed_steps(self, buildid: int) -> tuple[FailedStep, ...]:
+        steps = await self.master.data.get(("builds", buildid, "steps"))
         tails: dict[int, str | None] = {}
         failed = [s for s in steps or () if is_failed_step(s)]
         for step in failed:
-            tails[step["stepid"]] = yield self._stdio_tail(step["stepid"])
+            tails[step["stepid"]] = await self._stdio_tail(step["stepid"])
         return failed_steps(failed, tails)
 
-    @defer.inlineCallbacks
-    def _stdio_tail(self, stepid: int) -> Any:
-        logs = yield self.master.data.get(("steps", stepid, "logs"))
+    async def _stdio_tail(self, stepid: int) -> str | None:
+        logs = await self.master.data.get(("steps", stepid, "logs"))
         log = stdio_log(logs or ())
         if log is None:
             return None
         offset, limit = tail_window(int(log.get("num_lines") or 0), self.log_lines)
         if limit <= 0:
             return ""
-        chunk = yield self.master.data.get(
+        chunk = await self.master.data.get(
             ("logs", log["logid"], "contents"), offset=offset, limit=limit
         )
         if chunk is None:

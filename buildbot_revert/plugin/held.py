@@ -36,7 +36,8 @@ import sqlalchemy as sa
 
 from buildbot_revert.core.snapshot import RecordKind
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.ledger_tables import Runner, TableSet
+from buildbot_revert.plugin.ledger_tables import TableSet
+from buildbot_revert.plugin.ports import Runner
 
 HELD_TABLE = "buildbot_revert_held"
 
@@ -111,7 +112,7 @@ class HeldStore(TableSet):
         super().__init__(run)
         self.owner = owner
 
-    def put(self, key: str, kind: str, state: Any, now: float) -> Any:
+    async def put(self, key: str, kind: str, state: Mapping[str, Any], now: float) -> None:
         """Write (or replace) one held verdict or search (``state``: its kind's fields)."""
         data = encode_row(kind, state)
         owner = self.owner
@@ -125,9 +126,10 @@ class HeldStore(TableSet):
                     t.insert().values(owner=owner, key=key, kind=kind, state=data, updated_at=now)
                 )
 
-        return self._run(thd)
+        await self._run(thd)
 
-    def drop(self, key: str) -> Any:
+    async def drop(self, key: str) -> None:
+        """Remove one held verdict or search (it ended)."""
         owner = self.owner
 
         def thd(conn: sa.Connection) -> None:
@@ -135,17 +137,17 @@ class HeldStore(TableSet):
             with conn.begin():
                 conn.execute(t.delete().where(sa.and_(t.c.owner == owner, t.c.key == key)))
 
-        return self._run(thd)
+        await self._run(thd)
 
-    def load(self) -> Any:
-        """The Deferred fires with the owner's rows, oldest first.
+    async def load(self) -> list[HeldRow]:
+        """The owner's rows, oldest first.
 
         Each row is decoded alone, on the reactor's thread (a few small
         documents): one that cannot be is one log line and left out.
         """
         owner = self.owner
 
-        def thd(conn: sa.Connection) -> list[Any]:
+        def thd(conn: sa.Connection) -> list[sa.Row[*tuple[Any, ...]]]:
             t = held_table
             return list(
                 conn.execute(
@@ -155,10 +157,10 @@ class HeldStore(TableSet):
                 ).fetchall()
             )
 
-        return self._run(thd).addCallback(_decoded)
+        return _decoded(await self._run(thd))
 
 
-def _decoded(rows: list[Any]) -> list[HeldRow]:
+def _decoded(rows: list[sa.Row[*tuple[Any, ...]]]) -> list[HeldRow]:
     """The rows that decode; one log line for each that does not."""
     out = []
     for row in rows:

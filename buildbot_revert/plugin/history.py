@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import io
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.python import log as twisted_log
 
 from buildbot_revert.core.model import FailedStep, Result
@@ -38,6 +39,7 @@ from buildbot_revert.logline import say
 from buildbot_revert.plugin.decisions import Decisions
 from buildbot_revert.plugin.gather import LOOK_BACK, Gatherer
 from buildbot_revert.plugin.log_chunks import MAX_CHUNK, inflate
+from buildbot_revert.plugin.ports import Clock, Database, Master
 from buildbot_revert.plugin.stamps import Preloaded, StampsOf, stamps_of, stamps_select
 
 # Builds read per batch: bounded statements (SQLite's parameters), memory,
@@ -50,15 +52,15 @@ _FAILURE = int(Result.FAILURE)
 _NONE: StampsOf = ({}, None, None)
 
 
-def builds_since(master: Any, since: float) -> Any:
-    """Deferred: the builds completed at or after ``since``, oldest first, as build entities.
+async def builds_since(master: Master, since: float) -> list[dict[str, Any]]:
+    """The builds completed at or after ``since``, oldest first, as build entities.
 
     The keys the gatherer and the reporter read of a data-API build; the
     times as the database holds them (epoch seconds).
     """
     t = master.db.model.builds
 
-    def thd(conn: Any) -> list[dict[str, Any]]:
+    def thd(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = conn.execute(
             sa.select(
                 t.c.id,
@@ -75,10 +77,11 @@ def builds_since(master: Any, since: float) -> Any:
         ).fetchall()
         return [_entity(row) for row in rows]
 
-    return master.db.pool.do(thd)
+    builds: list[dict[str, Any]] = await master.db.pool.do(thd)
+    return builds
 
 
-def _entity(row: Any) -> dict[str, Any]:
+def _entity(row: sa.Row[*tuple[Any, ...]]) -> dict[str, Any]:
     """A build row as the data-API build entity the gatherer reads."""
     return {
         "buildid": row.id,
@@ -99,15 +102,15 @@ def batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         yield rows[start : start + BATCH]
 
 
-@defer.inlineCallbacks
-def preload(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
+async def preload(master: Master, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> None:
     """Read what gathering ``batch`` needs, in one trip to the database, into the gatherer."""
-    gatherer.preload((yield read_ahead(master, gatherer, batch)))
+    gatherer.preload(await read_ahead(master, gatherer, batch))
 
 
-@defer.inlineCallbacks
-def read_ahead(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]) -> Any:
-    """Deferred: the :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
+async def read_ahead(
+    master: Master, gatherer: Gatherer, batch: Sequence[Mapping[str, Any]]
+) -> Preloaded:
+    """The :class:`Preloaded` rows gathering ``batch`` needs (one database trip).
 
     Safe while the gatherer gathers an earlier batch: it only reads, and
     the tips it finds for a builder the gatherer meanwhile learns are not
@@ -115,7 +118,7 @@ def read_ahead(master: Any, gatherer: Gatherer, batch: Sequence[Mapping[str, Any
     """
     unknown = {b["builderid"] for b in batch if not gatherer.knows_tips(b["builderid"])}
     db, lines = master.db, gatherer.log_lines
-    read = yield db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
+    read: _Read = await db.pool.do(lambda conn: _read(conn, db, batch, unknown, lines))
     steps: dict[int, tuple[FailedStep, ...]] = {
         buildid: failed_steps(failed, read.tails) for buildid, failed in read.failed.items()
     }
@@ -130,26 +133,30 @@ class Reader:
     database thread reads while the reactor gathers and feeds.
     """
 
-    def __init__(self, master: Any, gatherer: Gatherer, rows: list[dict[str, Any]]) -> None:
+    def __init__(self, master: Master, gatherer: Gatherer, rows: list[dict[str, Any]]) -> None:
         self._master, self._gatherer = master, gatherer
         self._batches = list(batches(rows))
         self._next = 0
-        self._reading: Any = None
+        # The next batch's read, started (a Deferred, so it runs meanwhile).
+        self._reading: defer.Deferred[Preloaded] | None = None
 
-    @defer.inlineCallbacks
-    def next(self) -> Any:
-        """Deferred: the next batch, read into the gatherer; None when there is none."""
+    async def next(self) -> list[dict[str, Any]] | None:
+        """The next batch, read into the gatherer; None when there is none."""
         if self._next >= len(self._batches):
             return None
         batch = self._batches[self._next]
-        reading = self._reading or read_ahead(self._master, self._gatherer, batch)
+        reading = self._reading or self._start_reading(batch)
         self._next += 1
         self._reading = None
-        preloaded = yield reading
+        preloaded = await reading
         if self._next < len(self._batches):
-            self._reading = read_ahead(self._master, self._gatherer, self._batches[self._next])
+            self._reading = self._start_reading(self._batches[self._next])
         self._gatherer.preload(preloaded)
         return batch
+
+    def _start_reading(self, batch: list[dict[str, Any]]) -> defer.Deferred[Preloaded]:
+        """Start reading ``batch`` ahead now; the Deferred fires with its rows."""
+        return defer.Deferred.fromCoroutine(read_ahead(self._master, self._gatherer, batch))
 
 
 class _Read:
@@ -164,7 +171,11 @@ class _Read:
 
 
 def _read(
-    conn: Any, db: Any, batch: Sequence[Mapping[str, Any]], unknown: set[int], lines: int
+    conn: sa.Connection,
+    db: Database,
+    batch: Sequence[Mapping[str, Any]],
+    unknown: set[int],
+    lines: int,
 ) -> _Read:
     """The batch's sourcestamps, failed steps and logs, changes and previous tips.
 
@@ -199,7 +210,10 @@ def _result(build: Mapping[str, Any]) -> int:
     return int(results) if results is not None else _FAILURE
 
 
-def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
+# ``model`` in what follows is Buildbot's SQLAlchemy table models (untyped: .ports.Database).
+
+
+def _stamps(conn: sa.Connection, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     """Each build request's sourcestamps, as :meth:`.Gatherer._sourcestamps_of` reads them."""
     br = model.buildrequests
     statement = stamps_select(model).add_columns(br.c.id.label("brid"))
@@ -210,7 +224,7 @@ def _stamps(conn: Any, model: Any, brids: Sequence[int]) -> dict[int, StampsOf]:
     return {brid: stamps_of(grouped.get(brid, ())) for brid in brids}
 
 
-def _previous_tips(conn: Any, model: Any, first: Mapping[str, Any]) -> dict[str, int]:
+def _previous_tips(conn: sa.Connection, model: Any, first: Mapping[str, Any]) -> dict[str, int]:
     """The tips of the builder's last ordinary build before ``first`` (see the gatherer's)."""
     t = model.builds
     rows = conn.execute(
@@ -234,7 +248,7 @@ def _previous_tips(conn: Any, model: Any, first: Mapping[str, Any]) -> dict[str,
 
 
 def _failed_steps(
-    conn: Any, model: Any, buildids: Sequence[int]
+    conn: sa.Connection, model: Any, buildids: Sequence[int]
 ) -> dict[int, list[dict[str, Any]]]:
     """The failed steps of each failing build (none: an empty list), as step entities."""
     out: dict[int, list[dict[str, Any]]] = {buildid: [] for buildid in buildids}
@@ -253,7 +267,9 @@ def _failed_steps(
     return out
 
 
-def _stdio_logs(conn: Any, model: Any, stepids: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+def _stdio_logs(
+    conn: sa.Connection, model: Any, stepids: Sequence[int]
+) -> dict[int, Mapping[str, Any]]:
     """Each failed step's stdio log entity, for the steps that have one."""
     if not stepids:
         return {}
@@ -271,7 +287,7 @@ def _stdio_logs(conn: Any, model: Any, stepids: Sequence[int]) -> dict[int, Mapp
     return {stepid: log for stepid, logs in by_step.items() if (log := stdio_log(logs)) is not None}
 
 
-def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, Any]]:
+def _changes(conn: sa.Connection, model: Any, low: int, high: int) -> dict[int, dict[str, Any]]:
     """The changes with ids in ``[low, high]``, as change entities (files and parent too)."""
     ch, files = model.changes, model.change_files
     out: dict[int, dict[str, Any]] = {}
@@ -302,7 +318,7 @@ def _changes(conn: Any, model: Any, low: int, high: int) -> dict[int, dict[str, 
 
 
 def _tails(
-    conn: Any, db: Any, logs: Mapping[int, Mapping[str, Any]], lines: int
+    conn: sa.Connection, db: Database, logs: Mapping[int, Mapping[str, Any]], lines: int
 ) -> dict[int, str | None]:
     """Each step's stdio tail (its last ``lines`` lines), as the data API serves them.
 
@@ -373,16 +389,15 @@ def _chunk_lines(chunk_first: int, data: bytes, first: int, last: int) -> Iterat
 REPLAY_SLICE = 50
 
 
-@defer.inlineCallbacks
-def replay_batch(
-    reactor: Any,
+async def replay_batch(
+    reactor: Clock,
     batch: list[dict[str, Any]],
-    feed: Callable[[dict[str, Any]], Any],
+    feed: Callable[[dict[str, Any]], Awaitable[object]],
     *,
     seen: set[int],
     skip: frozenset[int],
     decisions: Decisions | None,
-) -> Any:
+) -> int:
     """Feed a batch of the builds since the memory (read ahead); how many were fed.
 
     The batch's verdicts are kept for the dashboard in one transaction.  A
@@ -397,19 +412,19 @@ def replay_batch(
     try:
         for n, row in enumerate(batch):
             if n and not n % REPLAY_SLICE:
-                yield task.deferLater(reactor, 0, lambda: None)
+                await task.deferLater(IReactorTime(reactor), 0, lambda: None)
             seen.add(row["buildid"])
             if row["buildid"] in skip:
                 continue
             try:
-                yield feed(row)
+                await feed(row)
                 replayed += 1
             except Exception as exc:
                 twisted_log.err(exc, "buildbot-revert: could not replay a build")  # type: ignore[no-untyped-call]
     finally:
         if decisions is not None:
             try:
-                yield decisions.flush()
+                await decisions.flush()
             except Exception as exc:
                 twisted_log.err(exc, "buildbot-revert: could not keep verdicts for the dashboard")  # type: ignore[no-untyped-call]
     return replayed

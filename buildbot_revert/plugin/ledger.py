@@ -61,7 +61,6 @@ from buildbot_revert.plugin.ledger_patches import PatchRows
 from buildbot_revert.plugin.ledger_qualified import QualifiedRows
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
-    Runner,
     add_missing_columns,
     create_tables,
     entry_of,
@@ -69,6 +68,7 @@ from buildbot_revert.plugin.ledger_tables import (
     metadata,
 )
 from buildbot_revert.plugin.ledger_wrong import WrongRows
+from buildbot_revert.plugin.ports import Runner
 
 # Where an interrupted filing goes back to (see Ledger.release): the core's
 # answer to Released, without and with a grace deadline.
@@ -111,18 +111,18 @@ class Ledger:
 
     # -- schema -------------------------------------------------------------
 
-    def create(self) -> Any:
+    async def create(self) -> None:
         """Create the table if it is missing (safe on every start, on every master)."""
 
         def thd(conn: sa.Connection) -> None:
             create_tables(conn, metadata)
             add_missing_columns(conn)
 
-        return self._run(thd)
+        await self._run(thd)
 
     # -- claims -------------------------------------------------------------
 
-    def claim(
+    async def claim(
         self,
         revision: str,
         *,
@@ -136,8 +136,8 @@ class Ledger:
         title: str | None = None,
         explanation: str | None = None,
         evidence: Iterable[str] = (),
-    ) -> Any:
-        """Insert ``revision`` as ``proposed``; the Deferred fires True if this call won it.
+    ) -> bool:
+        """Insert ``revision`` as ``proposed``; True if this call won it.
 
         ``decided_at`` is when the revision qualified (the N-th failure's
         completion, as the core dates it; ``now`` if not given), from which
@@ -168,23 +168,24 @@ class Ledger:
                 return False
             return True
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def transition(
+    async def transition(
         self,
         revision: str,
         from_states: Iterable[str],
         *,
         updated_before: float | None = None,
+        # Column values by name, each of its column's type (str, float, int, None).
         **fields: Any,
-    ) -> Any:
+    ) -> bool:
         """Compare-and-set: update the row only if its state is one of ``from_states``.
 
-        The Deferred fires True when this call changed the row, False when
-        the row was in another state (someone else moved it first).  A new
-        ``state`` that the core's lifecycle does not allow from every one of
+        True when this call changed the row, False when the row was in
+        another state (someone else moved it first).  A new ``state`` that
+        the core's lifecycle does not allow from every one of
         ``from_states`` raises :class:`~buildbot_revert.core.lifecycle.IllegalMove`
-        (a ValueError) at once, before the database.
+        (a ValueError) before anything reaches the database.
         With ``updated_before``, the row must also not have been updated
         since then (taking over a stale row: one master wins).
         """
@@ -206,9 +207,9 @@ class Ledger:
                 res = conn.execute(t.update().where(*where).values(**fields))
             return bool(res.rowcount == 1)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def release(self, revision: str, detail: str, now: float) -> Any:
+    async def release(self, revision: str, detail: str, now: float) -> None:
         """An interrupted filing goes back where it came from, to be retried.
 
         ``pending`` if it had a grace deadline (``due_at``), else
@@ -234,21 +235,21 @@ class Ledger:
                     .values(detail=detail, updated_at=now)
                 )
 
-        return self._run(thd)
+        await self._run(thd)
 
     # -- queries ------------------------------------------------------------
 
-    def get(self, revision: str) -> Any:
-        """The Deferred fires with the :class:`Entry` for ``revision``, or None."""
+    async def get(self, revision: str) -> Entry | None:
+        """The :class:`Entry` for ``revision``, or None."""
 
         def thd(conn: sa.Connection) -> Entry | None:
             t = ledger_table
             row = conn.execute(t.select().where(t.c.revision == revision)).fetchone()
             return None if row is None else entry_of(row)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def entries(self, states: Iterable[str] | None = None) -> Any:
+    async def entries(self, states: Iterable[str] | None = None) -> list[Entry]:
         """Every entry (or those in ``states``), oldest decision first."""
         wanted = None if states is None else [_known(s).value for s in states]
 
@@ -259,9 +260,9 @@ class Ledger:
                 q = q.where(t.c.state.in_(wanted))
             return [entry_of(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def latest(self, since: float, limit: int, exclude: Iterable[str] = ()) -> Any:
+    async def latest(self, since: float, limit: int, exclude: Iterable[str] = ()) -> list[Entry]:
         """Up to ``limit`` entries updated since ``since`` (not in ``exclude``), newest first."""
         skip = [_known(s).value for s in exclude]
 
@@ -275,9 +276,9 @@ class Ledger:
             )
             return [entry_of(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def of(self, revisions: Iterable[str]) -> Any:
+    async def of(self, revisions: Iterable[str]) -> dict[str, Entry]:
         """The entries of these revisions that the ledger holds, by revision."""
         wanted = sorted(set(revisions))
 
@@ -288,18 +289,18 @@ class Ledger:
             rows = conn.execute(t.select().where(t.c.revision.in_(wanted))).fetchall()
             return {e.revision: e for e in map(entry_of, rows)}
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def revisions(self) -> Any:
+    async def revisions(self) -> set[str]:
         """Every revision in the ledger: the tracker's ``proposed`` set on start."""
 
         def thd(conn: sa.Connection) -> set[str]:
             t = ledger_table
             return {r.revision for r in conn.execute(sa.select(t.c.revision)).fetchall()}
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def filed_since(self, since: float) -> Any:
+    async def filed_since(self, since: float) -> int:
         """How many revert PRs were opened at or after ``since`` (for the daily cap)."""
 
         def thd(conn: sa.Connection) -> int:
@@ -307,8 +308,8 @@ class Ledger:
             q = sa.select(sa.func.count()).select_from(t).where(t.c.filed_at >= since)
             return int(conn.execute(q).scalar() or 0)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def set_summary_comment(self, revision: str, comment_id: int) -> Any:
+    async def set_summary_comment(self, revision: str, comment_id: int) -> bool:
         """Keep the id of the one comment summarising the revert PR's builds."""
-        return self.transition(revision, (State.FILED,), summary_comment_id=comment_id)
+        return await self.transition(revision, (State.FILED,), summary_comment_id=comment_id)

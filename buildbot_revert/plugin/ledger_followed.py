@@ -19,12 +19,12 @@ from buildbot_revert.core.lifecycle import State
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
     RevertBuildRow,
-    Runner,
     entry_of,
     insert_once,
     ledger_table,
     revert_builds_table,
 )
+from buildbot_revert.plugin.ports import Runner
 
 
 class FollowedRows:
@@ -37,7 +37,7 @@ class FollowedRows:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def unended(self) -> Any:
+    async def unended(self) -> list[Entry]:
         """Filed revert PRs whose end is not known yet (no outcome), oldest first."""
 
         def thd(conn: sa.Connection) -> list[Entry]:
@@ -53,9 +53,9 @@ class FollowedRows:
             )
             return [entry_of(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def by_revert_pr(self, number: int) -> Any:
+    async def by_revert_pr(self, number: int) -> Entry | None:
         """The filed entry whose revert PR is ``number``, or None."""
 
         def thd(conn: sa.Connection) -> Entry | None:
@@ -65,9 +65,9 @@ class FollowedRows:
             ).first()
             return None if row is None else entry_of(row)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def merged_unrelanded(self) -> Any:
+    async def merged_unrelanded(self) -> list[Entry]:
         """Entries whose revert was merged and whose change has not been relanded."""
 
         def thd(conn: sa.Connection) -> list[Entry]:
@@ -75,9 +75,9 @@ class FollowedRows:
             q = t.select().where(t.c.outcome == "merged", t.c.reland.is_(None))
             return [entry_of(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def set_outcome(
+    async def set_outcome(
         self,
         revision: str,
         outcome: str,
@@ -85,11 +85,11 @@ class FollowedRows:
         *,
         unless: Iterable[str | None] = (None,),
         reland: str | None = None,
-    ) -> Any:
+    ) -> bool:
         """Record how the revert PR ended, if its outcome is still one of ``unless``.
 
         Compare-and-set, like :meth:`.Ledger.transition`: of two masters that see
-        the end, one records it; the Deferred fires True for that one.
+        the end, one records it; True for that one.
         """
         expected = list(unless)
 
@@ -106,9 +106,9 @@ class FollowedRows:
                 res = conn.execute(t.update().where(t.c.revision == revision, cond).values(values))
             return bool(res.rowcount == 1)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def record_build(
+    async def record_build(
         self,
         revision: str,
         builder: str,
@@ -117,7 +117,7 @@ class FollowedRows:
         result: int,
         url: str | None,
         completed_at: float,
-    ) -> Any:
+    ) -> bool:
         """Record one finished build of the revert PR (once); True when it is new."""
         values = {
             "revision": revision,
@@ -138,9 +138,9 @@ class FollowedRows:
                 values,
             )
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def builds(self, revision: str) -> Any:
+    async def builds(self, revision: str) -> list[RevertBuildRow]:
         """Every recorded build of the revision's revert PR, in completion order."""
 
         def thd(conn: sa.Connection) -> list[RevertBuildRow]:
@@ -151,4 +151,4 @@ class FollowedRows:
                 for r in conn.execute(q).fetchall()
             ]
 
-        return self._run(thd)
+        return await self._run(thd)

@@ -22,8 +22,9 @@ import sqlalchemy as sa
 
 from buildbot_revert.core.human_reverts import HumanRevert, RevertNames, SeenRed
 from buildbot_revert.core.lifecycle import State
-from buildbot_revert.plugin.ledger_tables import Runner, insert_once, ledger_table
+from buildbot_revert.plugin.ledger_tables import insert_once, ledger_table
 from buildbot_revert.plugin.ledger_tables import metadata as ledger_metadata
+from buildbot_revert.plugin.ports import Runner
 
 HUMAN_TABLE = "buildbot_revert_human_reverts"
 human_table = sa.Table(
@@ -58,7 +59,7 @@ class HumanRevertRows:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def record(self, found: HumanRevert, at: float) -> Any:
+    async def record(self, found: HumanRevert, at: float) -> bool:
         """Record ``found`` unless its revert commit was recorded already; True when written."""
         values = {**found._asdict(), "how": found.how[:64], "recorded_at": at}
 
@@ -66,9 +67,9 @@ class HumanRevertRows:
             t = human_table
             return insert_once(conn, t, (t.c.revert == found.revert,), values)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def since(self, since: float) -> Any:
+    async def since(self, since: float) -> list[HumanRevert]:
         """Every human revert recorded that was made since ``since``, oldest first."""
 
         def thd(conn: sa.Connection) -> list[HumanRevert]:
@@ -85,9 +86,9 @@ class HumanRevertRows:
                 for r in conn.execute(q)
             ]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def seen_red(self, names: RevertNames) -> Any:
+    async def seen_red(self, names: RevertNames) -> list[SeenRed]:
         """The ledger's rows of the changes ``names`` may name, as the core weighs them."""
 
         def thd(conn: sa.Connection) -> list[SeenRed]:
@@ -106,7 +107,7 @@ class HumanRevertRows:
                 for r in conn.execute(q)
             ]
 
-        return self._run(thd)
+        return await self._run(thd)
 
 
 def named(

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 import sqlalchemy as sa
 
 from buildbot_revert.github.responses import CommitFile
 from buildbot_revert.logline import say
-from buildbot_revert.plugin.ledger_tables import Runner, insert_once, patches_table
+from buildbot_revert.plugin.ledger_tables import insert_once, patches_table
+from buildbot_revert.plugin.ports import Runner
 
 # The format :func:`encode_patch` writes; a row of any other is not read.
 PATCH_FORMAT = 1
@@ -82,8 +82,8 @@ class PatchRows:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def of(self, revisions: Iterable[str]) -> Any:
-        """A Deferred of the stored patch of each of ``revisions`` that has a readable row."""
+    async def of(self, revisions: Iterable[str]) -> dict[str, Patch]:
+        """The stored patch of each of ``revisions`` that has a readable row."""
         wanted = sorted(set(revisions))
 
         def thd(conn: sa.Connection) -> dict[str, str]:
@@ -95,11 +95,9 @@ class PatchRows:
             )
             return {row.revision: row.document for row in rows.fetchall()}
 
-        d = self._run(thd)
-        d.addCallback(_decoded)
-        return d
+        return _decoded(await self._run(thd))
 
-    def keep(self, revision: str, files: Patch, fetched_at: float) -> Any:
+    async def keep(self, revision: str, files: Patch, fetched_at: float) -> bool:
         """Store ``revision``'s patch (once: a row another master wrote first stays)."""
         values = {"revision": revision, "document": encode_patch(files), "fetched_at": fetched_at}
 
@@ -107,7 +105,7 @@ class PatchRows:
             t = patches_table
             return insert_once(conn, t, (t.c.revision == revision,), values)
 
-        return self._run(thd)
+        return await self._run(thd)
 
 
 def _decoded(documents: dict[str, str]) -> dict[str, Patch]:

@@ -19,14 +19,14 @@ import sqlalchemy as sa
 from buildbot_revert.core.lifecycle import State
 from buildbot_revert.plugin.ledger_tables import (
     QualifiedBuilder,
-    Runner,
     insert_once,
     ledger_table,
     qualified_table,
 )
+from buildbot_revert.plugin.ports import Runner
 
 
-def _qualified(row: Any) -> QualifiedBuilder:
+def _qualified(row: sa.Row[Any]) -> QualifiedBuilder:
     """A row of :data:`qualified_table` as a :class:`QualifiedBuilder`."""
     builds = tuple((int(n), url) for n, url in json.loads(row.builds))
     return QualifiedBuilder(
@@ -50,7 +50,7 @@ class QualifiedRows:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def of_each(self, revisions: Iterable[str]) -> Any:
+    async def of_each(self, revisions: Iterable[str]) -> dict[str, list[QualifiedBuilder]]:
         """Every builder that qualified for each of these revisions, in order, by revision."""
         wanted = sorted(set(revisions))
 
@@ -64,19 +64,19 @@ class QualifiedRows:
                 out.setdefault(row.revision, []).append(_qualified(row))
             return out
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def qualify(
+    async def qualify(
         self,
         revision: str,
         builder: str,
         first_build: int,
         builds: Sequence[tuple[int, str | None]],
         qualified_at: float,
-    ) -> Any:
+    ) -> bool:
         """Record that ``builder`` qualified for ``revision`` (once: replays repeat it).
 
-        The Deferred fires True when the row is new.
+        True when the row is new.
         """
         values = {
             "revision": revision,
@@ -95,9 +95,9 @@ class QualifiedRows:
                 values,
             )
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def streak_ended(self, builder: str, first_build: int, ended_at: float) -> Any:
+    async def streak_ended(self, builder: str, first_build: int, ended_at: float) -> int:
         """Note when the streak of ``builder`` opened by ``first_build`` ended (first end wins)."""
 
         def thd(conn: sa.Connection) -> int:
@@ -114,9 +114,9 @@ class QualifiedRows:
                 )
             return int(res.rowcount or 0)
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def of(self, revision: str) -> Any:
+    async def of(self, revision: str) -> list[QualifiedBuilder]:
         """Every builder that qualified for ``revision``, in the order they qualified."""
 
         def thd(conn: sa.Connection) -> list[QualifiedBuilder]:
@@ -124,9 +124,9 @@ class QualifiedRows:
             q = t.select().where(t.c.revision == revision).order_by(t.c.qualified_at, t.c.id)
             return [_qualified(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def unannounced(self) -> Any:
+    async def unannounced(self) -> list[str]:
         """Revisions with a revert PR filed that does not name every qualified builder yet."""
 
         def thd(conn: sa.Connection) -> list[str]:
@@ -143,24 +143,28 @@ class QualifiedRows:
             )
             return [r.revision for r in rows.fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def announce(self, revision: str, builders: Iterable[tuple[str, int]]) -> Any:
+    async def announce(
+        self, revision: str, builders: Iterable[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
         """Mark these (builder, first build) of ``revision`` as named by its revert PR.
 
-        A compare-and-set per row: the Deferred fires with the keys this
-        call moved from not named to named, so of two masters announcing at
-        once each builder is taken by one (see :meth:`unannounce`).
+        A compare-and-set per row: the keys this call moved from not named
+        to named, so of two masters announcing at once each builder is taken
+        by one (see :meth:`unannounce`).
         """
-        return self._set_announced(revision, builders, True)
+        return await self._set_announced(revision, builders, True)
 
-    def unannounce(self, revision: str, builders: Iterable[tuple[str, int]]) -> Any:
+    async def unannounce(
+        self, revision: str, builders: Iterable[tuple[str, int]]
+    ) -> list[tuple[str, int]]:
         """Hand back builders taken by :meth:`announce` whose comment could not be posted."""
-        return self._set_announced(revision, builders, False)
+        return await self._set_announced(revision, builders, False)
 
-    def _set_announced(
+    async def _set_announced(
         self, revision: str, builders: Iterable[tuple[str, int]], announced: bool
-    ) -> Any:
+    ) -> list[tuple[str, int]]:
         """Move each of ``builders`` to ``announced``; the keys this call moved."""
         keys = list(builders)
 
@@ -183,4 +187,4 @@ class QualifiedRows:
                         moved.append((builder, first))
             return moved
 
-        return self._run(thd)
+        return await self._run(thd)

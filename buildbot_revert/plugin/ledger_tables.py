@@ -12,7 +12,7 @@ are the core's (:mod:`buildbot_revert.core.lifecycle`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, NamedTuple
 
 import sqlalchemy as sa
@@ -20,8 +20,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.exc import IntegrityError
 
 from buildbot_revert.core.lifecycle import State
-
-Runner = Callable[..., Any]
+from buildbot_revert.plugin.ports import Runner
 
 TABLE = "buildbot_revert_ledger"
 
@@ -177,7 +176,7 @@ class RevertBuildRow(NamedTuple):
 _FIELDS = Entry._fields
 
 
-def entry_of(row: Any) -> Entry:
+def entry_of(row: sa.Row[Any]) -> Entry:
     """A row of :data:`ledger_table` as an :class:`Entry`."""
     entry = Entry(*(getattr(row, f) for f in _FIELDS))
     return entry._replace(state=State(entry.state))
@@ -196,10 +195,10 @@ class TableSet:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def create(self) -> Any:
+    async def create(self) -> None:
         """Create the tables if they are missing (safe on every start, on every master)."""
         tables = self.tables
-        return self._run(lambda conn: create_tables(conn, tables))
+        await self._run(lambda conn: create_tables(conn, tables))
 
 
 def insert_once(

@@ -23,12 +23,12 @@ from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.precision import FiledRevert
 from buildbot_revert.plugin.ledger_tables import (
     Entry,
-    Runner,
     entry_of,
     insert_once,
     ledger_table,
     metadata,
 )
+from buildbot_revert.plugin.ports import Runner
 
 WRONG_TABLE = "buildbot_revert_wrong"
 wrong_table = sa.Table(
@@ -66,16 +66,16 @@ class WrongRows:
     def __init__(self, run: Runner) -> None:
         self._run = run
 
-    def record(self, report: WrongReport) -> Any:
+    async def record(self, report: WrongReport) -> bool:
         """Record ``report`` unless its revision was reported already; True when written."""
 
         def thd(conn: sa.Connection) -> bool:
             t = wrong_table
             return insert_once(conn, t, (t.c.revision == report.revision,), report._asdict())
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def of(self, revisions: Iterable[str]) -> Any:
+    async def of(self, revisions: Iterable[str]) -> dict[str, WrongReport]:
         """The reports of ``revisions`` that were reported wrong, by revision."""
         wanted = list(dict.fromkeys(revisions))
 
@@ -86,9 +86,9 @@ class WrongRows:
             rows = conn.execute(t.select().where(t.c.revision.in_(wanted)))
             return {r.revision: _report(r) for r in rows}
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def since(self, since: float) -> Any:
+    async def since(self, since: float) -> list[WrongReport]:
         """Every report made since ``since``, oldest first."""
 
         def thd(conn: sa.Connection) -> list[WrongReport]:
@@ -96,13 +96,13 @@ class WrongRows:
             q = t.select().where(t.c.reported_at >= since).order_by(t.c.reported_at, t.c.id)
             return [_report(r) for r in conn.execute(q)]
 
-        return self._run(thd)
+        return await self._run(thd)
 
-    def filed_reverts(self, since: float) -> Any:
+    async def filed_reverts(self, since: float) -> list[FiledRevert]:
         """Every revert PR filed since ``since``, as the weekly metrics read it."""
-        return self._run(lambda conn: filed_reverts_since(conn, since))
+        return await self._run(lambda conn: filed_reverts_since(conn, since))
 
-    def feedback_due(self, master: str, since: float) -> Any:
+    async def feedback_due(self, master: str, since: float) -> list[Entry]:
         """This master's revert PRs filed since ``since`` that nobody reported wrong yet."""
 
         def thd(conn: sa.Connection) -> list[Entry]:
@@ -121,7 +121,7 @@ class WrongRows:
             )
             return [entry_of(r) for r in conn.execute(q).fetchall()]
 
-        return self._run(thd)
+        return await self._run(thd)
 
 
 def filed_reverts_since(conn: sa.Connection, since: float) -> list[FiledRevert]:
@@ -148,6 +148,6 @@ def filed_reverts_since(conn: sa.Connection, since: float) -> list[FiledRevert]:
     ]
 
 
-def _report(row: Any) -> WrongReport:
+def _report(row: sa.Row[Any]) -> WrongReport:
     """A row of :data:`wrong_table` as a :class:`WrongReport`."""
     return WrongReport(row.revision, row.revert_pr, row.login, row.how, row.reported_at)

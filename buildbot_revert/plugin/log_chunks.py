@@ -21,7 +21,7 @@ from __future__ import annotations
 import bz2
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 RAW, GZIP, BZIP2, LZ4, ZSTD, BROTLI = range(6)
 MAX_CHUNK = 1000 * 2**16
@@ -51,7 +51,16 @@ def inflate(
     return fallback(data)
 
 
-def _bounded(decompressor: Any, data: bytes, limit: int) -> bytes | None:
+class _Decompressor(Protocol):
+    """What zlib's and bz2's decompression objects both offer."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    def decompress(self, data: bytes, max_length: int, /) -> bytes: ...
+
+
+def _bounded(decompressor: _Decompressor, data: bytes, limit: int) -> bytes | None:
     """Feed ``data`` to a zlib or bz2 decompressor, at most ``_STEP`` out at a time."""
     out = bytearray()
     pending = data

@@ -141,7 +141,7 @@ class Loaded(NamedTuple):
     why: str
 
 
-def _decode(row: Any, wanted: str, policy: Policy) -> Loaded:
+def _decode(row: sa.Row[Any], wanted: str, policy: Policy) -> Loaded:
     """The snapshot a row holds, or why it holds none usable: never raises."""
     try:
         data = _inflate(row.state)
@@ -181,16 +181,17 @@ class Memory(TableSet):
 
     tables = metadata
 
-    def save(
+    async def save(
         self, owner: str, policy: Policy, tracker: StreakTracker, catch_up: CatchUp, now: float
-    ) -> Any:
+    ) -> int:
         """Replace ``owner``'s snapshot with ``tracker``'s state and ``catch_up``'s point.
 
         All of it is serialised in the database's thread, not the reactor's:
         the tracker's state grows with the builders and the guards' windows,
         the catch-up's ids with the builds of its overlap, and the master's
         reactor must not wait on them.  So nothing may feed the tracker or
-        note a build until the Deferred fires (the reporter holds its lock).
+        note a build until it is saved (the reporter holds its lock).  The
+        snapshot's size in bytes.
         """
 
         def thd(conn: sa.Connection) -> int:
@@ -212,10 +213,11 @@ class Memory(TableSet):
                 )
             return len(packed)
 
-        return self._run(thd)
+        size: int = await self._run(thd)
+        return size
 
-    def load(self, owner: str, policy: Policy) -> Any:
-        """The Deferred fires with ``owner``'s :class:`Snapshot`, or with None.
+    async def load(self, owner: str, policy: Policy) -> Snapshot | None:
+        """``owner``'s :class:`Snapshot`, or None.
 
         None when there is none, or it cannot be used (another format or
         policy, or a row that does not decode): one log line says which,
@@ -231,9 +233,7 @@ class Memory(TableSet):
                 return Loaded(None, "")
             return _decode(row, wanted, policy)
 
-        def told(loaded: Loaded) -> Snapshot | None:
-            if loaded.why:
-                say(f"buildbot-revert: {loaded.why}")
-            return loaded.snapshot
-
-        return self._run(thd).addCallback(told)
+        loaded: Loaded = await self._run(thd)
+        if loaded.why:
+            say(f"buildbot-revert: {loaded.why}")
+        return loaded.snapshot

@@ -26,7 +26,8 @@ WAMP = "wamp"
 def split_streaks_warning(config: Any) -> str | None:
     """The one log line for a multi-master config without a shared queue, else None.
 
-    ``config`` is the master's ``MasterConfig`` (``multiMaster``, ``mq``).
+    ``config`` is the master's ``MasterConfig`` (``multiMaster``, ``mq``),
+    untyped: read with ``getattr`` as far as it goes.
     """
     if not getattr(config, "multiMaster", False):
         return None

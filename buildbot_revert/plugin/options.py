@@ -40,6 +40,9 @@ MODES = ("dry-run", "comment", "revert")
 # The policy a master.cfg gets when it sets none of the policy's options.
 DEFAULT_POLICY = Policy()
 
+# Each check below takes a value as master.cfg wrote it (``Any``: whatever a
+# user passed, checked here) and the values checked before it.
+
 # Buildbot's own argument of every reporter, taken by the reporter itself.
 BUILDBOT_OPTIONS: dict[str, str] = {
     "name": (

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from buildbot_revert.core import standing
 from buildbot_revert.core.grace import ObjectionWindow
 from buildbot_revert.github import GitHubClient, IssueComment, PullRequest
 from buildbot_revert.logline import say
+from buildbot_revert.plugin.ports import Clock
 
 # Seconds a login's role is believed without asking again.
 ROLE_TTL = 600.0
@@ -39,7 +39,7 @@ MAX_CACHED = 1024
 class Standing:
     """Who may object or opt out on the culprit's PR, as GitHub says; roles cached."""
 
-    def __init__(self, client: GitHubClient, required: str, *, clock: Any) -> None:
+    def __init__(self, client: GitHubClient, required: str, *, clock: Clock) -> None:
         self.client = client
         self.required = required
         self.clock = clock
@@ -71,7 +71,7 @@ class Standing:
         revision: str,
         pull: PullRequest,
         comments: Iterable[IssueComment],
-        words: Any,
+        words: Iterable[str],
         window: ObjectionWindow,
     ) -> bool:
         """Whether someone with standing objected within ``window``; other objectors are logged."""

@@ -59,6 +59,13 @@ from buildbot_revert.plugin.config import Settings
 from buildbot_revert.plugin.diffs import DiffSource
 from buildbot_revert.plugin.forced_builds import builder_slots, request_build
 from buildbot_revert.plugin.held import HeldStore, key_of, register_kind
+from buildbot_revert.plugin.ports import (
+    BuildReader,
+    DecisionNotes,
+    Master,
+    RevertFollower,
+    VerdictFiler,
+)
 
 # The held row the machine's state is kept in.
 KIND = "post-verdict"
@@ -74,10 +81,10 @@ RESUME_LOOK_BACK = 7 * 86400.0
 class Hands:
     """The collaborators the pipeline acts through (made by :mod:`.wiring`)."""
 
-    gatherer: Any
-    filer: Any = None
-    follow_up: Any = None
-    decisions: Any = None
+    gatherer: BuildReader
+    filer: VerdictFiler | None = None
+    follow_up: RevertFollower | None = None
+    decisions: DecisionNotes | None = None
     held: HeldStore | None = None
     # The suspects' diffs (.diffs), fetched before a build whose decision reads them.
     diffs: DiffSource | None = None
@@ -88,7 +95,7 @@ class Pipeline:
 
     def __init__(
         self,
-        master: Any,
+        master: Master | None,
         clock: Callable[[], float],
         build_url: Callable[[str, int], str | None],
         background: Callable[[defer.Deferred[Any], str], None],
@@ -156,34 +163,33 @@ class Pipeline:
 
     # -- one build ------------------------------------------------------------------
 
-    @defer.inlineCallbacks
-    def feed(self, msg: dict[str, Any], *, act: bool) -> Any:
+    async def feed(self, msg: dict[str, Any], *, act: bool) -> Build | None:
         """Gather one finished build, feed it, and carry its verdicts through; the build.
 
         ``act`` False: a rebuild of the memory from history, whose verdicts
         are recorded for revisions already in the ledger and acted on never.
         """
         assert self.tracker is not None and self.hands is not None
-        build = yield self._gather(msg)
+        build = await self._gather(msg)
         if build is None:
             return None
         ours = build.verification is not None
         if not ours:
             self.machine.built(build)
             if self.hands.follow_up is not None and act:
-                yield self._follow(build)
-        yield self._prefetch(build, act)
+                await self._follow(build)
+        await self._prefetch(build, act)
         to_file: list[str] = []
         try:
             events = self.tracker.feed(build)
             if ours:
                 if act:
-                    yield self._carry_out(self.machine.finished(build), None, act, to_file)
+                    await self._carry_out(self.machine.finished(build), None, act, to_file)
             else:
                 for event in events:
                     # Builders outside the selection only lend their evidence.
                     if event.builder in self.watched:
-                        yield self._take(event, act, to_file)
+                        await self._take(event, act, to_file)
         finally:
             if self.hands.diffs is not None:
                 self.hands.diffs.forget()
@@ -191,8 +197,7 @@ class Pipeline:
             self._file(revision)
         return build
 
-    @defer.inlineCallbacks
-    def _prefetch(self, build: Build, act: bool) -> Any:
+    async def _prefetch(self, build: Build, act: bool) -> None:
         """Make ready the diffs the decisions on ``build`` may read; never stops the feed."""
         assert self.tracker is not None and self.hands is not None
         diffs = self.hands.diffs
@@ -205,7 +210,7 @@ class Pipeline:
             return
         try:
             # A replay rebuilding the memory reads the ledger only.
-            yield diffs.prefetch(wanted, fetch=act)
+            await diffs.prefetch(wanted, fetch=act)
         except Exception as exc:
             log.err(exc, "buildbot-revert: could not make the suspects' diffs ready")  # type: ignore[no-untyped-call]
 
@@ -214,29 +219,26 @@ class Pipeline:
         diffs = self.hands.diffs if self.hands is not None else None
         return None if diffs is None else diffs.read(change)
 
-    @defer.inlineCallbacks
-    def _gather(self, msg: dict[str, Any]) -> Any:
+    async def _gather(self, msg: dict[str, Any]) -> Build | None:
         """The core's record of a finished build; notes its builder's selection, tags and id."""
         assert self.hands is not None and self.settings is not None
         gatherer = self.hands.gatherer
-        builder = yield gatherer.builder(msg["builderid"])
+        builder = await gatherer.builder(msg["builderid"])
         if builder is None:
             return None
         self.note_builder(msg["builderid"], builder)
-        build = yield gatherer.build(msg)
-        return build
+        return await gatherer.build(msg)
 
-    @defer.inlineCallbacks
-    def _take(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> Any:
+    async def _take(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> None:
         """One watched builder's event: kept, logged, and handed to the machine."""
         # Kept for the dashboard as it comes, a verdict held for verification too.
-        yield self._note(event)
+        await self._note(event)
         if isinstance(event, Streak):
-            yield self._record(event, act, to_file)
+            await self._record(event, act, to_file)
             return
         self._log_verdict(event, live=act)
         if not act:
-            yield self._record(event, act, to_file)
+            await self._record(event, act, to_file)
             return
         assert self.tracker is not None
         judged = Judged(
@@ -246,60 +248,58 @@ class Pipeline:
             width=builder_slots(self.master, event.builder),
             now=self.clock(),
         )
-        yield self._carry_out(self.machine.judged(judged), event, act, to_file)
+        await self._carry_out(self.machine.judged(judged), event, act, to_file)
 
-    @defer.inlineCallbacks
-    def _carry_out(
+    async def _carry_out(
         self, commands: Sequence[Command], came: Verdict | None, act: bool, to_file: list[str]
-    ) -> Any:
+    ) -> None:
         """Carry out the machine's commands in order (``came``: the verdict handed in)."""
         if came is None or list(commands) != [Conclude(came)]:
             # Written before any build is requested: a restart in between
             # requests it again rather than forgetting the verdict.
-            yield self.save()
+            await self.save()
         for command in commands:
             if isinstance(command, RequestBuild):
-                yield self._request(command.key)
+                await self._request(command.key)
             elif isinstance(command, Conclude):
                 verdict = command.verdict
                 self.concluded.append(verdict)
                 del self.concluded[:-1000]
                 if verdict is not came:
-                    yield self._note(verdict)
+                    await self._note(verdict)
                     self._log_verdict(verdict, live=act)
-                yield self._record(verdict, act, to_file)
+                await self._record(verdict, act, to_file)
             elif isinstance(command, Say):
                 say(f"buildbot-revert: {command.text}")
 
-    def _request(self, key: RequestKey) -> Any:
+    async def _request(self, key: RequestKey) -> None:
         """Ask the master for the build ``key`` names."""
         assert self.hands is not None
         builderid = self.builder_ids.get(key.builder)
         if builderid is None:
             say(f"buildbot-revert: cannot request a {key.describe()}: unknown builder")
-            return defer.succeed(None)
+            return
         streak = self.build_url(key.builder, key.streak) or (f"{key.builder} build {key.streak}")
-        return request_build(self.master, self.hands.gatherer, builderid, key, streak)
+        assert self.master is not None
+        await request_build(self.master, self.hands.gatherer, builderid, key, streak)
 
-    @defer.inlineCallbacks
-    def _record(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> Any:
+    async def _record(self, event: Verdict | Streak, act: bool, to_file: list[str]) -> None:
         """Write the event to the ledger; a revision the filer claims is to be acted on."""
         assert self.hands is not None
         if self.hands.filer is None:
             return
-        revision = yield defer.Deferred.fromCoroutine(self.hands.filer.record(event, claim=act))
+        revision = await self.hands.filer.record(event, claim=act)
         if revision is not None:
             to_file.append(revision)
 
     # -- the clock, restarts --------------------------------------------------------------
 
-    @defer.inlineCallbacks
-    def check_overdue(self) -> Any:
+    async def check_overdue(self) -> None:
         """Decline what waits for a requested build that never ran."""
         commands = self.machine.clock_passed(self.clock())
         if commands:
             to_file: list[str] = []
-            yield self._carry_out(commands, None, True, to_file)
+            await self._carry_out(commands, None, True, to_file)
             for revision in dict.fromkeys(to_file):
                 self._file(revision)
 
@@ -309,14 +309,13 @@ class Pipeline:
         settings = self.machine.settings
         return settings.verification or settings.bisection is not None
 
-    @defer.inlineCallbacks
-    def restore(self) -> Any:
+    async def restore(self) -> None:
         """Take back the state a previous process saved (replacing what is held)."""
         held = self.hands.held if self.hands is not None else None
         if held is None or not self.waits:
             return
         try:
-            rows = yield held.load()
+            rows = await held.load()
         except Exception as exc:
             log.err(exc, "buildbot-revert: could not read the held verdicts")  # type: ignore[no-untyped-call]
             return
@@ -329,48 +328,47 @@ class Pipeline:
                     f"verification and {len(state.bisecting)} bisection(s) in flight"
                 )
 
-    @defer.inlineCallbacks
-    def resume(self) -> Any:
+    async def resume(self) -> None:
         """Request again what the machine waits for and the master never had requested."""
         if not self.machine.waiting or self.hands is None:
             return
         now = self.clock()
-        marks = yield self.hands.gatherer.requested_marks(now - RESUME_LOOK_BACK)
+        marks = await self.hands.gatherer.requested_marks(now - RESUME_LOOK_BACK)
         requested = Counter(k for k in map(RequestKey.decode, marks) if k is not None)
         commands = self.machine.restarted(requested, now)
         if commands:
-            yield self._carry_out(commands, None, True, [])
+            await self._carry_out(commands, None, True, [])
             say(f"buildbot-revert: requested {len(commands)} build(s) again that never were")
 
-    def save(self) -> Any:
+    async def save(self) -> None:
         """Write the machine's state (or drop it when nothing is held)."""
         held = self.hands.held if self.hands is not None else None
         if held is None:
-            return defer.succeed(None)
+            return
         if not self.machine.waiting:
-            return held.drop(_KEY)
-        return held.put(_KEY, KIND, {"state": self.machine.state}, self.clock())
+            await held.drop(_KEY)
+        else:
+            await held.put(_KEY, KIND, {"state": self.machine.state}, self.clock())
 
     # -- what else a build tells ----------------------------------------------------------
 
-    @defer.inlineCallbacks
-    def _note(self, event: Verdict | Streak) -> Any:
+    async def _note(self, event: Verdict | Streak) -> None:
         """Keep the verdict (or the streak's end) for the dashboard; never stops the feed."""
         decisions = self.hands.decisions if self.hands is not None else None
         if decisions is None:
             return
         try:
-            yield decisions.note(event)
+            await decisions.note(event)
         except Exception as exc:
             log.err(exc, "buildbot-revert: could not keep a verdict for the dashboard")  # type: ignore[no-untyped-call]
 
-    @defer.inlineCallbacks
-    def _follow(self, build: Build) -> Any:
+    async def _follow(self, build: Build) -> None:
         """A build of a revert PR updates its summary; a reland is linked, a human revert read."""
         assert self.hands is not None
         follow_up = self.hands.follow_up
+        assert follow_up is not None
         if pull_number_of_branch(build.branch) is not None:
-            revision = yield defer.Deferred.fromCoroutine(follow_up.revert_build(build))
+            revision = await follow_up.revert_build(build)
             if revision is not None:
                 self.background(
                     defer.Deferred.fromCoroutine(follow_up.summarise(revision)),
@@ -378,9 +376,9 @@ class Pipeline:
                 )
         elif build.changes:
             if follow_up.relands(build.changes):
-                yield defer.Deferred.fromCoroutine(follow_up.note_changes(build.changes))
+                await follow_up.note_changes(build.changes)
             if follow_up.human_reverts(build.changes):
-                yield defer.Deferred.fromCoroutine(follow_up.note_human_reverts(build.changes))
+                await follow_up.note_human_reverts(build.changes)
 
     def _log_verdict(self, event: Verdict, *, live: bool) -> None:
         """Keep the verdict among the latest and write it to the log."""

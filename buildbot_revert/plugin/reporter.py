@@ -42,11 +42,13 @@ Example (``master.cfg``)::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from buildbot import config as bb_config
 from buildbot.util import service
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 from twisted.python.failure import Failure
 
@@ -59,6 +61,7 @@ from buildbot_revert.plugin.config import Mode, Settings, SettingsError, parse_a
 from buildbot_revert.plugin.memory import OVERLAP, CatchUp, Snapshot
 from buildbot_revert.plugin.multimaster import split_streaks_warning
 from buildbot_revert.plugin.pipeline import Hands, Pipeline
+from buildbot_revert.plugin.ports import Clock, Consumer
 from buildbot_revert.plugin.wiring import Parts, Wiring
 
 FINISHED = ("builds", None, "finished")
@@ -84,8 +87,8 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         self.parts: Parts | None = None
         self._wiring: Wiring | None = None
         self.pipeline = Pipeline(None, lambda: 0.0, self._build_url, self._background)
-        self._consumer: Any = None
-        self._change_consumer: Any = None
+        self._consumer: Consumer | None = None
+        self._change_consumer: Consumer | None = None
         self._lock = defer.DeferredLock()
         # A reconfiguration's new tags and selection (.builder_updates).
         self._builders = BuilderUpdates(self.pipeline, self._lock, self._background)
@@ -148,8 +151,12 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         config["args"], config["kwargs"] = tuple(args), kwargs
         return config
 
-    @defer.inlineCallbacks
-    def reconfigService(self, *args: Any, **kwargs: Any) -> Any:
+    def reconfigService(self, *args: Any, **kwargs: Any) -> defer.Deferred[None]:
+        """Buildbot's hook: a Deferred of :meth:`_reconfigure`."""
+        return defer.Deferred.fromCoroutine(self._reconfigure(*args, **kwargs))
+
+    async def _reconfigure(self, *args: Any, **kwargs: Any) -> None:
+        """New arguments: parts wired anew, the pipeline configured, the loops (re)started."""
         kwargs.pop("name", None)
         settings = parse_arguments(args, kwargs)
         self.settings = settings
@@ -161,10 +168,19 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 self._memory_owner(),
                 self._build_url,
             )
-        self.parts = yield self._wiring.wire(settings, self.parts)
+        self.parts = await self._wiring.wire(settings, self.parts)
         pipeline = self.pipeline
         pipeline.master, pipeline.clock = self.master, self._reactor().seconds
-        pipeline.configure(settings, Hands(**{name: getattr(self.parts, name) for name in _HANDS}))
+        parts = self.parts
+        hands = Hands(
+            gatherer=parts.gatherer,
+            filer=parts.filer,
+            follow_up=parts.follow_up,
+            decisions=parts.decisions,
+            held=parts.held,
+            diffs=parts.diffs,
+        )
+        pipeline.configure(settings, hands)
         if self.running:
             self._builders.refresh()
         if self.tracker is not None:
@@ -173,19 +189,21 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             # A new policy needs a fresh tracker, rebuilt from recent history.
             self.tracker = None
             if self.running:
-                yield self._lock.run(self._start_tracker)
+                await self._locked(self._start_tracker)
         self._schedule_pending()
 
-    def _reactor(self) -> Any:
-        return getattr(self.master, "reactor", None) or _global_reactor()
+    def _reactor(self) -> Clock:
+        """The master's reactor (a ``task.Clock`` in timing tests)."""
+        reactor: Clock = getattr(self.master, "reactor", None) or _global_reactor()
+        return reactor
 
-    def _render_token(self, settings: Settings) -> Any:
+    def _render_token(self, settings: Settings) -> defer.Deferred[str | None]:
         """The token as a string, or None after one line in the log (see .wiring)."""
         if self._wiring is None:
             self._wiring = Wiring(
                 self.master, self._reactor(), self.renderSecrets, "", self._build_url
             )
-        return self._wiring.render_token(settings)
+        return defer.Deferred.fromCoroutine(self._wiring.render_token(settings))
 
     def _build_url(self, builder: str, number: int) -> str | None:
         base = getattr(getattr(self.master, "config", None), "buildbotURL", None)
@@ -196,23 +214,27 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     # -- lifecycle ------------------------------------------------------------------
 
-    @defer.inlineCallbacks
-    def startService(self) -> Any:
-        yield super().startService()
+    def startService(self) -> defer.Deferred[None]:
+        """Buildbot's hook: a Deferred of :meth:`_start`."""
+        return defer.Deferred.fromCoroutine(self._start())
+
+    async def _start(self) -> None:
+        """Subscribe to the master's events; restore the tracker in the background."""
+        await super().startService()
         # Several masters without a shared message queue: say once that streaks may be split.
         warning = split_streaks_warning(getattr(self.master, "config", None))
         if warning is not None:
             say(warning)
         # Subscribe before replaying, so no build finishes unseen in between;
         # the lock makes the events wait for the replay.
-        self._consumer = yield self.master.mq.startConsuming(self._on_finished, FINISHED)
-        self._change_consumer = yield self.master.mq.startConsuming(self._on_change, NEW_CHANGE)
-        yield self._builders.start(self.master.mq)
+        self._consumer = await self.master.mq.startConsuming(self._on_finished, FINISHED)
+        self._change_consumer = await self.master.mq.startConsuming(self._on_change, NEW_CHANGE)
+        await self._builders.start(self.master.mq)
         # The master does not wait for the memory: a rebuild from a month of
         # builds takes minutes, and Buildbot starts its schedulers and lets
         # workers in only once every service has started.  Builds that finish
         # meanwhile wait behind the lock; ``ready`` fires when it is rebuilt.
-        self.ready = self._lock.run(self._start_tracker)
+        self.ready = self._locked(self._start_tracker)
         self.ready.addCallback(lambda _: self._started())
         self._background(self.ready, "starting the tracker")
 
@@ -222,46 +244,53 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # Filing rows the previous process left behind, and grace periods
         # that ended while the master was down (in the background: GitHub
         # may be slow, the master need not wait).
-        self._background(self._check_pending(starting=True), "checking pending reverts")
+        self._background(
+            defer.Deferred.fromCoroutine(self._check_pending(starting=True)),
+            "checking pending reverts",
+        )
 
-    @defer.inlineCallbacks
-    def stopService(self) -> Any:
+    def stopService(self) -> defer.Deferred[None]:
+        """Buildbot's hook: a Deferred of :meth:`_stop`."""
+        return defer.Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self) -> None:
+        """Stop the loops and consumers, let work in flight finish, save the memory."""
         if not self.running:
             return
         for consumer in (self._consumer, self._change_consumer):
             if consumer is not None:
-                yield consumer.stopConsuming()
+                # Buildbot's queue references return a Deferred or None.
+                await defer.maybeDeferred(consumer.stopConsuming)
         self._consumer = self._change_consumer = None
-        yield self._builders.stop()
+        await self._builders.stop()
         if self._pending_loop is not None and self._pending_loop.running:
             self._pending_loop.stop()
         if self._overdue_loop is not None and self._overdue_loop.running:
             self._overdue_loop.stop()
         # Let the build being handled, and any filing in flight, finish;
         # then remember what the tracker knows.
-        yield self._lock.run(lambda: None)
-        yield defer.DeferredList(list(self._filing))
-        yield self._lock.run(self._save_memory)
+        await self._lock.run(lambda: None)
+        await defer.DeferredList(list(self._filing))
+        await self._locked(self._save_memory)
         pool = self._wiring.http_pool if self._wiring is not None else None
         if pool is not None:
             # twisted.web.client has no annotations for HTTPConnectionPool.
-            yield pool.closeCachedConnections()  # type: ignore[no-untyped-call]
-        yield super().stopService()
+            await pool.closeCachedConnections()  # type: ignore[no-untyped-call]
+        await super().stopService()
 
-    @defer.inlineCallbacks
-    def _start_tracker(self) -> Any:
+    async def _start_tracker(self) -> None:
         parts = self.parts
         assert self.settings is not None and parts is not None
         try:
-            yield parts.ledger.create()
-            yield parts.memory.create()
-            yield parts.decisions.create()
-            yield parts.held.create()
+            await parts.ledger.create()
+            await parts.memory.create()
+            await parts.decisions.create()
+            await parts.held.create()
             # Before the replay: a verification build that finished while
             # the master was down completes the verdict it was held for.
-            yield self.pipeline.restore()
-            proposed = yield parts.ledger.revisions()
-            snapshot = yield self._load_memory()
+            await self.pipeline.restore()
+            proposed = await parts.ledger.revisions()
+            snapshot = await self._load_memory()
             if snapshot is not None:
                 self.tracker = snapshot.tracker
                 pipeline = self.pipeline
@@ -280,11 +309,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 skip = frozenset()
                 how = "no saved memory: rebuilt it from the master's builds"
             act = snapshot is not None  # what the last process may not have acted on
-            rows = yield history.builds_since(self.master, since)  # in batches
+            rows = await history.builds_since(self.master, since)  # in batches
             reader = history.Reader(self.master, parts.gatherer, rows)
             replayed = 0
-            while (batch := (yield reader.next())) is not None:
-                replayed += yield history.replay_batch(
+            while (batch := (await reader.next())) is not None:
+                replayed += await history.replay_batch(
                     self._reactor(),
                     batch,
                     lambda row: self._feed(row, act=act),
@@ -296,18 +325,17 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
                 f"buildbot-revert: {how}; replayed {replayed} build(s); "
                 f"{len(proposed)} revision(s) in the ledger; red: {self.tracker.red_builders()}"
             )
-            yield self._save_memory()
-            yield self.pipeline.resume()
+            await self._save_memory()
+            await self.pipeline.resume()
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not rebuild the tracker")
             if self.tracker is None:
                 self.tracker = self._new_tracker(())
 
-    @defer.inlineCallbacks
-    def _load_memory(self) -> Any:
+    async def _load_memory(self) -> Snapshot | None:
         assert self.settings is not None and self.parts is not None
         try:
-            snapshot: Snapshot | None = yield self.parts.memory.load(
+            snapshot: Snapshot | None = await self.parts.memory.load(
                 self._memory_owner(), self.settings.policy
             )
         except Exception as exc:
@@ -319,8 +347,7 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         master = str(getattr(self.master, "name", None) or "")[:255]
         return f"{master}/{self.name}"[:255]
 
-    @defer.inlineCallbacks
-    def _save_memory(self) -> Any:
+    async def _save_memory(self) -> None:
         """Save the tracker's memory (call with the lock held: nothing feeds it meanwhile).
 
         Pickled in the database's thread (:meth:`.Memory.save`): the lock,
@@ -333,13 +360,13 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         # A save that fails is tried again at the next interval, not every build.
         self._unsaved, self._saved_at = 0, now
         try:
-            yield self.parts.memory.save(
+            await self.parts.memory.save(
                 self._memory_owner(), self.settings.policy, self.tracker, self._catch_up, now
             )
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: could not save the tracker's memory")
 
-    def _new_tracker(self, proposed: Any) -> StreakTracker:
+    def _new_tracker(self, proposed: Iterable[str]) -> StreakTracker:
         assert self.settings is not None
         # Every builder is fed: the ones outside the selection are evidence
         # for the guards (what fails where, which workers agree), exactly as
@@ -365,8 +392,10 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         grace = settings.machine.grace_period
         interval = 60.0 if grace <= 0 else min(60.0, max(1.0, grace / 4))
         interval = min(interval, settings.follow_interval)
-        self._pending_loop = task.LoopingCall(self._check_pending)
-        self._pending_loop.clock = self._reactor()
+        self._pending_loop = task.LoopingCall(
+            lambda: defer.Deferred.fromCoroutine(self._check_pending())
+        )
+        self._pending_loop.clock = IReactorTime(self._reactor())
         self._pending_loop.start(interval, now=False)
 
     def _schedule_overdue(self) -> None:
@@ -379,20 +408,18 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
         if not self.pipeline.waits:
             return
         interval = min(60.0, max(1.0, settings.machine.forced_build_timeout / 4))
-        self._overdue_loop = task.LoopingCall(lambda: self._lock.run(self._check_overdue))
-        self._overdue_loop.clock = self._reactor()
+        self._overdue_loop = task.LoopingCall(lambda: self._locked(self._check_overdue))
+        self._overdue_loop.clock = IReactorTime(self._reactor())
         self._overdue_loop.start(interval, now=False)
 
-    @defer.inlineCallbacks
-    def _check_overdue(self) -> Any:
+    async def _check_overdue(self) -> None:
         """The machine's clock: decline what waits for builds that never ran."""
         try:
-            yield self.pipeline.check_overdue()
+            await self.pipeline.check_overdue()
         except Exception as exc:  # the loop must go on
             _log_failure(exc, "buildbot-revert: checking for forced builds that never ran failed")
 
-    @defer.inlineCallbacks
-    def _check_pending(self, starting: bool = False) -> Any:
+    async def _check_pending(self, starting: bool = False) -> None:
         """The filer's periodic check, outside the build lock (it may wait on GitHub).
 
         The grace rule reads only facts dated up to each deadline, recorded
@@ -404,14 +431,14 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             return
         self._checking = True
         try:
-            yield defer.Deferred.fromCoroutine(filer.check_pending(starting=starting))
+            await filer.check_pending(starting=starting)
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: checking pending reverts failed")
         try:
             # Read again: a reconfiguration meanwhile may have wired new parts.
             follow_up = None if self.parts is None else self.parts.follow_up
             if follow_up is not None:
-                yield defer.Deferred.fromCoroutine(follow_up.check())
+                await follow_up.check()
         except Exception as exc:
             _log_failure(exc, "buildbot-revert: following revert PRs failed")
         finally:
@@ -419,11 +446,11 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
     # -- events ---------------------------------------------------------------------
 
-    def _on_finished(self, key: Any, msg: dict[str, Any]) -> None:
+    def _on_finished(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
         # Returning at once keeps the master's event delivery from waiting on us.
-        self._lock.run(self._handle, msg)
+        self._locked(lambda: self._handle(msg))
 
-    def _on_change(self, key: Any, msg: dict[str, Any]) -> None:
+    def _on_change(self, key: tuple[str, ...], msg: dict[str, Any]) -> None:
         """A new change: known before the first build of it finishes.
 
         Its first build's blamelist would otherwise read it from the
@@ -438,36 +465,38 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
             except Exception as exc:  # a malformed event must not reach the master's mq
                 _log_failure(exc, "buildbot-revert: could not read a new change's event")
 
-    @defer.inlineCallbacks
-    def _handle(self, msg: dict[str, Any]) -> Any:
+    async def _handle(self, msg: dict[str, Any]) -> None:
         try:
             if msg.get("buildid") in self._replayed:
                 self._replayed.discard(msg["buildid"])
                 return
             if self.tracker is None:
                 return
-            yield self._feed(msg, act=True)
+            await self._feed(msg, act=True)
             self._unsaved += 1
             if (
                 self._unsaved >= SAVE_EVERY
                 or self._reactor().seconds() - self._saved_at >= SAVE_AFTER
             ):
-                yield self._save_memory()
+                await self._save_memory()
         except Exception as exc:
             _log_failure(exc, f"buildbot-revert: error handling build {msg.get('buildid')}")
 
-    @defer.inlineCallbacks
-    def _feed(self, msg: dict[str, Any], *, act: bool) -> Any:
+    async def _feed(self, msg: dict[str, Any], *, act: bool) -> None:
         """Hand one finished build to the pipeline; note it for the memory's catch-up."""
-        build = yield self.pipeline.feed(msg, act=act)
+        build = await self.pipeline.feed(msg, act=act)
         if build is not None:
             self._catch_up.note(build.completed_at, msg["buildid"])
+
+    def _locked(self, work: Callable[[], Coroutine[Any, Any, None]]) -> defer.Deferred[None]:
+        """Run ``work`` behind the build lock (one build, or one check, at a time)."""
+        return self._lock.run(lambda: defer.Deferred.fromCoroutine(work()))
 
     def _background(self, d: defer.Deferred[Any], what: str) -> None:
         """Run ``d`` on its own; stopping the service waits for it."""
         self._filing.add(d)
 
-        def done(result: Any) -> None:
+        def done(result: object) -> None:
             self._filing.discard(d)
             if isinstance(result, Failure):
                 _log_failure(result, f"buildbot-revert: {what} failed")
@@ -476,8 +505,6 @@ class RevertReporter(service.BuildbotService):  # type: ignore[misc]
 
 
 _HIDDEN = "<the GitHub token, hidden>"
-# The parts the pipeline acts through.
-_HANDS = ("gatherer", "filer", "follow_up", "decisions", "held", "diffs")
 
 
 def _log_failure(failure: BaseException | Failure, why: str) -> None:
@@ -486,7 +513,8 @@ def _log_failure(failure: BaseException | Failure, why: str) -> None:
     log.err(failure, why)  # type: ignore[no-untyped-call]
 
 
-def _global_reactor() -> Any:
+def _global_reactor() -> Clock:
     from twisted.internet import reactor
 
-    return reactor
+    clock: Clock = reactor
+    return clock

@@ -74,7 +74,7 @@ def stamps_of(rows: Iterable[Any]) -> StampsOf:
     )
 
 
-def stamps_select(model: Any) -> Any:
+def stamps_select(model: Any) -> sa.Select[Any]:
     """The select of a build request's sourcestamps; the caller adds which requests.
 
     A row per change of each of the request's buildset's sourcestamps (a

@@ -25,6 +25,7 @@ from typing import Any
 
 from treq.client import HTTPClient
 from twisted.internet import defer
+from twisted.internet.interfaces import IReactorTime
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from buildbot_revert.github import GitHubClient
@@ -46,6 +47,7 @@ from buildbot_revert.plugin.ledger import Ledger
 from buildbot_revert.plugin.memory import Memory
 from buildbot_revert.plugin.notify import Notifier, Webhook
 from buildbot_revert.plugin.notify.settings import public_part, webhook_url_problem
+from buildbot_revert.plugin.ports import Clock, Master
 
 
 @dataclass
@@ -71,23 +73,24 @@ class Wiring:
 
     def __init__(
         self,
-        master: Any,
-        reactor: Any,
-        render: Callable[[Any], Any],
+        master: Master,
+        reactor: Clock,
+        render: Callable[[Any], defer.Deferred[Any]],
         owner: str,
         build_url: Callable[[str, int], str | None],
     ) -> None:
         self.master = master
+        # The master's reactor: the parts' clock, and what the HTTP pool connects through.
         self.reactor = reactor
-        # The service's renderSecrets: a Deferred of the rendered value.
+        # The service's renderSecrets: a Deferred of the rendered value (a
+        # secret or renderable as configured, rendered to whatever it holds).
         self.render = render
         self.owner = owner
         self.build_url = build_url
         self.http_pool: HTTPConnectionPool | None = None
 
-    @defer.inlineCallbacks
-    def wire(self, settings: Settings, previous: Parts | None) -> Any:
-        """A Deferred of the :class:`Parts` for ``settings``, with ``previous``'s tables."""
+    async def wire(self, settings: Settings, previous: Parts | None) -> Parts:
+        """The :class:`Parts` for ``settings``, with ``previous``'s tables."""
         if previous is None:
             run = self.master.db.pool.do
             gatherer = Gatherer(self.master, settings.log_lines)
@@ -98,35 +101,47 @@ class Wiring:
             gatherer.forget_builders()
             tables = (previous.ledger, previous.memory, previous.decisions, previous.held)
         ledger, memory, decisions, held = tables
-        client = yield self._github(settings)
-        notifier = yield self.notifier(settings)
+        client = await self._github(settings)
+        notifier = await self.notifier(settings)
         parts = Parts(gatherer, ledger, memory, decisions, held, notifier)
         # Without a client a mode that acts on GitHub has no hands: verdicts
         # are still logged, nothing is filed or recorded.
-        common = {
-            "clock": self.reactor,
-            "master_name": self.master_name(),
-            "build_url": self.build_url,
-            "notify": notifier.notify,
-        }
+        clock, name, notify = self.reactor, self.master_name(), notifier.notify
         if settings.mode is Mode.DRY_RUN or client is not None:
-            parts.filer = Filer(settings, ledger, client, master_url=self.web_url(), **common)
+            parts.filer = Filer(
+                settings,
+                ledger,
+                client,
+                master_url=self.web_url(),
+                clock=clock,
+                master_name=name,
+                build_url=self.build_url,
+                notify=notify,
+            )
         if client is not None:
-            parts.follow_up = FollowUp(settings, ledger, client, decisions=decisions, **common)
+            parts.follow_up = FollowUp(
+                settings,
+                ledger,
+                client,
+                decisions=decisions,
+                clock=clock,
+                master_name=name,
+                build_url=self.build_url,
+                notify=notify,
+            )
         # The suspects' patches are read with the token even in a dry run; in
         # another mode without a usable token, its one line was written already.
         reads = client
         if client is None and settings.mode is Mode.DRY_RUN:
-            reads = yield self._reads(settings)
+            reads = await self._reads(settings)
         parts.diffs = DiffSource(ledger, reads, self.reactor.seconds)
         return parts
 
-    @defer.inlineCallbacks
-    def _reads(self, settings: Settings) -> Any:
+    async def _reads(self, settings: Settings) -> GitHubClient | None:
         """A dry run's client for reading suspects' patches: only when a token is given."""
         if settings.token is None:
             return None
-        token, _ = yield self._token_or_problem(settings)
+        token, _ = await self._token_or_problem(settings)
         if token is None:
             # A dry run needs no token: without one it says so without the
             # token's error line, and the file names decide.
@@ -141,8 +156,7 @@ class Wiring:
         )
         return self._client(settings, token)
 
-    @defer.inlineCallbacks
-    def _github(self, settings: Settings) -> Any:
+    async def _github(self, settings: Settings) -> GitHubClient | None:
         """The GitHub client the mode needs, or None (dry run, or no usable token)."""
         if settings.mode is Mode.DRY_RUN:
             say(
@@ -150,7 +164,7 @@ class Wiring:
                 "proposed reverts recorded in the master's database; nothing is done on GitHub"
             )
             return None
-        token = yield self.render_token(settings)
+        token = await self.render_token(settings)
         if token is None:
             return None
         say(
@@ -161,15 +175,15 @@ class Wiring:
 
     def _client(self, settings: Settings, token: str) -> GitHubClient:
         """The GitHub client of ``settings``' repository, on the master's HTTP client."""
-        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=self.reactor)
+        clock = IReactorTime(self.reactor)
+        return GitHubClient(self.http(), settings.api_url, settings.repo, token, clock=clock)
 
-    @defer.inlineCallbacks
-    def render_token(self, settings: Settings) -> Any:
+    async def render_token(self, settings: Settings) -> str | None:
         """The token as a string, or None after one line in the log saying why not.
 
         Neither the line nor anything else here ever holds the token's value.
         """
-        token, problem = yield self._token_or_problem(settings)
+        token, problem = await self._token_or_problem(settings)
         if token is not None:
             return token
         what = describe_token(settings.token)
@@ -180,11 +194,10 @@ class Wiring:
         )
         return None
 
-    @defer.inlineCallbacks
-    def _token_or_problem(self, settings: Settings) -> Any:
+    async def _token_or_problem(self, settings: Settings) -> tuple[str | None, str | None]:
         """``(token, None)``, or ``(None, why it cannot be used)``: the why never holds it."""
         try:
-            value = yield self.render(settings.token)
+            value = await self.render(settings.token)
         except Exception as exc:
             return None, f"could not be rendered: {one_line(exc)}"
         try:
@@ -202,13 +215,12 @@ class Wiring:
         agent = Agent(reactor, pool=self.http_pool)  # type: ignore[no-untyped-call]
         return HTTPClient(agent)  # type: ignore[arg-type]
 
-    @defer.inlineCallbacks
-    def notifier(self, settings: Settings) -> Any:
+    async def notifier(self, settings: Settings) -> Notifier:
         """The webhooks, their URLs rendered (a secret's value never reaches the log)."""
         hooks = []
         for spec in settings.webhooks:
             try:
-                url = yield self.render(spec.url)
+                url = await self.render(spec.url)
             except Exception as exc:
                 say(
                     f"buildbot-revert: a {spec.name} webhook URL could not be rendered "

@@ -7,7 +7,7 @@ the one change other builders failing alike hold in common
 builds alone.  The plugin's two other methods ask the master for builds at
 chosen revisions, which a recorded history does not hold; the core's
 post-verdict machine decides them in both shells, and the simulator carries
-its commands out (:mod:`.executor`) at the moment the plugin would request
+its commands out (:mod:`.engine`) at the moment the plugin would request
 the builds:
 
 ``verification``
@@ -38,7 +38,8 @@ how many of them the labels say were right and wrong, and the build-hours
 the method asked for; verification's row counts what it withdrew (as
 negative numbers) and what it cost.  With the methods played out, the daily
 cap on filed reverts (``DAILY_CAP``: at most that many revert PRs in any 24
-hours, the plugin's ``daily_cap``) is played out too: its row
+hours, the plugin's ``daily_cap``, counted at the pull requests the engine's
+simulated GitHub opened) is played out too: its row
 (``daily-cap``) counts, as negative numbers, the reverts it turned into
 comments on the culprit's pull request; the other rows count only what was
 filed.
@@ -71,9 +72,8 @@ class Methods:
     """Which of the plugin's build-requesting methods to play out: the machine's settings.
 
     ``machine`` holds them as the plugin's do (verification, bisection and its
-    caps, the daily cap), read from the same declared options; its grace
-    period stays 0, since the grace period is played in its own pass
-    (:mod:`.grace`).
+    caps, the grace period, the daily cap, the stand-down), read from the same
+    declared options: the engine's machine plays them all (:mod:`.engine`).
     """
 
     machine: MachineSettings = MachineSettings()
@@ -93,6 +93,23 @@ class Methods:
     @property
     def any(self) -> bool:
         return self.verification or self.bisection
+
+    @property
+    def replay_part(self) -> Methods:
+        """These methods without the filing settings (grace period, daily cap, stand-down).
+
+        What a replay's build part depends on: combinations of a sweep that
+        differ only in how they file share one replay (:mod:`.sweep`).
+        """
+        base = MachineSettings()
+        filing = replace(
+            self.machine,
+            grace_period=base.grace_period,
+            daily_cap=base.daily_cap,
+            stand_down=base.stand_down,
+            close_touched=base.close_touched,
+        )
+        return replace(self, machine=filing)
 
     def switched(self, name: str, on: bool) -> Methods:
         """``verification`` or ``bisection`` on or off, read as the plugin reads ``name=on``."""

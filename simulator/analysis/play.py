@@ -1,9 +1,9 @@
-"""What may stand between a replay's tracker and its result: the post-verdict executor's shape.
+"""What may stand between a replay's tracker and its result: the post-verdict engine's shape.
 
 A replay normally keeps the tracker's events as they come; with the
-plugin's post-verdict methods played out, an executor
-(:mod:`.executor`) is fed each build instead and returns the events with
-the machine's verdicts in place.  The replay only needs its shape.
+plugin's post-verdict methods played out, the engine's build part
+(:mod:`.engine`) is fed each build instead and returns the events with the
+machine's verdicts in place.  The replay only needs its shape.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from buildbot_revert.core.tracker import Event, StreakTracker
 
 
 class Executes(Protocol):
-    """What stands between a tracker and a replay's result (simulator.analysis.executor)."""
+    """What stands between a tracker and a replay's result (simulator.analysis.engine.Engine)."""
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Feed one build; the events to keep."""
         ...
 
 
-# Makes the executor of one replay's tracker, told which builders are selected.
+# Makes the engine (build part) of one replay's tracker, told which builders are selected.
 Play = Callable[[StreakTracker, Callable[[str], bool]], Executes]

@@ -30,6 +30,7 @@ from buildbot_revert.core.verdicts import (
     Verdict,
 )
 from simulator.analysis.evidence import StoredEvidence
+from simulator.analysis.follow_up import StandDowns
 from simulator.analysis.keeper import Keeper
 from simulator.analysis.play import Play
 from simulator.collector import fewer_collections
@@ -130,6 +131,12 @@ class ReplayResult:
     # The proposed revisions the daily cap on filed reverts turned into
     # comments (set when the post-verdict machine is played out).
     commented: frozenset[str] = frozenset()
+    # The daily cap the filing pass played (None: no cap), and each revert it
+    # turned into a comment with when (simulator.analysis.filing_pass).
+    daily_cap: int | None = None
+    capped: tuple[tuple[str, float], ...] = ()
+    # The filed reverts a fix made unnecessary, as the filing pass followed them.
+    stand_downs: StandDowns | None = None
     # The test cases that failed alone most often, as the tracker recorded them.
     flaky_cases: tuple[CaseFlake, ...] = ()
 
@@ -241,7 +248,7 @@ def replay_builds(
     is any streak that began before the window.  Builders outside
     ``builders`` are fed as evidence but never propose, and nothing of
     theirs is reported or counted.  ``play`` may carry out what the
-    plugin does beyond the tracker (the post-verdict machine: executor.py); ``evidence``
+    plugin does beyond the tracker (the post-verdict machine: engine.py); ``evidence``
     reads a failing build's signature (see :class:`Replayer`); ``diffs`` a
     change's diff (``simulate --git-repo``), for the link to test cases.
     """
@@ -287,13 +294,13 @@ class Replayer:
         )
         # What stands between the tracker and the result, when the plugin's
         # post-verdict methods are played out.
-        self.executor = None if play is None else play(self.tracker, self.kept.__contains__)
+        self.engine = None if play is None else play(self.tracker, self.kept.__contains__)
         self.result = ReplayResult(policy, selection, builders=builders)
         self.keeper = Keeper(self.result.verdicts, self.result.streaks)
         since = selection.since
         # No window start: every build and event is in the window.
         self.start = float("-inf") if since is None else since
-        tracker_feed = self.tracker.feed if self.executor is None else self.executor.feed
+        tracker_feed = self.tracker.feed if self.engine is None else self.engine.feed
         window = counting_feed(self.start, self.kept, tracker_feed, self.take)
         self.feed = window.feed
         self._counted = window.counted
@@ -329,10 +336,10 @@ def feed_stream(replayers: Sequence[Replayer], builds: Iterable[Build]) -> None:
     build once for every tracker whose policy keeps the same books, asks
     each to judge only the builds that can change its streaks, and counts
     the window's builds once, in one loop.  Each replayer's result is what
-    it gives fed alone.  Replayers with an executor (culprit finding) are
+    it gives fed alone.  Replayers with an engine (culprit finding) are
     fed a build at a time (:func:`feed_together`).
     """
-    if any(r.executor is not None for r in replayers):
+    if any(r.engine is not None for r in replayers):
         feed = feed_together(replayers)
         for build in builds:
             feed(build)
@@ -348,9 +355,9 @@ def feed_together(replayers: Sequence[Replayer]) -> Callable[[Build], None]:
     """One feed for replayers of one selection: each build noted once for all.
 
     What :func:`feed_stream` does, a build at a time.  Replayers with an
-    executor (culprit finding) are fed alone.
+    engine (culprit finding) are fed alone.
     """
-    if any(r.executor is not None for r in replayers):
+    if any(r.engine is not None for r in replayers):
         feeds = [r.feed for r in replayers]
 
         def each(build: Build) -> None:

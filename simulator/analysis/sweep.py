@@ -1,10 +1,11 @@
 """Policy sweeps: replay every combination of some settings, compare them.
 
 ``--sweep failures=2,3,4,5 --sweep grace=0h,24h,7d`` asks for the twelve
-combinations.  Combinations that differ only in the grace period share one
-replay, because the grace period does not change which streaks qualify,
-only whether a qualified revert is finally filed (see
-:mod:`simulator.analysis.grace`).  The distinct replays run in one pass
+combinations.  Combinations that differ only in how they file (the grace
+period, the daily cap) share one replay, because filing does not change
+which streaks qualify, only whether and when a qualified revert is filed:
+the engine's filing part (:mod:`simulator.analysis.filing_pass`) plays each
+combination over the replay's facts, collected once.  The distinct replays run in one pass
 over the history: each build is read once and fed to every replay in turn,
 and a failing build's logs are read once for all of them (a
 :class:`~simulator.analysis.evidence.StoredEvidence`), so a sweep costs one
@@ -27,18 +28,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from buildbot_revert.core.evidence import EvidenceReader
-from buildbot_revert.core.grace import Qualified
+from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.model import Build, Builder
 from buildbot_revert.core.policy import Policy, PolicyError
 from simulator.analysis.culprit_methods import MethodCosts, Methods
+from simulator.analysis.engine import file_replay, methods_play
 from simulator.analysis.evaluation import (
     Broken,
     attributable_breakages,
     broken_in_window,
     headline,
 )
-from simulator.analysis.executor import Executor, methods_play
-from simulator.analysis.grace import apply_grace, qualifications
+from simulator.analysis.filing_pass import Facts, facts_of
 from simulator.analysis.replay import Replayer, ReplayResult, Selection, feed_stream
 from simulator.collector import fewer_collections
 from simulator.formatting import json_share
@@ -134,11 +135,21 @@ class Combination:
     methods: Methods = Methods()
 
 
-def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) -> list[Combination]:
-    """Every combination of the axes, the other settings taken from ``base``."""
+def combinations(
+    axes: Sequence[Axis],
+    base: Policy,
+    base_grace: float = 0.0,
+    base_methods: Methods | None = None,
+) -> list[Combination]:
+    """Every combination of the axes, the other settings taken from ``base`` (and the methods').
+
+    Each combination's machine settings carry its grace period: the engine
+    plays them all at once.
+    """
     out: list[Combination] = []
     for point in itertools.product(*(range(len(a.values)) for a in axes)):
-        policy, grace, methods = base, base_grace, Methods()
+        policy, grace = base, base_grace
+        methods = base_methods if base_methods is not None else Methods()
         settings = []
         for axis, i in zip(axes, point, strict=True):
             value = axis.values[i]
@@ -158,6 +169,7 @@ def combinations(axes: Sequence[Axis], base: Policy, base_grace: float = 0.0) ->
                 grace = value
             elif axis.key in ("verification", "bisection"):
                 methods = methods.switched(axis.key, value)
+        methods = replace(methods, machine=replace(methods.machine, grace_period=grace))
         out.append(Combination(tuple(settings), policy, grace, methods))
     return out
 
@@ -269,15 +281,18 @@ def score(
     labels: Labels | None,
     settings: tuple[tuple[str, str], ...] = (),
     costs: MethodCosts | None = None,
-    qualified: dict[str, list[Qualified]] | None = None,
+    facts: Facts | None = None,
     known: Truth | None = None,
+    machine: MachineSettings | None = None,
 ) -> SweepRow:
-    """One sweep row from a replay and a grace period.
+    """One sweep row from a replay, filed with ``machine`` (default settings) and ``grace``.
 
-    ``qualified`` (see ``apply_grace``) and ``known`` (the labels' :func:`truth`
-    of ``result``) when the caller scores several grace periods of one replay.
+    ``facts`` (see :func:`~.filing_pass.facts_of`) and ``known`` (the labels'
+    :func:`truth` of ``result``) when the caller scores several combinations
+    of one replay.
     """
-    graced = apply_grace(result, grace, qualified)
+    filing = replace(machine if machine is not None else MachineSettings(), grace_period=grace)
+    graced = file_replay(result, filing, facts=facts)
     proposals = graced.proposals()
     reverts = len(proposals)
     years = window_years(result)
@@ -338,8 +353,6 @@ def run_sweep(
     with fewer_collections():
         feed_stream(replays.replayers, builds)
         results = [replayer.finish() for replayer in replays.replayers]
-    for result, made in zip(results, replays.executors, strict=True):
-        result.commented = frozenset(r for e in made for r in e.commented)
     rows = _rows(results, replays.costs, by_policy, labels, on_done)
     first = results[0] if results else None
     keys = tuple(k for k, _ in combos[0].settings) if combos else ()
@@ -370,13 +383,22 @@ def _rows(
     known: Truth | None = None
     for result, cost, settled in zip(results, costs, by_policy.values(), strict=True):
         # Who qualified for what, and what the labels say of the replay,
-        # do not depend on the grace period; what broke in the window, not
+        # do not depend on how it is filed; what broke in the window, not
         # on the policy either.
-        qualified = qualifications(result)
+        facts = facts_of(result)
         if labels is not None:
             known = truth(result, labels, known)
         for i, combo in settled:
-            rows[i] = score(result, combo.grace, labels, combo.settings, cost, qualified, known)
+            rows[i] = score(
+                result,
+                combo.grace,
+                labels,
+                combo.settings,
+                cost,
+                facts,
+                known,
+                combo.methods.machine,
+            )
         if on_done is not None:
             on_done(len(settled))
     return tuple(r for r in rows if r is not None)
@@ -385,10 +407,11 @@ def _rows(
 def _by_policy(
     combos: Sequence[Combination],
 ) -> dict[tuple[Policy, Methods], list[tuple[int, Combination]]]:
-    """The combinations (with their index) that share a policy and methods: one replay each."""
+    """The combinations (with their index) that share a policy and a build part: one replay each."""
     by_policy: dict[tuple[Policy, Methods], list[tuple[int, Combination]]] = {}
     for i, combo in enumerate(combos):
-        by_policy.setdefault((combo.policy, combo.methods), []).append((i, combo))
+        key = (combo.policy, combo.methods.replay_part)
+        by_policy.setdefault(key, []).append((i, combo))
     return by_policy
 
 
@@ -399,8 +422,6 @@ class _Replays:
     replayers: list[Replayer]
     # What verification and bisection cost each replay (None: it uses neither).
     costs: list[MethodCosts | None]
-    # Each replay's executors: the reverts the daily cap made comments.
-    executors: list[list[Executor]]
 
 
 def _replays(
@@ -411,15 +432,14 @@ def _replays(
     evidence: EvidenceReader,
 ) -> _Replays:
     """A replayer for each distinct policy, with the methods it plays out."""
-    replays = _Replays(replayers=[], costs=[], executors=[])
+    replays = _Replays(replayers=[], costs=[])
     for policy, methods in by_policy:
         # Verification and bisection played out by the replay's own tracker.
         costs = MethodCosts(labelled=labels is not None) if methods.any else None
-        play, made = (None, []) if costs is None else methods_play(methods, labels, costs)
+        play = None if costs is None else methods_play(methods, labels, costs)[0]
         # A sweep's rows count verdicts and never show one: its trackers
         # leave multiple-changes verdicts' suspects unranked.
         replayer = Replayer(policy, selection, builders, play, evidence=evidence, ranking=False)
         replays.replayers.append(replayer)
         replays.costs.append(costs)
-        replays.executors.append(made)
     return replays

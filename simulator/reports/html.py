@@ -202,6 +202,8 @@ def _summary(ctx: ReportContext) -> str:
     note = ctx.precision_note
     note_html = f"<p class=note id=precision-note>{text(note)}</p>" if note else ""
     churn = f"<p id=stood-down-by-fix>{text(ctx.stand_down_line)}</p>"
+    if ctx.daily_cap_line is not None:
+        churn += f"<p id=daily-cap>{text(ctx.daily_cap_line)}</p>"
     return f"{policy}<table id=summary>{cells}</table>{churn}{note_html}"
 
 

@@ -82,6 +82,8 @@ def _summary(ctx: ReportContext) -> list[str]:
     red_end = len(ctx.blind.red_at_end)
     out.append(f"| builders red at the end | {red_end} ({ctx.blind.caught_at_end} caught) |")
     out += ["", escape(ctx.stand_down_line)]
+    if ctx.daily_cap_line is not None:
+        out += ["", escape(ctx.daily_cap_line)]
     note = ctx.precision_note
     if note is not None:
         out += ["", note]

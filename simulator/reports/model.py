@@ -36,7 +36,7 @@ from simulator.analysis.evaluation import (
     guard_table,
     scoring_labels,
 )
-from simulator.analysis.follow_up import StandDowns, stand_downs
+from simulator.analysis.follow_up import StandDowns
 from simulator.analysis.replay import Proposal as Proposal
 from simulator.analysis.replay import ReplayResult
 from simulator.analysis.sweep import SweepResult
@@ -167,10 +167,27 @@ class ReportContext:
             if p.pull_request is not None
         ]
 
-    @cached_property
+    @property
     def stand_downs(self) -> StandDowns:
-        """Filed reverts a fix made unnecessary (the plugin's stand-down rule)."""
-        return stand_downs(self.result)
+        """Filed reverts a fix made unnecessary (the plugin's stand-down rule), as the engine
+        followed them; a result the engine did not file follows none."""
+        found = self.result.stand_downs
+        if found is None:
+            return StandDowns(filed=len(self.result.proposals()), stood_down=0, open_for=())
+        return found
+
+    @property
+    def daily_cap_line(self) -> str | None:
+        """What the daily cap did, in one sentence (None: no cap was played)."""
+        cap = self.result.daily_cap
+        if cap is None:
+            return None
+        capped = self.result.capped
+        which = f": {', '.join(r[:12] for r, _ in capped)}" if capped else ""
+        return (
+            f"Daily cap of {cap} revert PR(s) in any 24 hours (counted at the PRs opened): "
+            f"{len(capped)} revert(s) became comments{which}."
+        )
 
     @property
     def stand_down_line(self) -> str:

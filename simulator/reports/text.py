@@ -60,6 +60,8 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
         "streaks": [_streak_json(s) for s in result.streaks],
         "flaky_cases": flaky.as_json(ctx),
     }
+    if result.daily_cap is not None:
+        doc["daily_cap"] = _daily_cap_json(result.daily_cap, result.capped)
     if ctx.guards:
         doc["guards"] = {row.guard: row.as_json() for row in ctx.guards}
     if ctx.methods:
@@ -71,6 +73,15 @@ def to_json(ctx: ReportContext) -> dict[str, Any]:
     if ctx.calibration is not None:
         doc["calibration"] = ctx.calibration.as_json()
     return doc
+
+
+def _daily_cap_json(cap: int, capped: tuple[tuple[str, float], ...]) -> dict[str, Any]:
+    """The daily cap's effect: the reverts it turned into comments, and when."""
+    return {
+        "cap": cap,
+        "commented": len(capped),
+        "reverts": [{"revision": revision, "at": iso(at)} for revision, at in capped],
+    }
 
 
 def _revert_json(p: Proposal) -> dict[str, Any]:
@@ -217,6 +228,7 @@ def render_text(ctx: ReportContext) -> str:
         "'no' from the change's author or a maintainer would have stopped; a history holds "
         "no comments, labels or permissions).",
         ctx.stand_down_line,
+        *([] if ctx.daily_cap_line is None else [ctx.daily_cap_line]),
         "",
         "Why streaks were or were not answered with a revert:",
     ]

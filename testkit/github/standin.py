@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from twisted.internet.interfaces import IDelayedCall
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from zope.interface import implementer
 
 from testkit.github import graphql_api, rest_routes
 from testkit.github.faults import Fault, FaultQueue
@@ -246,6 +247,7 @@ def running(**kwargs: Any) -> Iterator[GitHubStandIn]:
     standin.check()
 
 
+@implementer(IReactorTime)
 class FastClock:
     """An ``IReactorTime`` over the real reactor that runs every delay ``scale`` times faster.
 

@@ -62,7 +62,7 @@ def test_two_ledgers_on_one_database_racing_for_one_revision_get_one_winner(engi
         yield a.create()
         results = yield defer.gatherResults(
             [
-                claim(x, f"rev{i}", master=name)
+                defer.Deferred.fromCoroutine(claim(x, f"rev{i}", master=name))
                 for i in range(20)
                 for x, name in ((a, "a"), (b, "b"))
             ]
@@ -80,13 +80,17 @@ def test_transitions_are_compare_and_set(engine):
     yield claim(ledger, "abc")
     assert (yield ledger.transition("abc", ("proposed",), state="pending", due_at=500.0))
     # A second master whose grace period also ended loses the race to file.
-    first = ledger.transition("abc", ("pending",), state="filing", filed_at=600.0)
-    second = ledger.transition("abc", ("pending",), state="filing", filed_at=600.0)
+    first, second = (
+        defer.Deferred.fromCoroutine(
+            ledger.transition("abc", ("pending",), state="filing", filed_at=600.0)
+        )
+        for _ in range(2)
+    )
     assert sorted((yield defer.gatherResults([first, second]))) == [False, True]
     assert (yield ledger.filed_since(0.0)) == 1
     assert (yield ledger.filed_since(601.0)) == 0
     with pytest.raises(ValueError, match="unknown ledger state"):
-        ledger.transition("abc", ("filing",), state="exploded")
+        yield ledger.transition("abc", ("filing",), state="exploded")
     assert [e.revision for e in (yield ledger.entries(("filing",)))] == ["abc"]
 
 
@@ -105,14 +109,15 @@ def test_the_states_are_the_stored_strings_and_each_has_its_moves_written_down()
     assert set(MOVES) == set(State)
 
 
-def test_a_move_the_table_does_not_allow_is_refused_before_the_database():
+@pytest_twisted.ensureDeferred
+async def test_a_move_the_table_does_not_allow_is_refused_before_the_database():
     ledger = Ledger(lambda thd: pytest.fail("the refused move reached the database"))
     with pytest.raises(ValueError, match="may not move from proposed to closed"):
-        ledger.transition("abc", ("proposed",), state="closed")
+        await ledger.transition("abc", ("proposed",), state="closed")
     with pytest.raises(ValueError, match="may not move from filed to filing"):
-        ledger.transition("abc", ("pending", "filed"), state="filing")
+        await ledger.transition("abc", ("pending", "filed"), state="filing")
     with pytest.raises(ValueError, match="unknown ledger state 'done'"):
-        ledger.transition("abc", ("done",), detail="x")
+        await ledger.transition("abc", ("done",), detail="x")
 
 
 @pytest_twisted.inlineCallbacks
@@ -132,7 +137,7 @@ def test_the_ledger_refuses_what_the_cores_table_does_not_allow_and_writes_what_
     assert (yield ledger.transition("abc", (opened.before,), state=opened.state))
     assert State.PENDING not in MOVES[State.FILED]
     with pytest.raises(lifecycle.IllegalMove, match="may not move from filed to pending"):
-        ledger.transition("abc", (State.FILED,), state=State.PENDING)
+        yield ledger.transition("abc", (State.FILED,), state=State.PENDING)
     with pytest.raises(lifecycle.IllegalMove):
         lifecycle.after(State.FILED, lifecycle.Released(deadline=True))
     # Refused before the database: the row is still filed.

@@ -12,10 +12,9 @@ from testkit.databases import engine_runner
 FOLLOW_UP_COLUMNS = {"outcome", "outcome_at", "reland", "summary_comment_id"}
 
 
-def filed(ledger: Ledger, rev: str, pr: int):
-    d = ledger.claim(rev, builder="B", build_number=7, mode="revert", master="m", now=1.0)
-    d.addCallback(lambda _: ledger.transition(rev, ("proposed",), state="filed", revert_pr=pr))
-    return d
+async def filed(ledger: Ledger, rev: str, pr: int) -> bool:
+    await ledger.claim(rev, builder="B", build_number=7, mode="revert", master="m", now=1.0)
+    return await ledger.transition(rev, ("proposed",), state="filed", revert_pr=pr)
 
 
 @pytest_twisted.inlineCallbacks

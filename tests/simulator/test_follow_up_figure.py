@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 
+from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.model import Builder
 from buildbot_revert.core.policy import Policy
-from simulator.analysis.follow_up import stand_downs
-from simulator.analysis.grace import apply_grace
-from simulator.analysis.replay import Selection, replay_builds
+from simulator.analysis.engine import file_replay
+from simulator.analysis.follow_up import StandDowns
+from simulator.analysis.replay import ReplayResult, Selection, replay_builds
 from simulator.reports.html import render_html
 from simulator.reports.markdown import render_markdown
 from simulator.reports.model import ReportContext
@@ -23,10 +24,18 @@ STRUCTURAL = Policy(guards=frozenset())
 BUILDERS = [Builder("A"), Builder("B")]
 
 
-def _replay(spec_a: str, spec_b: str):
+def _replay(spec_a: str, spec_b: str, grace: float = 0.0) -> ReplayResult:
+    """Both builders replayed, and filed by the engine (no daily cap)."""
     history = builds(spec_a, "A") + builds(spec_b, "B")
     history.sort(key=lambda b: (b.completed_at, b.builder))
-    return replay_builds(history, STRUCTURAL, Selection(), BUILDERS)
+    result = replay_builds(history, STRUCTURAL, Selection(), BUILDERS)
+    return file_replay(result, MachineSettings(daily_cap=None, grace_period=grace))
+
+
+def stand_downs(result: ReplayResult) -> StandDowns:
+    """What the engine's follow-up found."""
+    assert result.stand_downs is not None
+    return result.stand_downs
 
 
 def test_a_fix_that_lands_while_the_revert_is_open_stands_it_down() -> None:
@@ -51,7 +60,7 @@ def test_a_builder_still_red_at_the_end_keeps_the_revert() -> None:
 
 def test_with_a_grace_period_the_clock_starts_when_the_revert_is_filed() -> None:
     # A recovers within the grace period, B only later: filed at B's deadline.
-    result = apply_grace(_replay("S:a F:c F F S:d S S S", "S:a F:c F F F F F S:d"), 2 * STEP)
+    result = _replay("S:a F:c F F S:d S S S", "S:a F:c F F F F F S:d", grace=2 * STEP)
     sd = stand_downs(result)
     assert (sd.filed, sd.stood_down) == (1, 1)
     assert sd.open_for == (2 * STEP,)

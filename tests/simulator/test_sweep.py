@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from buildbot_revert.core.grace import GraceDecision, GraceError, Qualified, decide, outcome
+from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.policy import Policy
+from simulator.analysis.engine import file_replay
 from simulator.analysis.evaluation import evaluate
-from simulator.analysis.grace import apply_grace
 from simulator.analysis.replay import Selection, replay, select_builds
 from simulator.analysis.sweep import (
     Axis,
@@ -177,7 +178,7 @@ def test_a_row_scores_its_replay_as_the_report_evaluates_it(
     known = truth(result, labels, other)
     assert known == truth(result, labels)
     row = score(result, seconds, labels, known=known)
-    graced = apply_grace(result, seconds)
+    graced = file_replay(result, MachineSettings(grace_period=seconds))
     ev = evaluate(graced, labels)
     assert (
         row.true_positives,

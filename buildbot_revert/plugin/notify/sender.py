@@ -20,10 +20,11 @@ from __future__ import annotations
 import base64
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
 from twisted.python import log
 
 from buildbot_revert.github.body import BodyTooLarge, read_limited
@@ -33,6 +34,7 @@ from buildbot_revert.plugin.notify import discord, plain, slack, zulip
 from buildbot_revert.plugin.notify.notice import Notice
 from buildbot_revert.plugin.notify.render import Message
 from buildbot_revert.plugin.notify.settings import WebhookSpec, public_part
+from buildbot_revert.plugin.ports import Clock
 
 MAX_QUEUED = 100
 BACKOFF = 2.0
@@ -51,7 +53,7 @@ class Webhook:
         spec: WebhookSpec,
         url: str,
         http: HTTPClient,
-        clock: Any,
+        clock: Clock,
         *,
         say: Callable[[str], None] = say,
     ) -> None:
@@ -60,6 +62,8 @@ class Webhook:
         self._url, self._auth = _split_credentials(url)
         self._http = http
         self._clock = clock
+        # Twisted's timeouts and delays take the clock as an IReactorTime (see .ports).
+        self._scheduler = IReactorTime(clock)
         self._say = say
         self._queue: deque[tuple[str, Message]] = deque()
         self._draining: defer.Deferred[None] | None = None
@@ -94,7 +98,7 @@ class Webhook:
             self._draining = defer.Deferred.fromCoroutine(self._drain())
             self._draining.addBoth(self._drained)
 
-    def _drained(self, result: Any) -> None:
+    def _drained(self, result: object) -> None:
         self._draining = None
         if isinstance(result, Exception) or hasattr(result, "getErrorMessage"):
             self._say(f"buildbot-revert: webhook {self.spec.name} ({self.public}): sender stopped")
@@ -110,7 +114,7 @@ class Webhook:
             return defer.succeed(None)
         d: defer.Deferred[None] = defer.Deferred()
 
-        def done(result: Any) -> Any:
+        def done(result: object) -> object:
             d.callback(None)
             return result
 
@@ -179,17 +183,17 @@ class Webhook:
             value = raw[-1].decode("latin-1").strip()
             return response.code, float(value) if value.replace(".", "", 1).isdigit() else None
 
-        def timed_out(result: Any, timeout: float) -> Any:
+        def timed_out(result: object, timeout: float) -> NoReturn:
             # The cancelled request fails as the HTTP client says (often
             # ResponseNeverReceived), not as a timeout: say what happened.
             raise defer.TimeoutError(f"no answer in {timeout:g} s")
 
         d = defer.Deferred.fromCoroutine(exchange())
-        d.addTimeout(self.spec.timeout, self._clock, onTimeoutCancel=timed_out)
+        d.addTimeout(self.spec.timeout, self._scheduler, onTimeoutCancel=timed_out)
         return await d
 
     async def _sleep(self, seconds: float) -> None:
-        await task.deferLater(self._clock, seconds, lambda: None)
+        await task.deferLater(self._scheduler, seconds, lambda: None)
 
 
 class Notifier:

@@ -1,18 +1,36 @@
-"""The simulator's hands for the post-verdict machine: requested builds from the truth model.
+"""The simulator's one engine: the post-verdict machine fed in time order, its commands carried out.
 
-The replay feeds the tracker; :class:`Executor` stands between them and the
-replay's result.  Every verdict of a selected builder goes to the core's
-:class:`~buildbot_revert.core.post_verdict.PostVerdict`, exactly as the
-plugin's pipeline hands it over, and the machine's commands are carried out
-here on the simulated clock: a requested build "runs" at once, at the time
-of the event that requested it, and fails or passes as the history's ground
-truth says (:class:`Truth`); a concluded verdict replaces the one the
-tracker gave, in place, and the streak that ends later carries it; a
-proposing verdict is filed or, beyond the daily cap, turned into a comment
-(:attr:`Executor.commented`).
+As a backtesting engine runs a strategy, the simulator runs the plugin's
+post-verdict machine (:class:`~buildbot_revert.core.post_verdict.PostVerdict`):
+one machine per replay, built here only (:func:`machine_of`), with every
+setting on at once (verification, bisection and their caps, the grace period,
+the daily cap, the stand-down), fed every event in time order, its commands
+carried out against the history's truth model.  Two parts:
 
-On a history without labels no build outcome is known: nothing is requested,
-every verdict stands, and only what the methods would have cost is counted.
+- the build part (:class:`Engine`, this module) stands between the replay's
+  tracker and its result: every build is fed to the tracker and the machine
+  (``built``), every verdict of a selected builder goes to the machine
+  (``judged``) exactly as the plugin's pipeline hands it over, and a build the
+  machine requests "runs" at once, at the time of the event that requested
+  it, failing or passing as the ground truth says (:class:`Truth`); the
+  machine's answer (``finished``) goes on until it concludes, and a concluded
+  verdict replaces the one the tracker gave, in place (the streak that ends
+  later carries it);
+- the filing part (:mod:`.filing_pass`): the concluded verdicts and the
+  streaks' ends, in time order, through the same machine's ``filing``,
+  ``grace_over``, ``followed`` and ``pull_read``, on a simulated clock (the
+  grace deadlines) and a simulated GitHub (the pull requests opened, which the
+  daily cap counts, as the plugin counts its ledger's filed rows).
+
+Filing never changes what the tracker or the requested builds see (the truth
+model holds no revert), so the filing part reads the build part's output in
+the same time order after it; a sweep plays the filing part once per
+combination of grace period and cap over one replay.
+
+On a history without labels no build outcome is known: the machine is asked
+as ever, the builds it requests are counted and never answered (it gives them
+up at once), every verdict stands, and what a whole search would cost is
+counted (:func:`~buildbot_revert.core.bisection.builds_needed`).
 """
 
 from __future__ import annotations
@@ -21,27 +39,32 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from buildbot_revert.core.bisection import builds_needed, worth_bisecting
-from buildbot_revert.core.machine_io import (
-    Command,
-    CommentOnly,
-    Conclude,
-    Filing,
-    Judged,
-    RequestBuild,
-)
+from buildbot_revert.core.bisection import builds_needed
+from buildbot_revert.core.machine_io import Command, Conclude, Judged, MachineSettings, RequestBuild
 from buildbot_revert.core.model import Build, Change, Result
-from buildbot_revert.core.post_verdict import PostVerdict
+from buildbot_revert.core.post_verdict import JudgeFound, PostVerdict
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.tracker import Event, StreakTracker
 from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
-from buildbot_revert.core.verification import doubting, wants_verification
+from buildbot_revert.core.verification import doubting
 from simulator.analysis.culprit_methods import VERIFICATION, MethodCosts, Methods
+from simulator.analysis.filing_pass import Facts, play_filing
 from simulator.analysis.play import Play
 from simulator.analysis.replay import ReplayResult
 from simulator.history.labels import Labels
 
 _HOUR = 3600.0
+
+
+def machine_of(settings: MachineSettings, judge_found: JudgeFound | None = None) -> PostVerdict:
+    """The post-verdict machine of one replay (or of one sweep combination's filing).
+
+    The one place the simulator builds it: every setting it plays comes in
+    ``settings``, as the plugin builds its machine from its own.
+    """
+    return PostVerdict(settings, judge_found)
+
+
 _SUCCESS = int(Result.SUCCESS)
 _FAILURE = int(Result.FAILURE)
 
@@ -93,7 +116,7 @@ class Truth:
 
 @dataclass
 class _Streak:
-    """What the executor knows of one verdict the machine is working on."""
+    """What the engine knows of one verdict the machine is working on."""
 
     verdict: Verdict
     suspects: tuple[Change, ...]
@@ -104,8 +127,8 @@ class _Streak:
     verification_builds: int = 0
 
 
-class Executor:
-    """Feeds one tracker and carries out the machine's commands (see the module)."""
+class Engine:
+    """The build part: feeds one tracker and the machine, carries out its build requests."""
 
     def __init__(
         self,
@@ -120,7 +143,7 @@ class Executor:
         self.methods = methods
         self.truth = truth
         self.costs = costs
-        self.machine = PostVerdict(methods.machine, tracker.judge_found)
+        self.machine = machine_of(methods.machine, tracker.judge_found)
         # Each builder's open streak's first failing build with its log tails
         # (the tracker keeps its builds without them once read): a requested
         # build fails as it did.
@@ -128,9 +151,8 @@ class Executor:
         # The verdicts the machine changed, until their streak's end reports them.
         self._replaced: dict[tuple[str, int], Verdict] = {}
         self._working: dict[tuple[str, int], _Streak] = {}
-        # What the machine asked for, in order, and the revisions it only commented on.
+        # What the machine asked for, in order.
         self.requested: list[RequestKey] = []
-        self.commented: list[str] = []
 
     def feed(self, build: Build) -> tuple[Event, ...]:
         """Feed one build; the tracker's events, with the machine's verdicts in place."""
@@ -162,20 +184,16 @@ class Executor:
         if not self.watched(verdict.builder):
             return [verdict]
         failing = tracker.failing_of(verdict.builder)
-        suspects = tuple(sorted(tracker.suspects_of(verdict.builder), key=lambda c: c.when))
-        if not failing or not self._wanted(verdict):
-            self._file(verdict)
+        if not failing:
+            # No failing build to model a requested build on: nothing the machine
+            # could ask for is known, so it is not asked (the verdict stands).
             return [verdict]
+        suspects = tuple(sorted(tracker.suspects_of(verdict.builder), key=lambda c: c.when))
         kept = self._first_failing.get(verdict.builder)
         first = kept if kept is not None and kept.number == failing[0].number else failing[0]
         hours = sum(b.completed_at - b.started_at for b in failing) / len(failing) / _HOUR
         fails_from = self.truth.fails_from(first, suspects)
-        if fails_from is None:
-            self._unlabelled(verdict, suspects, hours)
-            self._file(verdict)
-            return [verdict]
         stamp = (verdict.builder, verdict.first_failing_build)
-        self._working[stamp] = _Streak(verdict, suspects, first, fails_from, hours)
         event = Judged(
             verdict,
             suspects,
@@ -183,18 +201,17 @@ class Executor:
             width=self.methods.width,
             now=verdict.decided_at,
         )
-        concluded = self._carry_out(self.machine.judged(event), verdict.decided_at)
+        commands = self.machine.judged(event)
+        if fails_from is None:
+            self._unlabelled(verdict, commands, hours, len(suspects))
+            return [verdict]
+        self._working[stamp] = _Streak(verdict, suspects, first, fails_from, hours)
+        concluded = self._carry_out(commands, verdict.decided_at)
         self._spend(stamp, concluded)
         for final in concluded:
             if final is not verdict:
                 self._replaced[(final.builder, final.first_failing_build)] = final
         return concluded
-
-    def _wanted(self, verdict: Verdict) -> bool:
-        """Whether a method may act on the verdict (the machine says whether it does)."""
-        if self.methods.verification and wants_verification(verdict):
-            return True
-        return self.methods.bisection and verdict.reason is Reason.MULTIPLE_CHANGES
 
     def _carry_out(self, commands: list[Command], now: float) -> list[Verdict]:
         """Run the machine's commands to the end: the verdicts it concludes, in order."""
@@ -207,7 +224,6 @@ class Executor:
                 queue += self.machine.finished(self._run(command.key, now))
             elif isinstance(command, Conclude):
                 concluded.append(command.verdict)
-                self._file(command.verdict)
         return concluded
 
     def _run(self, key: RequestKey, now: float) -> Build:
@@ -252,62 +268,72 @@ class Executor:
         if work.probes:
             self.costs.spend("bisection", work.hours * work.probes)
 
-    def _unlabelled(self, verdict: Verdict, suspects: tuple[Change, ...], hours: float) -> None:
-        """No outcome is known: count what the method would cost, at most."""
-        if self.methods.verification and wants_verification(verdict):
-            # A doubt builds the suspect beside its parent (issue 46).
-            both = len(suspects) > 1 or doubting(verdict)
-            self.costs.spend(VERIFICATION, hours * (2 if both else 1))
-            return
-        caps = self.machine.settings.bisection
-        assert caps is not None
-        if not worth_bisecting(
-            verdict,
-            suspects,
-            max_changes=caps.max_changes,
-            max_age=caps.max_age,
-            tolerated=self.tracker.is_tolerated(verdict.builder),
-        ):
-            return
-        needed = builds_needed(len(suspects), self.methods.width)
-        if self.machine.bisection_room(verdict.builder, verdict.decided_at) < needed:
-            return
-        self.costs.spend("bisection", hours * needed)
-        self.machine.count_bisection(verdict.builder, verdict.decided_at, needed)
+    def _unlabelled(
+        self, verdict: Verdict, commands: list[Command], hours: float, changes: int
+    ) -> None:
+        """No outcome is known: count what the machine asked for, and let it give up at once.
 
-    def _file(self, verdict: Verdict) -> None:
-        """A proposing verdict is filed, or only commented on beyond the daily cap."""
-        if verdict.reason not in PROPOSING or verdict.request is None:
+        The machine decided (its own gates and caps, its own count of the
+        builds it requested); nothing answers its requests, so it is told the
+        builds never ran and its conclusion is dropped: the tracker's verdict
+        stands.  A search is counted whole (the builds it would take at most),
+        though the machine requested its first batch only.
+        """
+        requested = [c.key for c in commands if isinstance(c, RequestBuild)]
+        if not requested:
             return
-        command = self.machine.filing(Filing(verdict.request.revision, verdict.decided_at))
-        if isinstance(command, CommentOnly):
-            self.commented.append(command.revision)
+        self.requested += requested
+        if requested[0].role in (Role.PARENT, Role.SUSPECT):
+            # A doubt asks for its suspect only once its parent passed: count both, at most.
+            builds = max(len(requested), 2 if doubting(verdict) else 1)
+            self.costs.spend(VERIFICATION, hours * builds)
+        else:
+            self.costs.spend("bisection", hours * builds_needed(changes, self.methods.width))
+        timeout = self.machine.settings.forced_build_timeout
+        self.machine.clock_passed(verdict.decided_at + timeout)
 
 
 def methods_play(
     methods: Methods, labels: Labels | None, costs: MethodCosts
-) -> tuple[Play, list[Executor]]:
-    """A factory of executors for a replay's tracker, and the executors it made."""
+) -> tuple[Play, list[Engine]]:
+    """A factory of build parts for a replay's tracker, and the engines it made."""
     truth = Truth(labels)
-    made: list[Executor] = []
+    made: list[Engine] = []
 
-    def play(tracker: StreakTracker, watched: Callable[[str], bool]) -> Executor:
-        """The executor of one replay's tracker."""
-        executor = Executor(tracker, watched, methods, truth, costs)
-        made.append(executor)
-        return executor
+    def play(tracker: StreakTracker, watched: Callable[[str], bool]) -> Engine:
+        """The engine of one replay's tracker."""
+        engine = Engine(tracker, watched, methods, truth, costs)
+        made.append(engine)
+        return engine
 
     return play, made
 
 
+def file_replay(
+    result: ReplayResult,
+    settings: MachineSettings,
+    engine: Engine | None = None,
+    facts: Facts | None = None,
+) -> ReplayResult:
+    """The filing part over ``result``: through ``engine``'s machine, else one built for it.
+
+    ``facts``: the result's :func:`~.filing_pass.facts_of`, when a sweep files
+    one replay under several settings.
+    """
+    machine = engine.machine if engine is not None else machine_of(settings)
+    return play_filing(result, machine, facts)
+
+
 def play_out(
-    replay: Callable[[Play], ReplayResult],
+    replay: Callable[[Play | None], ReplayResult],
     methods: Methods,
     labels: Labels | None,
-) -> tuple[ReplayResult, MethodCosts]:
-    """Run ``replay(play)`` with the methods played out; the result and their costs."""
-    costs = MethodCosts(labelled=labels is not None, capped=True)
+) -> tuple[ReplayResult, MethodCosts | None]:
+    """Run ``replay`` through the engine: the filed result, and the methods' costs (if any on)."""
+    if not methods.any:
+        return file_replay(replay(None), methods.machine), None
+    costs = MethodCosts(labelled=labels is not None, capped=methods.machine.daily_cap is not None)
     play, made = methods_play(methods, labels, costs)
     result = replay(play)
-    result.commented = frozenset(r for e in made for r in e.commented)
-    return result, costs
+    [engine] = made
+    return file_replay(result, methods.machine, engine), costs

@@ -39,6 +39,9 @@ class CaseLink(NamedTuple):
 
     linked: bool
     sentence: str
+    # Whether a hunk added or edited a failing case itself (not only its
+    # code): what lifts the configuration-specific guard too.
+    edits_cases: bool = False
 
 
 def _case_links(
@@ -83,11 +86,12 @@ def link_cases(
     failing = sorted(failing)
     links: list[str] = []
     for ident in failing:
+        # Every case is asked (not only until _SHOWN links): whether one was
+        # added or edited decides the configuration-specific guard.
         links.extend(_case_links(ident, hunks, environment))
-        if len(links) >= _SHOWN:
-            break
     if links:
-        return CaseLink(True, "; ".join(links[:_SHOWN]))
+        edits = any(link.startswith(("it added the failing", "it edited")) for link in links)
+        return CaseLink(True, "; ".join(links[:_SHOWN]), edits_cases=edits)
     shown = ", ".join(failing[:_SHOWN]) + (
         f" and {len(failing) - _SHOWN} more" if len(failing) > _SHOWN else ""
     )

@@ -33,6 +33,7 @@ from buildbot_revert.core.caselink import link_cases
 from buildbot_revert.core.configurations import Configurations, configuration_specific
 from buildbot_revert.core.diffs import DiffReader
 from buildbot_revert.core.evidence import EvidenceReader
+from buildbot_revert.core.flake_odds import Observed
 from buildbot_revert.core.guards import (
     Compared,
     Decline,
@@ -48,6 +49,7 @@ from buildbot_revert.core.policy import CORROBORABLE, Guard, Policy
 from buildbot_revert.core.pullbuilds import PullRequestBuilds, evidence
 from buildbot_revert.core.references import is_revert
 from buildbot_revert.core.relevance import code_files
+from buildbot_revert.core.signatures import modules
 from buildbot_revert.core.streaks import BuilderState, OpenStreak
 from buildbot_revert.core.suspects import FileFacts, RankInput, rank_suspects
 from buildbot_revert.core.verdicts import (
@@ -499,9 +501,56 @@ class StreakDecisions:
                 configurations=self._configurations(streak, change, asked),
                 diff_of=self._diffs,
                 tied_by_pull_request=self._tied(streak, change, asked),
+                observed=self._observed(streak, change, asked),
+                builds_on=self._builds_on,
             ),
             asked,
         )
+
+    def _builds_on(self, builder: str) -> int:
+        """How many builds ``builder`` completed (0: never seen)."""
+        state = self._builders.get(builder)
+        return 0 if state is None else state.builds
+
+    def _observed(
+        self, streak: OpenStreak, change: Change, asked: frozenset[Guard]
+    ) -> tuple[Observed, ...]:
+        """Each builder failing alike from ``change``, with its failing builds (.flake_odds).
+
+        The deciding streak first; then every other open streak holding the
+        change among its suspects, on another worker, its builder not allowed
+        to fail, with
+        its read failing builds that fail a test the deciding streak fails.
+        """
+        if Guard.FLAKY_CASE not in asked and Guard.FLAKY_BUILDER not in asked:
+            return ()
+        own = [s for s in streak.signatures if s is not None and not s.generic]
+        failed = common_tests(own) if own else frozenset()
+        observed = [Observed(streak.first.builder, len(own))]
+        if self._builders[streak.first.builder].tolerated:
+            # Allowed to fail, it weighs its own builds only, as it is
+            # weighed by no other: its verdict informs, it never proposes.
+            return tuple(observed)
+        worker = streak.first.worker or streak.first.builder
+        for name, other in self._streaks.items():
+            if other is streak or change not in other.suspects:
+                continue
+            if (other.first.worker or name) == worker:
+                # One worker's builders fail alike from its own trouble too.
+                continue
+            if self._builders[name].tolerated:
+                continue
+            alike = sum(
+                1
+                for s, infra in zip(other.signatures, other.infra, strict=True)
+                if s is not None
+                and not infra
+                and not s.generic
+                and not failed.isdisjoint(modules(s))
+            )
+            if alike:
+                observed.append(Observed(name, alike))
+        return tuple(observed)
 
     def _linked(self, streak: OpenStreak, change: Change) -> str:
         """What in the change's diff links it to the failing cases ("" without a diff)."""

@@ -40,6 +40,11 @@ class CaseFlake(NamedTuple):
     runs: int
     builder: str
     at: float
+    # Each builder it flaked on, with that builder's count of builds at its
+    # first flake there: the builds seen since are its runs seen
+    # (:func:`.flake_odds.case_rate`).  Empty in a record kept before the
+    # runs were counted (snapshot format 2 and older).
+    since: tuple[tuple[str, int], ...] = ()
 
 
 class FlakyCases:
@@ -51,12 +56,20 @@ class FlakyCases:
         # In the order last seen (a re-seen case moves to the end): dicts keep it.
         self._cases: dict[str, CaseFlake] = {}
 
-    def record(self, failed: Iterable[str], builder: str, at: float) -> None:
-        """An isolated failure on ``builder`` at ``at`` failed the test cases ``failed``."""
+    def record(self, failed: Iterable[str], builder: str, at: float, position: int = 0) -> None:
+        """An isolated failure on ``builder`` at ``at`` failed the test cases ``failed``.
+
+        ``position``: the builder's count of builds before the failure, where
+        its runs on this builder are counted from, the first time it flakes
+        there.
+        """
         for case in failed:
             known = self._cases.pop(case, None)
             runs = 1 if known is None else known.runs + 1
-            self._cases[case] = CaseFlake(case=case, runs=runs, builder=builder, at=at)
+            since = () if known is None else known.since
+            if all(name != builder for name, _ in since):
+                since = (*since, (builder, position))
+            self._cases[case] = CaseFlake(case=case, runs=runs, builder=builder, at=at, since=since)
             if len(self._cases) > KEPT:
                 del self._cases[next(iter(self._cases))]
 

@@ -39,18 +39,21 @@ order, each on by default and each with its own verdict reason:
     first built.  The change must then be tied to the failure directly: it
     edited a failing test's file, touched the code a failing test is named
     after (``test_ssl``: ``Lib/ssl.py``, ``Modules/_ssl.c``), or touched a
-    file a compile error names (:mod:`.relevance`); or, when no diff is
-    known, its own pull request failed the same test cases before it was
-    merged, in a build that followed a green one of its builder
-    (:mod:`.pullbuilds`).  A gap alone is no reason to decline.
+    file a compile error names (:mod:`.relevance`); its diff added or
+    edited a failing case, or touched the code it is named after
+    (:mod:`.caselink`); or its own pull request failed the same test cases
+    before it was merged, in a build that followed a green one of its
+    builder (:mod:`.pullbuilds`).  The links add up: a diff adds one, never
+    takes the file names' away.  A gap alone is no reason to decline.
 ``configuration-specific``
     Every builder failing from the change was last green longer before
     its streak than ``Policy.stale_green_after``, and builders that run the
     same tests built the change and passed (:mod:`.configurations`): the
     failure follows the configuration (an interpreter's new release), not
-    the change, even when the change edited a failing test's file.  A
-    builder green recently that breaks alone (only PyPy, only Windows) is a
-    real breakage and is not declined.
+    the change, even when the change edited a failing test's file, unless
+    its diff added or edited the very cases that fail.  A builder green
+    recently that breaks alone (only PyPy, only Windows) is a real
+    breakage and is not declined.
 ``environment-test``
     Every test the N builds fail in common exercises something the worker
     provides (its OpenSSL, SQLite, Tk, zlib, libffi, locales, gdb, perf, its
@@ -62,15 +65,25 @@ order, each on by default and each with its own verdict reason:
 ``flaky-builder``
     More than a threshold of the builder's recent builds (the last 100 by
     default) were isolated failures (red, then green at once); compile and
-    link errors are exempt, being deterministic.  Failing cases never seen
-    failing alone (the record of :mod:`.flaky_cases`) do not lift it: a
-    builder that flakes on a different case each time has never flaked on
-    any of them twice either, and a doubt is lifted only by corroboration.
+    link errors are exempt, being deterministic), and the builders' own
+    rates make the failing builds seen (its own, and those of builders on
+    other workers failing alike from the change) likelier than
+    ``Policy.flaky_odds`` (:mod:`.flake_odds`).  Failing cases never seen
+    failing alone (the record of :mod:`.flaky_cases`) do not lift it.
 ``flaky-case``
     Every failing test case is a known flake: each failed alone and passed
     on the next build at least ``Policy.flaky_case_runs`` times before, on
-    any builder (:mod:`.flaky_cases`).  It only doubts, but builders
-    failing alike do not lift it: they fail the same flaky case.
+    any builder (:mod:`.flaky_cases`), and at the cases' flake rate the
+    failing builds seen (the streak's, and those of builders on other
+    workers failing alike from the change) are likelier than
+    ``Policy.flaky_odds`` to be flakes alone (:mod:`.flake_odds`): a known
+    flake does not fail three builds in a row on three builders by chance.
+
+Every guard that declines for doubt rather than for proof (failing-before,
+stale-green, configuration-specific, flaky-builder, flaky-case) names the
+build that would settle it, the suspect's parent on the failing builder
+(:func:`settling_build`); with verification on, the post-verdict machine
+requests it (:data:`.verification.DOUBTS`).
 
 Corroboration: when builders on ``Policy.corroboration`` different workers
 fail the same tests from the same single change, the two guards that only
@@ -92,9 +105,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from buildbot_revert.core.caselink import link_cases
+from buildbot_revert.core.caselink import CaseLink, link_cases
 from buildbot_revert.core.configurations import Configurations
 from buildbot_revert.core.diffs import DiffReader
+from buildbot_revert.core.flake_odds import Observed, all_flakes, case_rate, odds, per_builder
 from buildbot_revert.core.memory import (
     WHOLE_MODULE,
     FailureMemory,
@@ -269,6 +283,12 @@ class GuardInput(NamedTuple):
     # Whether the change's own pull request failed the same test cases before
     # it was merged, right after a green build of its builder (.pullbuilds).
     tied_by_pull_request: bool = False
+    # Each builder failing alike from the change, the deciding one included,
+    # with its failing builds read so far (.flake_odds); empty: only the
+    # deciding builder's, its N.
+    observed: tuple[Observed, ...] = ()
+    # A builder's count of completed builds (runs seen, for a case's rate).
+    builds_on: Callable[[str], int] | None = None
 
 
 def infra(g: GuardInput) -> Decline | None:
@@ -336,17 +356,18 @@ def failing_before(g: GuardInput) -> Decline | None:
         Reason.FAILING_BEFORE,
         f"{', '.join(specific.names()[:5])} also failed in builds without this "
         f"change (before it landed, or on builders that had not built it); compared "
-        f"as {level}",
+        f"as {level}; {settling_build(g)}",
     )
 
 
 def stale_green(g: GuardInput) -> Decline | None:
     """After a long gap since green, the change must be tied to the failures directly.
 
-    With the change's diff, at the level of test cases (:mod:`.caselink`);
-    without it, by file names, the failing test's own file left out (a
-    change that edited a test file explains no other case of it failing),
-    or by its own pull request's build failing the same cases.
+    The links add up: by file names (the failing test's own file left out:
+    a change that edited a test file explains no other case of it failing),
+    by the change's diff at the level of test cases (:mod:`.caselink`), or
+    by its own pull request's build failing the same cases.  A diff can add
+    a link the file names do not give, never take one away.
     """
     policy, change, green_at = g.policy, g.change, g.green_at
     if green_at is None:
@@ -356,33 +377,48 @@ def stale_green(g: GuardInput) -> Decline | None:
         return None
     named = [s for s in g.signatures if not s.generic]
     files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
-    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
-    if diff is not None:
-        linked = link_cases(
-            specific_tests(named).names() if named else (), diff, files, policy.environment_tests
-        )
-        if linked.linked:
-            return None
+    failing = common_tests(named) if named else frozenset()
+    if named and not failing:
+        failing = frozenset().union(*(modules(s) for s in named))
+    if ties(failing, files, policy.environment_tests, own_file=False) is not None:
+        return None
+    if g.tied_by_pull_request:
+        # Its own pre-merge build failed them on a configuration green
+        # just before: behaviour, where no diff shows what it touched.
+        return None
+    linked = _diff_link(g)
+    if linked is not None and linked.linked:
+        return None
+    if linked is not None:
         what = f"nothing in its diff ties it to the failures: {linked.sentence}"
+    elif change.files:
+        what = "the change touched none of the failing tests' code"
     else:
-        failing = common_tests(named) if named else frozenset()
-        if named and not failing:
-            failing = frozenset().union(*(modules(s) for s in named))
-        if ties(failing, files, policy.environment_tests, own_file=False) is not None:
-            return None
-        if g.tied_by_pull_request:
-            # Its own pre-merge build failed them on a configuration green
-            # just before: behaviour, where no diff shows what it touched.
-            return None
-        what = (
-            "the change touched none of the failing tests' code"
-            if change.files
-            else "the change's files are unknown, so nothing ties it to the failing tests"
-        )
+        what = "the change's files are unknown, so nothing ties it to the failing tests"
     return Decline(
         Reason.STALE_GREEN,
         f"the builder was last green {gap / _DAY:.0f} days ago and {what}: the world "
-        "may have changed meanwhile (a verification build of the parent would tell)",
+        f"may have changed meanwhile; {settling_build(g)}",
+    )
+
+
+def _diff_link(g: GuardInput) -> CaseLink | None:
+    """What the change's diff links of the failing cases (None: no diff is known)."""
+    change, policy = g.change, g.policy
+    diff = g.diff_of(change) if g.diff_of is not None and change.files else None
+    if diff is None:
+        return None
+    named = [s for s in g.signatures if not s.generic]
+    files = code_files(change.files, policy.doc_patterns, policy.code_patterns)
+    cases = specific_tests(named).names() if named else ()
+    return link_cases(cases, diff, files, policy.environment_tests)
+
+
+def settling_build(g: GuardInput) -> str:
+    """The sentence naming the build that would settle a doubt: the suspect's parent, here."""
+    return (
+        f"building the parent of {g.change.revision[:12]} on {g.builder} would settle it "
+        "(if it fails alike, the change is not the cause)"
     )
 
 
@@ -390,6 +426,11 @@ def configuration(g: GuardInput) -> Decline | None:
     """Every failing builder is stale, and builders running the same tests passed the change."""
     found = g.configurations
     if found is None:
+        return None
+    linked = _diff_link(g)
+    if linked is not None and linked.edits_cases:
+        # The change added or edited the very cases that fail: the failure
+        # follows the change, whatever the configurations say.
         return None
     after = g.policy.stale_green_after
     span = f"{after / _DAY:g} days" if after >= _DAY else f"{after / _HOUR:.3g} hours"
@@ -399,7 +440,7 @@ def configuration(g: GuardInput) -> Decline | None:
         f"{', '.join(found.steps)} before) built this change and passed: "
         f"{name_files(list(found.passing))}; every builder failing from it "
         f"({name_files(list(found.failing))}) was last green more than {span} "
-        "before: the failure follows the configuration, not the change",
+        f"before: the failure follows the configuration, not the change; {settling_build(g)}",
     )
 
 
@@ -416,19 +457,48 @@ def environment(g: GuardInput) -> Decline | None:
     )
 
 
+def _observed(g: GuardInput) -> tuple[Observed, ...]:
+    """What the flaky guards weigh: each builder failing alike, with its failing builds."""
+    return g.observed or (Observed(g.builder, len(g.signatures)),)
+
+
+def _builder_rate(g: GuardInput, builder: str) -> float:
+    """A builder's share of isolated failures among its last ``flaky_builds`` builds.
+
+    Over the builds it completed when fewer: twenty flakes in forty builds
+    is one in two, not one in five.
+    """
+    window = g.policy.flaky_builds
+    builds = g.builds if builder == g.builder or g.builds_on is None else g.builds_on(builder)
+    return g.flakes.count_since(builder, builds - window) / max(1, min(window, builds))
+
+
 def flaky_builder(g: GuardInput) -> Decline | None:
-    """Too many of the builder's recent builds failed alone and recovered at once."""
+    """Too many of the builder's recent builds failed alone, and flakes may explain it all."""
     if all(s.deterministic for s in g.signatures):
         return None
     window = g.policy.flaky_builds
     flakes = g.flakes.count_since(g.builder, g.builds - window)
     if flakes <= g.policy.flaky_threshold:
         return None
+    observed = _observed(g)
+    chance = per_builder(lambda b: _builder_rate(g, b), observed)
+    if chance <= g.policy.flaky_odds:
+        return None
     return Decline(
         Reason.FLAKY_BUILDER,
         f"{flakes} of the builder's last {window} builds failed alone and "
-        "recovered at once: too flaky to blame a change on its word alone",
+        f"recovered at once, and flakes alone would make the {_failing_builds(observed)} "
+        f"seen {odds(chance)} times: too flaky to blame a change on its word alone; "
+        f"{settling_build(g)}",
     )
+
+
+def _failing_builds(observed: tuple[Observed, ...]) -> str:
+    """``3 failing builds on 2 builders``, for a sentence."""
+    builds = sum(o.failing for o in observed)
+    on = f" on {len(observed)} builders" if len(observed) > 1 else ""
+    return f"{builds} failing build{'s' if builds != 1 else ''}{on}"
 
 
 def _failing_cases(g: GuardInput) -> list[str]:
@@ -440,16 +510,28 @@ def _failing_cases(g: GuardInput) -> list[str]:
 
 
 def flaky_case(g: GuardInput) -> Decline | None:
-    """Every failing test case is a known flake (:mod:`.flaky_cases`)."""
+    """Every failing test case is a known flake, and flakes may explain all that fails.
+
+    The chance is weighed at the highest rate among the cases (an unknown
+    rate, from a record kept before runs were counted, counts as certain:
+    the guard then declines as it did before).
+    """
     known = g.flakes.cases.known(_failing_cases(g), g.policy.flaky_case_runs)
     if known is None:
+        return None
+    rates = [case_rate(f, g.builds_on) if g.builds_on is not None else None for f in known]
+    rate = max((1.0 if r is None else r) for r in rates)
+    observed = _observed(g)
+    chance = all_flakes(rate, observed)
+    if chance <= g.policy.flaky_odds:
         return None
     told = "; ".join(f"{f.case} {f.runs} times, last on {f.builder}" for f in known[:3])
     more = f" and {len(known) - 3} more" if len(known) > 3 else ""
     return Decline(
         Reason.FLAKY_CASE,
         "every failing test case is a known flake, having failed alone and passed on the next "
-        f"build before: {told}{more}",
+        f"build before: {told}{more}; flakes alone would make the {_failing_builds(observed)} "
+        f"seen {odds(chance)} times; {settling_build(g)}",
     )
 
 

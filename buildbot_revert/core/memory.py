@@ -359,13 +359,15 @@ class FlakeMemory:
         self._at: dict[str, deque[int]] = {}
         self.cases = FlakyCases()
 
-    def record_cases(self, signature: Signature | None, builder: str, at: float) -> None:
-        """The test cases an isolated failure failed (none for a generic failure)."""
+    def record_cases(
+        self, signature: Signature | None, builder: str, at: float, position: int = 0
+    ) -> None:
+        """The test cases an isolated failure at ``position`` failed (none for a generic one)."""
         if signature is None or signature.generic:
             return
         named = [c for c in failing_ids(signature) if not c.startswith(WHOLE_MODULE)]
         # Compile and link errors are deterministic: never a flaky test case.
-        self.cases.record((c for c in named if " " not in c), builder, at)
+        self.cases.record((c for c in named if " " not in c), builder, at, position)
 
     def record(self, builder: str, position: int, keep: int) -> bool:
         """Remember an isolated failure at ``position``; forget those ``keep`` builds older.

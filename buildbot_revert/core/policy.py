@@ -112,6 +112,12 @@ class Policy:
     # A test case that failed alone and passed on the next build this many
     # times (anywhere) is a known flake (the flaky-case guard).
     flaky_case_runs: int = 2
+    # The flaky guards (flaky-case, flaky-builder) decline only when the
+    # chance that flakes alone made every failing build observed (each
+    # builder failing alike from the change, each of its failing builds) is
+    # above this (:mod:`.flake_odds`): a known flake does not fail three
+    # builds in a row on three builders by chance.
+    flaky_odds: float = 0.01
     corroboration: int = 2
     environment_tests: Mapping[str, tuple[str, ...]] = field(
         default_factory=lambda: dict(CPYTHON_ENVIRONMENT_TESTS), hash=False
@@ -164,7 +170,7 @@ class Policy:
     intersection: bool = True
     # The suspect's own pull-request builds before it was merged: named in
     # the verdict's sentence, and a failure of the same test cases ties it
-    # after a long gap when no diff is known (see pullbuilds.py).
+    # after a long gap, whatever its diff shows (see pullbuilds.py).
     pull_request_builds: bool = True
 
     def __post_init__(self) -> None:
@@ -178,6 +184,8 @@ class Policy:
             raise PolicyError("guard windows must be positive")
         if self.corroboration < 0 or self.corroboration == 1:
             raise PolicyError("corroboration is 0 (off) or at least 2 workers")
+        if not 0 < self.flaky_odds <= 1:
+            raise PolicyError(f"flaky_odds is a chance above 0, at most 1, not {self.flaky_odds}")
         if self.flaky_threshold < 0:
             raise PolicyError("flaky_threshold cannot be negative")
         if self.failures < 1:

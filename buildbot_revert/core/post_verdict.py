@@ -53,7 +53,19 @@ shells feed it, through :mod:`.actions`).
   that qualified (and the suspect too, when its first failing build held
   other changes).  When they finish, :func:`~.verification.judge` decides:
   concluded with its proof appended (``confirmed``), or declined
-  (``environment``, ``unverified``).  Another builder qualifying on the
+  (``environment``, ``unverified``).
+- A verdict a guard declined for doubt (``failing-before``, ``stale-green``,
+  ``configuration-specific``, ``flaky-builder``, ``flaky-case``:
+  :data:`~.verification.DOUBTS`) is held alike, on a builder not allowed to
+  fail: the parent is built, then, once it passed, the suspect (one after
+  the other: Buildbot would collapse two requests queued on one builder).
+  The parent failing alike declines it ``environment``; the parent passing
+  and the suspect failing alike proposes it (``revert``, the doubt and its proof in the
+  sentence); anything else, or no answer in time, ``unverified``.  A change
+  bisection found that the tracker then judges a doubt is proposed with the
+  search's builds as its proof (they built its parent, which passed, and
+  it, which failed alike), as ``revert-by-bisection``, when verification
+  is on.  Another builder qualifying on the
   held suspect meanwhile (``already-proposed``) *joins* it: concluded
   after a confirmed verdict, dropped with a declined one.
 - A ``multiple-changes`` verdict that :func:`~.bisection.worth_bisecting`
@@ -115,13 +127,21 @@ from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.outcomes import FollowPlan
 from buildbot_revert.core.requests import GreenRevisions, RequestKey, Role, parent_in
 from buildbot_revert.core.verdicts import Reason, Verdict
-from buildbot_revert.core.verification import judge, never_ran, verified, wants_verification
+from buildbot_revert.core.verification import (
+    Judgement,
+    doubting,
+    judge,
+    never_ran,
+    verified,
+    wants_verification,
+)
 
 _DAY = 86400.0
 # A build the master stopped: Buildbot runs a RETRY one again (its request's next
 # build counts), never a CANCELLED one (the machine requests that once more itself).
 _AGAIN = frozenset({int(Result.RETRY)})
 _CANCELLED = int(Result.CANCELLED)
+_PASSED = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 
 
 # -- state -----------------------------------------------------------------------------
@@ -343,6 +363,9 @@ class PostVerdict:
         verdict = event.verdict
         suspect = verdict.suspect
         assert suspect is not None
+        if doubting(verdict) and event.tolerated:
+            # A builder allowed to fail never proposes: no doubt of it to settle.
+            return [Conclude(verdict)]
         suspects = event.suspects or (suspect,)
         green = self.state.revisions.green_of(verdict.builder)
         parent = parent_in(suspects, suspect.revision, green)
@@ -356,7 +379,10 @@ class PostVerdict:
             ]
         stamp = (verdict.builder, verdict.first_failing_build)
         keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
-        if len(suspects) > 1:
+        # A doubt builds the suspect too, once the parent passed (see
+        # _then_suspect), not beside it: Buildbot collapses requests queued
+        # on one builder, and the parent's would be merged into the suspect's.
+        if len(suspects) > 1 and not doubting(verdict):
             keys.append(RequestKey(*stamp, revision=suspect.revision, role=Role.SUSPECT))
         self.state.verifying.append(Verifying(verdict, tuple(keys), event.now))
         return [RequestBuild(k) for k in keys]
@@ -369,6 +395,9 @@ class PostVerdict:
             held.suspect_build = build
         if held.waiting:
             return []
+        then = self._then_suspect(held, build)
+        if then:
+            return then
         self.state.verifying.remove(held)
         verdict = held.verdict
         assert verdict.suspect is not None and held.parent_build is not None
@@ -381,6 +410,26 @@ class PostVerdict:
             joined = [Conclude(v) for v in held.joined]
             return [said, Conclude(verified(verdict, judgement)), *joined]
         return [said, Conclude(verified(verdict, judgement))]
+
+    def _then_suspect(self, held: Verifying, build: Build) -> list[Command]:
+        """A doubt whose parent passed: request the suspect's build now (else nothing).
+
+        A flake passes on the parent as it would on the suspect: only the
+        suspect failing again tells a breakage from it.  A parent that did
+        not pass decides alone (``environment`` or ``unverified``).
+        """
+        verdict = held.verdict
+        if not doubting(verdict) or len(held.keys) > 1 or build.result not in _PASSED:
+            return []
+        assert verdict.suspect is not None
+        parent = held.keys[0]
+        key = RequestKey(
+            parent.builder, parent.streak, revision=verdict.suspect.revision, role=Role.SUSPECT
+        )
+        held.keys = (*held.keys, key)
+        # The timeout counts from this request.
+        held.requested_at = build.completed_at
+        return [RequestBuild(key)]
 
     def _gave_up(self, verdict: Verdict, key: RequestKey, waited: float) -> list[Command]:
         """The verdict declined because the build ``key`` names never ran."""
@@ -464,5 +513,10 @@ class PostVerdict:
             return self._next_batch(bisecting, build.completed_at)
         self.state.bisecting.remove(bisecting)
         judged = self.judge_found(verdict.builder, found, search.explain())
+        if judged is not None and self.settings.verification and doubting(judged):
+            # The search built the change's parent (it passed) and the change
+            # (it failed alike) now: the proof a doubt's verification asks.
+            proof = Judgement(None, f"the bisection's builds settle it: {search.explain()}")
+            judged = verified(judged, proof, Reason.REVERT_BY_BISECTION)
         said = Say(f"bisection on {verdict.builder} found {found.revision[:12]}")
         return [said, Conclude(judged if judged is not None else verdict)]

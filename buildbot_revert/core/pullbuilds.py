@@ -32,9 +32,9 @@ be of a version of the pull request fixed since):
   case-level link would, only when the builder's previous build was green
   at most ``Policy.stale_green_after`` before it (the pull request broke a
   configuration that worked just before, rather than building into a
-  world that had changed), and then only for the ``stale-green`` guard, and
-  only when no diff of the change is known (with a diff, the diff of what
-  landed decides).  Every other guard stands, ``configuration-specific``
+  world that had changed), and then only for the ``stale-green`` guard,
+  whatever the change's diff shows (the links add up: a diff adds a link,
+  never takes one away).  Every other guard stands, ``configuration-specific``
   included, and the structural rule (green, then N failures, the first
   holding only this change) must hold: pull-request builds never propose a
   revert on their own.

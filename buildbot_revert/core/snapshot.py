@@ -14,10 +14,14 @@ keys its snapshot on :func:`policy_digest` beside the format.
 
 Format 2 added the post-verdict machine's requested builds that ended
 cancelled once and were requested again (``MachineState.requested_again``);
-nothing else changed.  A document of format 1 (its schema as the last
-release wrote it, :data:`SCHEMA_1`) is still read, by the classes as they
-were then: a held machine's state comes back with that set empty, the
-tracker's memory as it was.
+nothing else changed.  Format 3 added, to each flaky test case's record,
+where it first flaked and the builds seen there since
+(``CaseFlake.since``: its runs seen, for the flaky guards' odds).
+Documents of formats 1 and 2 (their schemas as those releases wrote them,
+:data:`SCHEMA_1`, :data:`SCHEMA_2`) are still read, by the classes as they
+were then: a held machine's state comes back with the set format 1 lacked
+empty, a flaky case's record without its runs seen (its rate unknown: the
+guard declines it as before, :mod:`.flake_odds`).
 
 Every import of the classes the format holds is in the block below, so
 that a class that moves between the core's modules is re-pointed here only.
@@ -59,7 +63,7 @@ from buildbot_revert.core.verdicts import (
 # The version of the documents written here.  Raise it (and add a
 # migration to MIGRATIONS, or let old documents be rebuilt) when a change
 # of the fields below is one the schema digest alone should not decide.
-FORMAT = 2
+FORMAT = 3
 
 # Written migrations: a format -> the function making a document of that
 # format one of the next (its "format" and "schema" included).  None yet:
@@ -230,8 +234,18 @@ def _schema_of(codec: Codec) -> str:
     return hashlib.sha256((codec.digest() + tracker).encode()).hexdigest()
 
 
+def _format_2(schema: Schema) -> Schema:
+    """A class as format 2 held it: a flaky case's record had no runs seen."""
+    if schema.cls is not CaseFlake:
+        return schema
+    fields = tuple((n, t) for n, t in schema.fields if n != "since")
+    # Made by keyword: the field format 2 lacks takes its default (empty).
+    return dataclasses.replace(schema, fields=fields)
+
+
 def _format_1(schema: Schema) -> Schema:
-    """A class as format 1 held it: the machine's state had no builds requested again."""
+    """A class as format 1 held it: format 2's, and the machine had no builds requested again."""
+    schema = _format_2(schema)
     if schema.cls is not MachineState:
         return schema
     fields = tuple((n, t) for n, t in schema.fields if n != "requested_again")
@@ -241,11 +255,17 @@ def _format_1(schema: Schema) -> Schema:
 
 CODEC = Codec(_SCHEMAS)
 SCHEMA = _schema_of(CODEC)
-# Format 1, as the last release wrote it (the schema its documents carry).
+# Formats 2 and 1, as the releases before wrote them (the schemas their documents carry).
+_FORMAT_2 = Codec(tuple(map(_format_2, _SCHEMAS)))
+SCHEMA_2 = _schema_of(_FORMAT_2)
 _FORMAT_1 = Codec(tuple(map(_format_1, _SCHEMAS)))
 SCHEMA_1 = _schema_of(_FORMAT_1)
 # The (format, schema) of every document this release reads, and the codec reading it.
-_READERS: tuple[tuple[int, str, Codec], ...] = ((FORMAT, SCHEMA, CODEC), (1, SCHEMA_1, _FORMAT_1))
+_READERS: tuple[tuple[int, str, Codec], ...] = (
+    (FORMAT, SCHEMA, CODEC),
+    (2, SCHEMA_2, _FORMAT_2),
+    (1, SCHEMA_1, _FORMAT_1),
+)
 
 
 def check_fields() -> None:

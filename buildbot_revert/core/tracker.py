@@ -569,7 +569,9 @@ class StreakTracker:
             position = self._builders[builder].builds - 2
             noted = self._flakes.record(builder, position, self.policy.flaky_builds)
             if noted and not streak.infra[0]:
-                self._flakes.record_cases(streak.signatures[0], builder, first.completed_at)
+                self._flakes.record_cases(
+                    streak.signatures[0], builder, first.completed_at, position
+                )
         verdict = streak.verdict
         decided = verdict is not None
         if verdict is None:

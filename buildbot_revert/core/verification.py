@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from buildbot_revert.core.guards import common_tests, signature_of
 from buildbot_revert.core.model import Build, Result
-from buildbot_revert.core.verdicts import PROPOSING, Reason, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, RevertRequest, Verdict
 
 _GREEN = frozenset({int(Result.SUCCESS), int(Result.WARNINGS)})
 _FAILURE = int(Result.FAILURE)
@@ -52,9 +52,27 @@ class Judgement(NamedTuple):
         return self.reason is None
 
 
+# The guards that decline for doubt rather than for proof (issue 46): where
+# verification can run, their verdicts are held and the builders asked.
+DOUBTS = frozenset(
+    {
+        Reason.FAILING_BEFORE,
+        Reason.STALE_GREEN,
+        Reason.CONFIGURATION_SPECIFIC,
+        Reason.FLAKY_BUILDER,
+        Reason.FLAKY_CASE,
+    }
+)
+
+
+def doubting(verdict: Verdict) -> bool:
+    """Whether a verdict declined one change for doubt: builds of it and its parent settle it."""
+    return verdict.reason in DOUBTS and verdict.suspect is not None
+
+
 def wants_verification(verdict: Verdict) -> bool:
-    """Whether a verdict is one to verify before filing: it proposes a revert of one change."""
-    return verdict.reason in PROPOSING and verdict.suspect is not None
+    """Whether a verdict is one to verify: it proposes a revert of one change, or doubts one."""
+    return (verdict.reason in PROPOSING and verdict.suspect is not None) or doubting(verdict)
 
 
 def overdue(requested_at: float, now: float, timeout: float) -> bool:
@@ -118,8 +136,27 @@ def judge(
     )
 
 
-def verified(verdict: Verdict, judgement: Judgement) -> Verdict:
-    """The verdict as its requested builds end it: kept with their proof, or declined."""
+def verified(verdict: Verdict, judgement: Judgement, proposing: Reason = Reason.REVERT) -> Verdict:
+    """The verdict as its requested builds end it: kept with their proof, or declined.
+
+    A doubting verdict the builds confirm proposes its suspect (as
+    ``proposing``), the doubt and the proof that settled it in its sentence.
+    """
+    if judgement.reason is None and doubting(verdict):
+        assert verdict.suspect is not None
+        request = RevertRequest(
+            change=verdict.suspect,
+            builder=verdict.builder,
+            build_number=verdict.first_failing_build,
+            failing_builds=verdict.failing_builds,
+            qualified_at=verdict.decided_at,
+        )
+        return verdict._replace(
+            reason=proposing,
+            request=request,
+            explanation=f"held for proof ({verdict.reason.value}: {verdict.explanation}); "
+            f"{judgement.explanation}",
+        )
     if judgement.reason is None:
         return verdict._replace(explanation=f"{verdict.explanation}; {judgement.explanation}")
     return verdict._replace(

@@ -45,7 +45,8 @@ from buildbot_revert.core.model import Build, Change, Result
 from buildbot_revert.core.post_verdict import JudgeFound, PostVerdict
 from buildbot_revert.core.requests import RequestKey, Role
 from buildbot_revert.core.tracker import Event, StreakTracker
-from buildbot_revert.core.verdicts import Reason, Streak, Verdict
+from buildbot_revert.core.verdicts import PROPOSING, Reason, Streak, Verdict
+from buildbot_revert.core.verification import doubting
 from simulator.analysis.culprit_methods import VERIFICATION, MethodCosts, Methods
 from simulator.analysis.filing_pass import Facts, play_filing
 from simulator.analysis.play import Play
@@ -256,7 +257,10 @@ class Engine:
         if work.verification_builds:
             self.costs.spend(VERIFICATION, work.hours * work.verification_builds)
             final = concluded[0] if concluded else work.verdict
-            if final.reason in (Reason.ENVIRONMENT, Reason.UNVERIFIED):
+            # Only a proposal can be withdrawn: a doubt declined (issue 46) was none.
+            if final.reason in (Reason.ENVIRONMENT, Reason.UNVERIFIED) and (
+                work.verdict.reason in PROPOSING
+            ):
                 suspect = work.verdict.suspect
                 assert suspect is not None
                 at = next(i for i, c in enumerate(work.suspects) if c == suspect)
@@ -280,7 +284,9 @@ class Engine:
             return
         self.requested += requested
         if requested[0].role in (Role.PARENT, Role.SUSPECT):
-            self.costs.spend(VERIFICATION, hours * len(requested))
+            # A doubt asks for its suspect only once its parent passed: count both, at most.
+            builds = max(len(requested), 2 if doubting(verdict) else 1)
+            self.costs.spend(VERIFICATION, hours * builds)
         else:
             self.costs.spend("bisection", hours * builds_needed(changes, self.methods.width))
         timeout = self.machine.settings.forced_build_timeout

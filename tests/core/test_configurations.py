@@ -128,3 +128,35 @@ def test_a_passing_builder_not_known_to_run_the_same_tests_does_not_count() -> N
 def test_a_passing_builder_that_did_not_build_the_change_does_not_count() -> None:
     seq = [b for b in fleet(NEW, OLD, gap_days=49) if not (b.builder in OLD and b.number == 4)]
     assert verdicts(seq)[0].reason is Reason.REVERT
+
+
+ADDS_THE_FAILING_CASE = """\
+diff --git a/tests/test_x.py b/tests/test_x.py
+--- a/tests/test_x.py
++++ b/tests/test_x.py
+@@ -10,0 +11,2 @@ import x
++def test_parse():
++    assert x.parse({}) == []
+"""
+
+
+def test_a_change_that_adds_the_failing_test_is_not_configuration_specific() -> None:
+    # Issue 46: the diff's case-level link (it added the very case that
+    # fails) lifts the guard, however stale the failing configurations.
+    from buildbot_revert.core.diffs import parse_git_show
+
+    diff = parse_git_show("b", ADDS_THE_FAILING_CASE)
+    tracker = StreakTracker(Policy(), diffs=lambda c: diff if c.revision == "b" else None)
+    events = tracker.feed_all(fleet(NEW, OLD, gap_days=49))
+    found = [
+        e for e in events if isinstance(e, Verdict) and e.suspect and e.suspect.revision == "b"
+    ]
+    assert found[0].reason is Reason.REVERT
+    assert "it added the failing case tests/test_x.py::test_parse" in found[0].explanation
+    assert {v.reason for v in found[1:]} == {Reason.ALREADY_PROPOSED}
+    # A diff editing another case of the file leaves the guard standing.
+    other = parse_git_show("b", ADDS_THE_FAILING_CASE.replace("test_parse", "test_other"))
+    tracker = StreakTracker(Policy(), diffs=lambda c: other if c.revision == "b" else None)
+    events = tracker.feed_all(fleet(NEW, OLD, gap_days=49))
+    assert [e.reason for e in events if isinstance(e, Verdict) and e.suspect
+            and e.suspect.revision == "b"] == [Reason.CONFIGURATION_SPECIFIC] * 3  # fmt: skip

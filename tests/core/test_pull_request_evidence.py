@@ -107,14 +107,19 @@ def test_a_pr_failure_into_a_changed_world_does_not_tie() -> None:
     assert decide(late, seq).reason is Reason.STALE_GREEN
 
 
-def test_with_a_diff_the_diff_decides() -> None:
+def test_a_diff_that_ties_nothing_keeps_the_pull_requests_link() -> None:
+    # Links add up (issue 46): the diff adds evidence, never removes the
+    # pull request's own failing build.
     culprit = merged(7, T0 + 20 * DAY)
     pr = on_pr("S F@os", [5, 7], T0 + 19 * DAY)
     hunks = parse_patch(UNRELATED[0], "@@ -3 +3 @@ def encode(o):\n-    a\n+    b\n")
     v = decide(pr, branch(culprit, 21), diffs=lambda c: Diff(c.revision, tuple(hunks)))
-    assert v.reason is Reason.STALE_GREEN
-    assert "nothing in its diff ties it" in v.explanation
+    assert v.reason is Reason.REVERT
     assert v.explanation.endswith(f"before it was merged ({PR_BUILDER} build 2)")
+    # Without the pull request's build, the same diff ties nothing.
+    alone = decide(pr[:1], branch(culprit, 21), diffs=lambda c: Diff(c.revision, tuple(hunks)))
+    assert alone.reason is Reason.STALE_GREEN
+    assert "nothing in its diff ties it" in alone.explanation
 
 
 def test_other_cases_failing_or_a_later_push_do_not_count() -> None:

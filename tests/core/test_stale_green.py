@@ -170,3 +170,25 @@ def test_one_mapping_from_tests_to_code() -> None:
     assert ties(["test_ssl.ContextTests.test_x"], ["Lib/ssl.py"], env) == (
         "test_ssl.ContextTests.test_x"
     )
+
+
+def test_a_diff_that_touches_no_failing_case_keeps_the_file_level_link() -> None:
+    # Links add up (issue 46): the change's files tie it to test_os (it
+    # touched Lib/os.py); its diff, as the forge returned it (a large
+    # commit's is cut short), shows only a hunk elsewhere.  The diff adds
+    # evidence, never erases the file-level link.
+    from buildbot_revert.core.diffs import Diff, parse_patch
+
+    files = ("Lib/os.py", "Lib/big.py")
+    hunks = parse_patch("Lib/big.py", "@@ -3 +3 @@ def f():\n-    a\n+    b\n")
+    tracker = StreakTracker(Policy(), diffs=lambda c: Diff(c.revision, tuple(hunks)))
+    events = tracker.feed_all(after_gap(21, "os", files))
+    v = next(e for e in events if isinstance(e, Verdict))
+    assert v.reason is Reason.REVERT
+    assert "added or edited none of the failing cases" in v.explanation  # said, not decisive
+    # The same diff with the files naming nothing of test_os still declines.
+    other = StreakTracker(Policy(), diffs=lambda c: Diff(c.revision, tuple(hunks)))
+    events = other.feed_all(after_gap(21, "os", ("Lib/big.py",)))
+    declined = next(e for e in events if isinstance(e, Verdict))
+    assert declined.reason is Reason.STALE_GREEN
+    assert "building the parent of b on 3.9 builder would settle it" in declined.explanation

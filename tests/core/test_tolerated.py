@@ -89,9 +89,16 @@ def test_a_tolerated_builder_corroborates_nothing() -> None:
         ("AMD64 Arch unstable", "flaky-builder"),
         ("AMD64 Fedora", "flaky-builder"),
     ]
-    # Counter-case: a second stable builder on another worker does corroborate.
+    # Counter-case: a second stable builder on another worker does count:
+    # the odds weigh its failing builds too (issue 46), so the first to
+    # decide proposes; asking near certainty, corroboration lifts the second.
     ubuntu = flaky_on("AMD64 Ubuntu", T0, "w1")
     assert decide(ubuntu, fedora, policy=strict)[-2:] == [
+        ("AMD64 Ubuntu", "revert"),
+        ("AMD64 Fedora", "already-proposed"),
+    ]
+    certain = Policy(flaky_threshold=3, flaky_odds=1e-9)
+    assert decide(ubuntu, fedora, policy=certain)[-2:] == [
         ("AMD64 Ubuntu", "flaky-builder"),
         ("AMD64 Fedora", "revert"),
     ]

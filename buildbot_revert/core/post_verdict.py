@@ -58,7 +58,8 @@ shells feed it, through :mod:`.actions`).
   ``configuration-specific``, ``flaky-builder``, ``flaky-case``:
   :data:`~.verification.DOUBTS`) is held alike, on a builder not allowed to
   fail: the parent is built, then, once it passed, the suspect (one after
-  the other: Buildbot would collapse two requests queued on one builder).
+  the other: a parent failing alike decides alone, and a doubt is most
+  often the world's, so the suspect's build is spent only when it can tell).
   The parent failing alike declines it ``environment``; the parent passing
   and the suspect failing alike proposes it (``revert``, the doubt and its proof in the
   sentence); anything else, or no answer in time, ``unverified``.  A change
@@ -380,8 +381,8 @@ class PostVerdict:
         stamp = (verdict.builder, verdict.first_failing_build)
         keys = [RequestKey(*stamp, revision=parent, role=Role.PARENT)]
         # A doubt builds the suspect too, once the parent passed (see
-        # _then_suspect), not beside it: Buildbot collapses requests queued
-        # on one builder, and the parent's would be merged into the suspect's.
+        # _then_suspect), not beside it: a parent failing alike settles a
+        # doubt alone, and most doubts are the world's.
         if len(suspects) > 1 and not doubting(verdict):
             keys.append(RequestKey(*stamp, revision=suspect.revision, role=Role.SUSPECT))
         self.state.verifying.append(Verifying(verdict, tuple(keys), event.now))

@@ -23,6 +23,14 @@ from buildbot_revert.plugin.ports import BuildReader, Master
 # The property linking a requested build to the red streak it serves.
 STREAK_PROPERTY = "buildbot_revert_streak"
 SCHEDULER = "buildbot-revert"
+# The source the buildset's properties are given as.  Buildbot collapses an
+# unclaimed build request into a newer one of the same line unless their
+# buildsets' properties *from a scheduler* differ (it compares only those
+# whose source is "Scheduler", and no revisions when both sourcestamps carry
+# changes): so marked, two requested builds at different revisions (a
+# parent and its suspect, a bisection batch) and a requested build beside
+# an ordinary one are never merged into one build that answers neither.
+PROPERTY_SOURCE = "Scheduler"
 
 
 async def request_build(
@@ -39,7 +47,10 @@ async def request_build(
         scheduler=SCHEDULER,
         sourcestamps=[stamp],
         reason=f"{REASON_PREFIX}{key.describe()}",
-        properties={PROPERTY: (key.encode(), SCHEDULER), STREAK_PROPERTY: (streak, SCHEDULER)},
+        properties={
+            PROPERTY: (key.encode(), PROPERTY_SOURCE),
+            STREAK_PROPERTY: (streak, PROPERTY_SOURCE),
+        },
         builderids=[builderid],
     )
     say(f"buildbot-revert: requested a {key.describe()}")

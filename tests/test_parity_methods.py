@@ -27,8 +27,8 @@ that say what the test's workers did, and the suspects' diffs read from the
 stand-in as ``--github-diffs`` reads them.  Compared, in order: the
 verdicts, the builds requested (builder, revision, role), the ledger states
 each revision passed through (the plugin's, recorded by a trigger on its
-ledger table; the simulator's, its machine's answers carried through the
-core's actions and lifecycle table as the plugin's filer carries them), the
+ledger table; the simulator's, the state changes its filing pass made by
+the core's actions and lifecycle table, as the plugin's filer makes them), the
 comments posted on the stand-in (kind, and the pull request of which
 revision), and the revert pull requests opened and closed.
 """
@@ -47,19 +47,9 @@ import pytest_twisted
 import sqlalchemy as sa
 from twisted.internet import defer, threads
 
-from buildbot_revert.core import actions, lifecycle
-from buildbot_revert.core.actions import RevertState
 from buildbot_revert.core.follow_up_text import STAND_DOWN_MARKER
-from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.machine_io import (
-    CommentFirst,
-    CommentOnly,
-    File,
-    Filing,
-    GraceCheck,
     MachineSettings,
-    PullRead,
-    Withdraw,
 )
 from buildbot_revert.core.model import Result
 from buildbot_revert.core.requests import RequestKey, Role
@@ -238,100 +228,6 @@ def audit(master: InProcessMaster, read: bool = False) -> list[tuple[str, str]]:
         engine.dispose()
 
 
-# -- the simulator's ledger states: its machine's answers, carried as the filer carries them
-
-
-class Trail:
-    """The states the engine's filing pass moves each revision through, by the core's table.
-
-    Listens to the answers of the engine's one machine (it is the simulator's;
-    the test only listens) and carries each through
-    :func:`~buildbot_revert.core.actions.plan` / ``after_grace`` and
-    :func:`~buildbot_revert.core.lifecycle.after`, as the plugin's filer and
-    steps do with theirs: a first ``Filing`` claims the revision; a
-    ``Withdraw`` at a deadline withdraws it; a ``File`` at a deadline waits for
-    the cap's answer (the ``Filing`` that follows it); a revert step is
-    opened on the simulated GitHub; a ``PullRead`` that stands a PR down is
-    its outcome.  Each move is dated by its event's simulated time.
-    """
-
-    def __init__(self, machine: Any) -> None:
-        self.moves: list[tuple[float, int, str, str]] = []
-        self.state: dict[str, State] = {}
-        self.deadline: dict[str, File] = {}
-        self.stand_downs: list[tuple[float, str, str]] = []
-        filing, grace_over, pull_read = machine.filing, machine.grace_over, machine.pull_read
-
-        def on_filing(event: Filing) -> Any:
-            said = filing(event)
-            self.filing(event, said)
-            return said
-
-        def on_grace_over(event: GraceCheck) -> Any:
-            said = grace_over(event)
-            if isinstance(said, Withdraw):
-                self.step(event.revision, actions.after_grace(said, _facts(None)), event.now)
-            elif isinstance(said, File):
-                self.deadline[event.revision] = said
-            return said
-
-        def on_pull_read(event: PullRead) -> Any:
-            plan = pull_read(event)
-            if plan.outcome is not None and event.no_longer_needed_at is not None:
-                at = event.no_longer_needed_at
-                self.note(at, event.revision, plan.outcome.value)
-                self.stand_downs.append((at, event.revision, plan.step.value))
-            return plan
-
-        machine.filing, machine.grace_over, machine.pull_read = (
-            on_filing,
-            on_grace_over,
-            on_pull_read,
-        )
-
-    def note(self, at: float, revision: str, what: str) -> None:
-        """One move, at simulated time ``at`` (the order of moves of one time kept)."""
-        self.moves.append((at, len(self.moves), revision, what))
-
-    def filing(self, event: Filing, said: Any) -> None:
-        """A claim's first step, or the cap's answer for a revert filed at its deadline."""
-        revision = event.revision
-        if revision not in self.state:
-            claimed = lifecycle.after(lifecycle.INITIAL, lifecycle.Claimed(dry_run=False))
-            self.state[revision] = claimed.state
-            self.note(event.now, revision, claimed.state.value)
-            self.step(revision, actions.plan(_facts(said)), event.now)
-        elif revision in self.deadline:
-            plan = actions.after_grace(self.deadline.pop(revision), _facts(said))
-            self.step(revision, plan, event.now)
-
-    def step(self, revision: str, plan: actions.Plan, now: float) -> None:
-        """The state the core's table gives the step (a revert: opened on the simulated GitHub)."""
-        moved = lifecycle.after(self.state[revision], lifecycle.StepTaken(plan.step))
-        if moved.state is State.FILING:
-            self.note(now, revision, moved.state.value)
-            moved = lifecycle.after(
-                State.FILING, lifecycle.Opened(revert=RevertState.OPEN, existing=False)
-            )
-        if moved.moved:
-            self.note(now, revision, moved.state.value)
-        self.state[revision] = moved.state
-
-    def in_order(self) -> list[tuple[str, str]]:
-        """(revision, state or outcome) in the order of simulated time."""
-        return [(revision, what) for _, _, revision, what in sorted(self.moves)]
-
-
-def _facts(said: Any) -> actions.Facts:
-    """What the filer knows of a culprit here: a merged PR, no revert yet, the machine's answer."""
-    return actions.Facts(
-        mode="revert",
-        has_pull=True,
-        capped=said.why if isinstance(said, CommentOnly) else None,
-        grace_until=said.until if isinstance(said, CommentFirst) else None,
-    )
-
-
 # -- the comments on the stand-in ---------------------------------------------------------
 
 
@@ -359,8 +255,8 @@ def plugin_comments(github: Any, world: World, revert_of: dict[int, str]) -> lis
     ]
 
 
-def simulated_comments(trail: Trail) -> list[tuple[str, str]]:
-    """The comments the plugin's steps post for the simulator's moves, in order.
+def simulated_comments(trail: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The comments the plugin's steps post for the simulator's state changes, in order.
 
     Waiting starts with a warning, a comment step is a notice, a filed
     revert is linked from the culprit, a stand-down comments on the revert
@@ -368,7 +264,7 @@ def simulated_comments(trail: Trail) -> list[tuple[str, str]]:
     """
     kinds = {"pending": "warning", "commented": "comment-only", "filed": "reverted"}
     said = []
-    for revision, what in trail.in_order():
+    for revision, what in trail:
         if what in kinds:
             said.append((kinds[what], revision))
         elif what == "superseded":
@@ -437,7 +333,7 @@ def drive(world: World) -> Any:
 def simulated(
     history: Any, policy: Any, machine: MachineSettings, world: World, until: float, token: Path
 ) -> Any:
-    """The simulator's single pass, with the plugin's settings: (verdicts, engine, filed, trail).
+    """The simulator's single pass, with the plugin's settings: (verdicts, engine, filed).
 
     It reads the suspects' diffs from the stand-in as ``--github-diffs`` does:
     the plugin, given a token, reads them from there too.
@@ -467,9 +363,8 @@ def simulated(
     verdicts = [v for v in result.verdicts if v.reason is not Reason.UNFINISHED]
     # The filing part through the same machine: a simulated clock of grace
     # deadlines, a simulated GitHub whose opened PRs the cap counts.
-    trail = Trail(engine.machine)
     filed = file_replay(result, methods.machine, engine)
-    return verdicts, engine, filed, trail
+    return verdicts, engine, filed
 
 
 @pytest_twisted.inlineCallbacks
@@ -510,9 +405,7 @@ def test_plugin_and_simulator_agree_with_every_post_verdict_setting_on(tmp_path)
             yield master.stop()
         token = tmp_path / "token"
         token.write_text(DEFAULT_TOKEN)
-        verdicts, engine, filed, simulated_trail = simulated(
-            history, policy, machine, world, pulled_at, token
-        )
+        verdicts, engine, filed = simulated(history, policy, machine, world, pulled_at, token)
         revert_of = {row["revert_pr"]: rev for rev, row in rows.items() if row["revert_pr"]}
         comments = plugin_comments(github, world, revert_of)
         pulls = [(p.number, p.state) for p in github.revert_pulls()]
@@ -565,12 +458,12 @@ def test_plugin_and_simulator_agree_with_every_post_verdict_setting_on(tmp_path)
     assert [(k.builder, k.revision, k.role) for k in engine.requested] == [
         (k.builder, k.revision, k.role) for k in world.requested
     ]
-    assert simulated_trail.in_order() == trail
+    simulated_trail = [(c.revision, c.what) for c in filed.state_changes]
+    assert simulated_trail == trail
     assert simulated_comments(simulated_trail) == comments
     assert (filed.stood_down, filed.commented, filed.pending) == ({x}, {z}, frozenset())
     assert [p.request.revision for p in filed.proposals()] == [y]
     assert filed.stand_downs is not None
     assert filed.stand_downs.revisions == (y,) and filed.stand_downs.steps == ("close",)
-    assert [(r, step) for _, r, step in simulated_trail.stand_downs] == [(y, "close")]
     wall = time.monotonic() - began
     print(f"all-on parity: {wall:.1f} s wall; GRACE {GRACE} s, {spare:.1f} s of it to spare")

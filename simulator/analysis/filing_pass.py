@@ -24,6 +24,16 @@ machine of the replay (:func:`.engine.machine_of`):
   in the truth model (open, untouched: ``PullRead``), and the machine's plan
   is the stand-down step.
 
+Each answer is carried out as the plugin's filer and steps carry theirs: the
+core's :func:`~buildbot_revert.core.actions.plan` (a claim's first step) or
+:func:`~buildbot_revert.core.actions.after_grace` (a deadline's), over the
+facts the simulated GitHub knows (mode ``revert``, a merged culprit pull
+request, no labels, no revert yet), and each step through the core's
+:func:`~buildbot_revert.core.lifecycle.after`.  So each revert's state is
+the one the plugin's ledger row would hold, and the pass records every
+change of it (:class:`~.state_changes.StateChange`, with the follow-up's
+outcome) on its result.
+
 The facts do not depend on the machine's settings, so a sweep collects them
 once per replay (:func:`facts_of`) and plays this part once per combination
 of grace period and cap.  Pure bookkeeping: every decision is the machine's.
@@ -35,7 +45,10 @@ import heapq
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from buildbot_revert.core import actions, lifecycle
+from buildbot_revert.core.actions import RevertState, Step
 from buildbot_revert.core.grace import Qualification, Qualified, StreakEnd, fact
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.machine_io import (
     CommentFirst,
     CommentOnly,
@@ -53,6 +66,7 @@ from buildbot_revert.core.post_verdict import PostVerdict
 from buildbot_revert.core.verdicts import PROPOSING, Verdict
 from simulator.analysis.follow_up import StandDowns
 from simulator.analysis.replay import ReplayResult
+from simulator.analysis.state_changes import StateChange
 
 _DAY = 86400.0
 # A revert PR in the truth model: nobody but the bot touched it, nobody ended it.
@@ -111,8 +125,8 @@ class _Open:
     first_qualified: float
     # (builder, first failing build) -> its qualification, with its end once known
     builders: dict[tuple[str, int], Qualified] = field(default_factory=dict)
-    # "waiting", "filed", "withdrawn", "commented"
-    fate: str = "waiting"
+    # Where its ledger row would be, by the core's lifecycle table.
+    state: State = lifecycle.INITIAL
     opened_at: float | None = None
 
     def qualified(self) -> tuple[Qualified, ...]:
@@ -131,6 +145,8 @@ class FilingPass:
         # (deadline, order, revision): the simulated clock.
         self._clock: list[tuple[float, int, str]] = []
         self._order = 0
+        # Every change of a revert's state (and follow-up outcome), as it happened.
+        self.changes: list[StateChange] = []
 
     def play(self, facts: Facts, window_end: float) -> None:
         """Feed every fact in time order, firing each deadline before the first later fact."""
@@ -177,7 +193,9 @@ class FilingPass:
         self._ends[(q.builder, q.first_failing_build)] = q.revision
 
     def _file(self, revision: str, now: float) -> None:
-        """The machine's ``Filing`` answer carried out: open, warn first, or comment."""
+        """Claim the revision, and carry out the core's first step for the machine's answer."""
+        claimed = lifecycle.after(lifecycle.INITIAL, lifecycle.Claimed(dry_run=False))
+        self._note(revision, now, claimed.state)  # the row is created in this state
         said = self.machine.filing(
             Filing(
                 revision,
@@ -186,19 +204,36 @@ class FilingPass:
                 qualified_at=now,
             )
         )
-        if isinstance(said, CommentOnly):
-            self.revisions[revision].fate = "commented"
-            self.github.capped.append((revision, now))
-        elif isinstance(said, CommentFirst):
-            self._at(said.until, revision)
-        else:
-            self._open(revision, now)
+        self._take(revision, actions.plan(_github_facts(said)), now)
 
-    def _open(self, revision: str, now: float) -> None:
-        """The simulated GitHub opens the revert pull request at ``now``."""
+    def _note(self, revision: str, now: float, state: State) -> None:
+        """The revision's row is in ``state`` from ``now`` on."""
+        self.revisions[revision].state = state
+        self.changes.append(StateChange(now, revision, state))
+
+    def _take(self, revision: str, plan: actions.Plan, now: float) -> None:
+        """The step carried out: the state the core's table gives it, and its part on GitHub.
+
+        A revert opens the pull request on the simulated GitHub (``Opened``);
+        a comment step is the cap's; a wait sets the deadline on the clock
+        (a revert the cap holds at its deadline looks again when it has room).
+        """
         known = self.revisions[revision]
-        known.fate, known.opened_at = "filed", now
-        self.github.opened.append((revision, now))
+        moved = lifecycle.after(known.state, lifecycle.StepTaken(plan.step))
+        if moved.moved:
+            self._note(revision, now, moved.state)
+        if plan.step is Step.REVERT:
+            opened = lifecycle.after(
+                moved.state, lifecycle.Opened(revert=RevertState.OPEN, existing=False)
+            )
+            self._note(revision, now, opened.state)
+            known.opened_at = now
+            self.github.opened.append((revision, now))
+        elif plan.step is Step.COMMENT:
+            self.github.capped.append((revision, now))
+        elif plan.step is Step.WAIT:
+            until = plan.due_at if plan.due_at is not None else self.github.room_at(now)
+            self._at(until, revision)
 
     def _deadline(self, revision: str, now: float) -> None:
         """A grace deadline (or a wait for the cap's room) passed: the machine decides."""
@@ -208,15 +243,15 @@ class FilingPass:
             if said.until is not None:
                 self._at(said.until, revision)
         elif isinstance(said, Withdraw):
-            known.fate = "withdrawn"
+            self._take(revision, actions.after_grace(said, _github_facts(None)), now)
         else:
             self._file_after_grace(revision, said, now)
 
     def _file_after_grace(self, revision: str, said: File, now: float) -> None:
-        """Open the pull request the grace rule files, unless the daily cap is reached now.
+        """The core's step for a revert the grace rule files, the daily cap read again now.
 
-        As the plugin's filer at a deadline: the cap read again, and a
-        revert it holds back waits (it stays pending) until there is room.
+        As the plugin's filer at a deadline: a revert the cap holds back
+        waits (it stays pending) until there is room.
         """
         capped = self.machine.filing(
             Filing(
@@ -226,10 +261,7 @@ class FilingPass:
                 qualified_at=self.revisions[revision].first_qualified,
             )
         )
-        if isinstance(capped, CommentOnly):
-            self._at(self.github.room_at(now), revision)
-            return
-        self._open(revision, now)
+        self._take(revision, actions.after_grace(said, _github_facts(capped)), now)
 
     def outcome(self, result: ReplayResult) -> ReplayResult:
         """The replay as filed: reverts kept, moved to when opened, or set aside (the module)."""
@@ -237,7 +269,7 @@ class FilingPass:
         for v in result.verdicts:
             if v.reason in PROPOSING and v.request is not None:
                 known = self.revisions[v.request.revision]
-                if known.fate in ("withdrawn", "waiting"):
+                if known.state in (State.WITHDRAWN, State.PENDING):
                     continue
                 if known.opened_at is not None and known.opened_at != v.request.qualified_at:
                     v = v._replace(request=v.request._replace(qualified_at=known.opened_at))
@@ -247,21 +279,28 @@ class FilingPass:
             result,
             verdicts=verdicts,
             grace=settings.grace_period,
-            stood_down=self._with_fate("withdrawn"),
-            pending=self._with_fate("waiting"),
-            commented=self._with_fate("commented"),
+            stood_down=self._in(State.WITHDRAWN),
+            pending=self._in(State.PENDING),
+            commented=self._in(State.COMMENTED),
             daily_cap=settings.daily_cap,
             capped=tuple(self.github.capped),
         )
         filed.stand_downs = self.followed(filed)
+        # In simulated time (the follow-up's outcomes are dated before the
+        # window's end); a stable sort keeps the order of one time's changes.
+        filed.state_changes = tuple(sorted(self.changes, key=lambda change: change.at))
         return filed
 
-    def _with_fate(self, fate: str) -> frozenset[str]:
-        """The revisions the pass ended so."""
-        return frozenset(r for r, known in self.revisions.items() if known.fate == fate)
+    def _in(self, state: State) -> frozenset[str]:
+        """The revisions the pass left in ``state``."""
+        return frozenset(r for r, known in self.revisions.items() if known.state is state)
 
     def followed(self, filed: ReplayResult) -> StandDowns:
-        """Every opened revert PR followed at the window's end, in filing order."""
+        """Every opened revert PR followed at the window's end, in filing order.
+
+        Each outcome the follow-up records (as the plugin's ledger records it
+        beside the ``filed`` state) is a change of its revert.
+        """
         now = filed.window_end
         open_for: list[float] = []
         revisions: list[str] = []
@@ -279,6 +318,8 @@ class FilingPass:
                 times.append(said.at)
                 plan = self.machine.pull_read(PullRead(revision, _UNTOUCHED, said.at))
                 steps.append(plan.step.value)
+                if plan.outcome is not None:
+                    self.changes.append(StateChange(said.at, revision, known.state, plan.outcome))
         return StandDowns(
             filed=len(proposals),
             stood_down=len(open_for),
@@ -287,6 +328,20 @@ class FilingPass:
             stood_down_at=tuple(times),
             steps=tuple(steps),
         )
+
+
+def _github_facts(said: File | CommentOnly | CommentFirst | None) -> actions.Facts:
+    """What the simulated GitHub knows of a culprit, with the machine's filing answer.
+
+    Mode ``revert``, a merged culprit pull request, no labels, no revert yet
+    (a history holds none of them); capped or warned first as ``said`` says.
+    """
+    return actions.Facts(
+        mode="revert",
+        has_pull=True,
+        capped=said.why if isinstance(said, CommentOnly) else None,
+        grace_until=said.until if isinstance(said, CommentFirst) else None,
+    )
 
 
 def play_filing(

@@ -33,6 +33,7 @@ from simulator.analysis.evidence import StoredEvidence
 from simulator.analysis.follow_up import StandDowns
 from simulator.analysis.keeper import Keeper
 from simulator.analysis.play import Play
+from simulator.analysis.state_changes import StateChange
 from simulator.collector import fewer_collections
 from simulator.history.schema import META_IMPORT_EVIDENCE_DEPTH
 from simulator.history.store import HistoryStore
@@ -137,6 +138,9 @@ class ReplayResult:
     capped: tuple[tuple[str, float], ...] = ()
     # The filed reverts a fix made unnecessary, as the filing pass followed them.
     stand_downs: StandDowns | None = None
+    # Each change of a revert's ledger state (and follow-up outcome) the
+    # filing pass made, in simulated time, by the core's lifecycle table.
+    state_changes: tuple[StateChange, ...] = ()
     # The test cases that failed alone most often, as the tracker recorded them.
     flaky_cases: tuple[CaseFlake, ...] = ()
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from buildbot_revert.core.lifecycle import State
 from buildbot_revert.core.machine_io import MachineSettings
 from buildbot_revert.core.model import Builder
+from buildbot_revert.core.outcomes import Outcome
 from buildbot_revert.core.policy import Policy
 from simulator.analysis.culprit_methods import Methods
 from simulator.analysis.engine import file_replay, play_out
@@ -126,3 +128,41 @@ def test_the_simulator_builds_the_machine_in_one_place() -> None:
         if re.search(r"\bPostVerdict\(", line)
     ]
     assert [site.split(":")[0] for site in sites] == ["analysis/engine.py"], sites
+
+
+def test_each_reverts_states_come_from_the_cores_lifecycle_table() -> None:
+    result = replayed(RECOVERS, STAYS_RED, LATER_RED)
+    filed = file_replay(result, MachineSettings(grace_period=GRACE, daily_cap=1))
+    trail = {
+        revision: [c.what for c in filed.state_changes if c.revision == revision]
+        for revision in ("x", "y", "z")
+    }
+    # x warned, withdrawn at its deadline; z capped at once (y's PR opened
+    # earlier that day); y warned, then opened at its deadline.
+    assert trail == {
+        "x": ["proposed", "pending", "withdrawn"],
+        "y": ["proposed", "pending", "filing", "filed"],
+        "z": ["proposed", "commented"],
+    }
+    assert all(isinstance(c.state, State) for c in filed.state_changes)
+    # In simulated time: y is opened at its deadline, after its warning.
+    opened = [c.at for c in filed.state_changes if c.revision == "y" and c.what == "filed"]
+    assert opened == [T0 + (10 + 3) * STEP + GRACE]
+    times = [c.at for c in filed.state_changes]
+    assert times == sorted(times)
+
+
+def test_the_follow_ups_outcome_is_a_change_of_the_filed_revert() -> None:
+    # Without grace or cap all three are filed; A's went green: stood down (superseded).
+    result = replayed(RECOVERS, STAYS_RED, LATER_RED)
+    filed = file_replay(result, MachineSettings(daily_cap=None))
+    x = [(c.state, c.what) for c in filed.state_changes if c.revision == "x"]
+    assert x == [
+        (State.PROPOSED, "proposed"),
+        (State.FILING, "filing"),
+        (State.FILED, "filed"),
+        (State.FILED, "superseded"),
+    ]
+    [stood] = [c for c in filed.state_changes if c.outcome is Outcome.SUPERSEDED]
+    assert filed.stand_downs is not None
+    assert stood.at == filed.stand_downs.stood_down_at[0]

@@ -41,6 +41,23 @@ os.environ.setdefault("BUILDBOT_REVERT_DATA", str(Path(__file__).resolve().paren
 
 FIXTURES = Path(__file__).parent / "fixtures" / "buildbot.python.org"
 
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Generate the shipped year once, in xdist's controller, before its workers start.
+
+    Several modules replay it; on a fresh clone each worker would otherwise
+    make its own copy at the same time (the rename at the end keeps either
+    complete, but the minute is spent twice).  A run without ``-n`` makes it
+    when a test first asks.
+    """
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from simulator.synthetic.generator import ensure_shipped_history
+
+    ensure_shipped_history()
+
+
 ROOT = {"rootlinks": [{"name": n} for n in ("builders", "builds", "buildrequests",
                                             "buildsets", "changes", "workers")],
         "meta": {"total": 6}}  # fmt: skip

@@ -159,12 +159,17 @@ def start(store: HistoryStore) -> Ahead | None:
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_measure_into, args=(store.path, send), daemon=True)
+    # SIGTERM is held back across the fork: stopped before it reset its
+    # handler, the second process would run the first one's (a master's
+    # shutdown) instead of ending; it unblocks once its own is set.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     try:
         process.start()
     except OSError:
         receive.close()
         return None
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         send.close()
     return Ahead(process, receive)
 
@@ -176,6 +181,7 @@ def _measure_into(path: Path, send: Connection) -> None:
     # it is SIGTERM's default, whatever handler the first process had set.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     payload = None
     try:
         store = HistoryStore(path)

@@ -10,6 +10,8 @@ measurement fails here rather than passing on the shipped year by luck.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -394,3 +396,22 @@ def test_a_second_process_that_sends_nothing_in_time_is_stopped_and_measured_her
     assert [r.measured for r in calibrate(tiny, ahead.payload)] == expected
     assert time.monotonic() - started < 30
     assert not ahead._process.is_alive()
+
+
+def test_a_second_process_stopped_at_once_never_runs_the_first_ones_sigterm_handler(
+    tiny: HistoryStore, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The first process's handler (a Buildbot master's shutdown, in a process
+    # that started one) must not run in the second, however early it is stopped.
+    def first_ones(signum: int, frame: object) -> None:
+        os.write(2, b"the first process's SIGTERM handler ran\n")
+
+    previous = signal.signal(signal.SIGTERM, first_ones)
+    try:
+        for _ in range(20):
+            ahead = calibration_cache.start(tiny)
+            assert ahead is not None
+            ahead.close()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert capfd.readouterr().err == ""
